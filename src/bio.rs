@@ -1,0 +1,285 @@
+//! `struct bio`: op and flags, the sector/size iterator, and multipage bvecs
+//! over physical addresses (include/linux/blk_types.h, block/bio.c).
+//!
+//! Memory is modelled as physical addresses: a [`Bvec`] is `(phys, len)` and
+//! its `bv_offset` is `phys % PAGE_SIZE`. Clones share the bvec table (an
+//! `Rc`), exactly as `bio_alloc_clone` shares `bi_io_vec`, and splitting only
+//! moves the [`BvecIter`].
+
+use std::rc::Rc;
+
+use crate::genhd::DevId;
+
+/// Bytes per sector.
+pub const SECTOR_SIZE: u64 = 512;
+pub const SECTOR_SHIFT: u32 = 9;
+pub const PAGE_SIZE: u64 = 4096;
+/// `BIO_MAX_VECS`: most bvecs one bio holds.
+pub const BIO_MAX_VECS: usize = 256;
+
+/// `enum req_op` (values as in 6.1 and 7.2).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Op {
+    Read,
+    Write,
+    Flush,
+    Discard,
+    SecureErase,
+    ZoneAppend,
+    WriteZeroes,
+}
+
+impl Op {
+    /// The kernel's numeric `REQ_OP_*` value.
+    pub fn value(self) -> u32 {
+        match self {
+            Op::Read => 0,
+            Op::Write => 1,
+            Op::Flush => 2,
+            Op::Discard => 3,
+            Op::SecureErase => 5,
+            Op::ZoneAppend => 7,
+            Op::WriteZeroes => 9,
+        }
+    }
+
+    /// `op_is_write`: the low bit of the op.
+    pub fn is_write(self) -> bool {
+        self.value() & 1 == 1
+    }
+
+    /// `op_is_discard` as diskstats groups it (discard and secure erase).
+    pub fn is_discard(self) -> bool {
+        matches!(self, Op::Discard | Op::SecureErase)
+    }
+
+    /// Ops that carry data pages (everything else is a range or empty).
+    pub fn has_data(self) -> bool {
+        matches!(self, Op::Read | Op::Write | Op::ZoneAppend)
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Op::Read => "read",
+            Op::Write => "write",
+            Op::Flush => "flush",
+            Op::Discard => "discard",
+            Op::SecureErase => "secure_erase",
+            Op::ZoneAppend => "zone_append",
+            Op::WriteZeroes => "write_zeroes",
+        }
+    }
+
+    pub fn from_name(s: &str) -> Option<Op> {
+        Some(match s {
+            "read" => Op::Read,
+            "write" => Op::Write,
+            "flush" => Op::Flush,
+            "discard" => Op::Discard,
+            "secure_erase" => Op::SecureErase,
+            "zone_append" => Op::ZoneAppend,
+            "write_zeroes" => Op::WriteZeroes,
+            _ => return None,
+        })
+    }
+
+    pub const NAMES: &'static [&'static str] =
+        &["read", "write", "flush", "discard", "secure_erase", "zone_append", "write_zeroes"];
+}
+
+/// `REQ_*` flag bits kept on `bi_opf` above the op.
+pub mod req {
+    pub const SYNC: u32 = 1 << 0;
+    pub const META: u32 = 1 << 1;
+    pub const PRIO: u32 = 1 << 2;
+    pub const FUA: u32 = 1 << 3;
+    pub const PREFLUSH: u32 = 1 << 4;
+    pub const RAHEAD: u32 = 1 << 5;
+    pub const NOMERGE: u32 = 1 << 6;
+    pub const NOWAIT: u32 = 1 << 7;
+    pub const ATOMIC: u32 = 1 << 8;
+    pub const POLLED: u32 = 1 << 9;
+    pub const NOUNMAP: u32 = 1 << 10;
+    /// `REQ_NOMERGE_FLAGS`: a bio with any of these never merges.
+    pub const NOMERGE_FLAGS: u32 = NOMERGE | PREFLUSH | FUA;
+
+    pub const NAMES: &[(&str, u32)] = &[
+        ("sync", SYNC),
+        ("meta", META),
+        ("prio", PRIO),
+        ("fua", FUA),
+        ("preflush", PREFLUSH),
+        ("rahead", RAHEAD),
+        ("nomerge", NOMERGE),
+        ("nowait", NOWAIT),
+        ("atomic", ATOMIC),
+        ("polled", POLLED),
+        ("nounmap", NOUNMAP),
+    ];
+
+    pub fn from_name(s: &str) -> Option<u32> {
+        NAMES.iter().find(|(n, _)| *n == s).map(|(_, v)| *v)
+    }
+}
+
+/// One (possibly multipage) `struct bio_vec`, as a physical range.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Bvec {
+    pub phys: u64,
+    pub len: u32,
+}
+
+impl Bvec {
+    /// `bv_offset`: offset of the start inside its first page.
+    pub fn offset(&self) -> u32 {
+        (self.phys % PAGE_SIZE) as u32
+    }
+
+    pub fn end(&self) -> u64 {
+        self.phys + self.len as u64
+    }
+}
+
+/// `struct bvec_iter`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct BvecIter {
+    pub sector: u64,
+    /// Remaining bytes (`bi_size`, a u32 in the kernel).
+    pub size: u32,
+    pub idx: u32,
+    /// Bytes already consumed inside `bvecs[idx]`.
+    pub bvec_done: u32,
+}
+
+pub type BioId = u32;
+
+/// `struct bio`. Chain and clone relations are kept as a parent link plus a
+/// `__bi_remaining` count, which is all completion ordering needs.
+#[derive(Clone, Debug)]
+pub struct Bio {
+    pub dev: DevId,
+    pub op: Op,
+    pub flags: u32,
+    pub iter: BvecIter,
+    pub bvecs: Rc<[Bvec]>,
+    /// `BIO_TRACE_COMPLETION`: set once 'Q' fired for this bio object.
+    pub traced: bool,
+    /// `BIO_REMAPPED`: the partition remap already happened.
+    pub remapped: bool,
+    /// Completion target: the original for a clone, the remainder for a
+    /// split front (`bio_chain`), none for a submitter's bio.
+    pub parent: Option<BioId>,
+    /// `__bi_remaining`: completions still needed before `bi_end_io` runs.
+    pub remaining: u32,
+    /// Inside a request (request-based disks complete per request, not per bio).
+    pub in_request: bool,
+    /// The submitting job; completion of a root bio is reported to it.
+    pub owner: u32,
+    /// The job's own tag for a root bio (which I/O unit it belongs to).
+    pub cookie: u32,
+}
+
+impl Bio {
+    pub fn sectors(&self) -> u32 {
+        self.iter.size >> SECTOR_SHIFT
+    }
+
+    pub fn end_sector(&self) -> u64 {
+        self.iter.sector + self.sectors() as u64
+    }
+
+    /// Walk the multipage bvecs from the iterator (`bio_for_each_bvec`).
+    pub fn for_each_bvec(&self, mut f: impl FnMut(Bvec) -> bool) {
+        let mut left = self.iter.size;
+        let mut idx = self.iter.idx as usize;
+        let mut done = self.iter.bvec_done;
+        while left > 0 && idx < self.bvecs.len() {
+            let bv = self.bvecs[idx];
+            let len = (bv.len - done).min(left);
+            if !f(Bvec { phys: bv.phys + done as u64, len }) {
+                return;
+            }
+            left -= len;
+            idx += 1;
+            done = 0;
+        }
+    }
+
+    /// First bvec at the iterator (`bio_iter_iovec` on a multipage walk).
+    pub fn first_bvec(&self) -> Option<Bvec> {
+        let mut out = None;
+        self.for_each_bvec(|bv| {
+            out = Some(bv);
+            false
+        });
+        out
+    }
+
+    /// Last bvec inside the iterator's range (`bio_get_last_bvec`).
+    pub fn last_bvec(&self) -> Option<Bvec> {
+        let mut out = None;
+        self.for_each_bvec(|bv| {
+            out = Some(bv);
+            true
+        });
+        out
+    }
+}
+
+/// Advance an iterator by `bytes` (`bvec_iter_advance`). Data-less ops only
+/// move the sector and size.
+pub fn bvec_iter_advance(bvecs: &[Bvec], iter: &mut BvecIter, bytes: u32) {
+    iter.sector += (bytes >> SECTOR_SHIFT) as u64;
+    iter.size -= bytes;
+    if bvecs.is_empty() {
+        return;
+    }
+    let mut left = bytes;
+    while left > 0 {
+        let bv_left = bvecs[iter.idx as usize].len - iter.bvec_done;
+        if left < bv_left {
+            iter.bvec_done += left;
+            return;
+        }
+        left -= bv_left;
+        iter.idx += 1;
+        iter.bvec_done = 0;
+    }
+}
+
+/// Builds a bvec table the way `bio_add_page` does: a range that starts
+/// exactly where the last bvec ends physically extends it; anything else
+/// takes a new bvec, up to `max_vecs`.
+#[derive(Debug, Default)]
+pub struct BvecBuilder {
+    pub bvecs: Vec<Bvec>,
+    pub size: u64,
+    max_vecs: usize,
+}
+
+impl BvecBuilder {
+    pub fn new(max_vecs: usize) -> Self {
+        BvecBuilder { bvecs: Vec::new(), size: 0, max_vecs }
+    }
+
+    /// `bio_add_page`: false when the bio is full (no merge and no free vec,
+    /// or `bi_size` would pass `UINT_MAX`).
+    pub fn add(&mut self, phys: u64, len: u32) -> bool {
+        if self.size + len as u64 > u32::MAX as u64 {
+            return false;
+        }
+        if let Some(last) = self.bvecs.last_mut() {
+            if last.end() == phys {
+                last.len += len;
+                self.size += len as u64;
+                return true;
+            }
+        }
+        if self.bvecs.len() >= self.max_vecs {
+            return false;
+        }
+        self.bvecs.push(Bvec { phys, len });
+        self.size += len as u64;
+        true
+    }
+}

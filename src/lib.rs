@@ -1,0 +1,27 @@
+//! blkstack: a fast, faithful model of the Linux block I/O path.
+//!
+//! Modules follow the kernel's own map: [`bio`] (struct bio), [`limits`]
+//! (blk-settings), [`split`] (blk-merge's splitting), [`submit`] (blk-core and
+//! `current->bio_list`), [`mq`] (blk-mq requests and dispatch), [`disk`] (the
+//! device service-time model), [`genhd`] (disks, partitions, device numbers),
+//! [`source`] (where bios come from), [`trace`] (tracepoints and blkparse
+//! text), [`stats`], [`profile`] (kernel versions and behaviour switches),
+//! [`scenario`] (the TOML scenario format) and [`engine`] (the simulation).
+
+pub mod bio;
+pub mod disk;
+pub mod engine;
+pub mod genhd;
+pub mod limits;
+pub mod mq;
+pub mod profile;
+pub mod run;
+pub mod scenario;
+pub mod source;
+pub mod split;
+pub mod stats;
+pub mod submit;
+pub mod trace;
+
+#[cfg(feature = "python")]
+mod python;

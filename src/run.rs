@@ -1,0 +1,213 @@
+//! Running a scenario file end to end: load, build, attach the requested
+//! outputs, run, summarise. Output files are written to a temporary name
+//! beside the target and renamed only when the run succeeds, so a failed
+//! run leaves no partial file behind.
+
+use std::fs::{self, File};
+use std::io::{self, BufWriter, Write};
+use std::path::{Path, PathBuf};
+
+use serde_json::{json, Map, Value};
+
+use crate::engine::{Engine, RunStats};
+use crate::scenario::{self, Scenario, ScenarioError};
+use crate::stats::OPS;
+use crate::trace::blkparse::BlkparseWriter;
+use crate::trace::requests::RequestsCsv;
+
+/// Where an output goes.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Output {
+    Stdout,
+    File(PathBuf),
+}
+
+impl Output {
+    pub fn parse(s: &str) -> Output {
+        if s == "-" {
+            Output::Stdout
+        } else {
+            Output::File(PathBuf::from(s))
+        }
+    }
+}
+
+#[derive(Clone, Debug, Default)]
+pub struct RunOptions {
+    pub kernel: Option<String>,
+    pub sets: Vec<String>,
+    pub trace: Option<Output>,
+    pub requests: Option<Output>,
+}
+
+#[derive(Debug)]
+pub enum RunError {
+    Scenario(ScenarioError),
+    Io(String),
+}
+
+impl std::fmt::Display for RunError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            RunError::Scenario(e) => write!(f, "{e}"),
+            RunError::Io(m) => write!(f, "{m}"),
+        }
+    }
+}
+
+impl From<ScenarioError> for RunError {
+    fn from(e: ScenarioError) -> Self {
+        RunError::Scenario(e)
+    }
+}
+
+/// A file written under a temporary name and renamed on [`AtomicFile::commit`];
+/// dropped uncommitted, it is removed.
+pub struct AtomicFile {
+    tmp: PathBuf,
+    path: PathBuf,
+    committed: bool,
+}
+
+impl AtomicFile {
+    pub fn create(path: &Path) -> Result<(AtomicFile, File), RunError> {
+        let dir = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
+        let name = path.file_name().ok_or_else(|| RunError::Io(format!("{}: not a file name", path.display())))?;
+        let tmp = dir.join(format!(".{}.{}.tmp", name.to_string_lossy(), std::process::id()));
+        let file = File::create(&tmp).map_err(|e| RunError::Io(format!("{}: {e}", path.display())))?;
+        Ok((AtomicFile { tmp, path: path.to_path_buf(), committed: false }, file))
+    }
+
+    pub fn commit(mut self) -> Result<(), RunError> {
+        fs::rename(&self.tmp, &self.path).map_err(|e| RunError::Io(format!("{}: {e}", self.path.display())))?;
+        self.committed = true;
+        Ok(())
+    }
+}
+
+impl Drop for AtomicFile {
+    fn drop(&mut self) {
+        if !self.committed {
+            let _ = fs::remove_file(&self.tmp);
+        }
+    }
+}
+
+fn open_output(out: &Output, files: &mut Vec<AtomicFile>) -> Result<Box<dyn Write>, RunError> {
+    match out {
+        Output::Stdout => Ok(Box::new(BufWriter::with_capacity(1 << 16, io::stdout()))),
+        Output::File(p) => {
+            let (af, f) = AtomicFile::create(p)?;
+            files.push(af);
+            Ok(Box::new(BufWriter::with_capacity(1 << 16, f)))
+        }
+    }
+}
+
+/// Load a scenario file with overrides.
+pub fn load_file(path: &str, opts: &RunOptions) -> Result<Scenario, RunError> {
+    let text = fs::read_to_string(path).map_err(|e| match e.kind() {
+        io::ErrorKind::NotFound => RunError::Io(format!("{path}: no such file")),
+        _ => RunError::Io(format!("{path}: {e}")),
+    })?;
+    Ok(scenario::load(path, &text, opts.kernel.as_deref(), &opts.sets)?)
+}
+
+/// Run a scenario file; returns the JSON summary.
+pub fn run_file(path: &str, opts: &RunOptions) -> Result<Value, RunError> {
+    let sc = load_file(path, opts)?;
+    let mut engine = sc.build();
+    let mut files = Vec::new();
+    if let Some(t) = &opts.trace {
+        let w = open_output(t, &mut files)?;
+        engine.core.tracer.add_sink(Box::new(BlkparseWriter::new(w)));
+    }
+    if let Some(r) = &opts.requests {
+        let w = open_output(r, &mut files)?;
+        engine.core.tracer.add_sink(Box::new(RequestsCsv::new(w)));
+    }
+    let stats = engine.run();
+    engine.core.tracer.finish().map_err(|e| RunError::Io(format!("writing output: {e}")))?;
+    for f in files {
+        f.commit()?;
+    }
+    Ok(summary(&sc, &engine, &stats))
+}
+
+/// The JSON summary of a finished run.
+pub fn summary(sc: &Scenario, engine: &Engine, st: &RunStats) -> Value {
+    let topo = &engine.core.topo;
+    let mut devices = Map::new();
+    for (i, d) in topo.devs.iter().enumerate() {
+        let s = &engine.core.stats[i];
+        let per_op = |a: &[u64; crate::stats::NR_OPS]| {
+            let mut m = Map::new();
+            for op in OPS {
+                m.insert(op.name().to_string(), json!(a[op as usize]));
+            }
+            Value::Object(m)
+        };
+        let mut dev = json!({
+            "kind": d.kind.name(),
+            "major": d.major,
+            "minor": d.minor,
+            "size_bytes": d.nr_sectors * 512,
+            "bios_queued": s.queued,
+            "splits": s.splits,
+            "remaps": s.remaps,
+            "requests": s.issued,
+            "inserts": s.inserts,
+            "completions": s.completed + s.bio_completions,
+            "errors": s.errors,
+            "sectors": per_op(&s.sectors_queued),
+            "sectors_issued": per_op(&s.sectors_issued),
+        });
+        if d.whole == i as u32 {
+            let q = topo.queue(i as u32);
+            let mut lim = Map::new();
+            for (k, v) in q.limits.sysfs() {
+                lim.insert(k.to_string(), json!(v));
+            }
+            lim.insert("nr_requests".into(), json!(q.attrs.nr_requests));
+            lim.insert("scheduler".into(), json!(q.attrs.scheduler.name()));
+            lim.insert("nomerges".into(), json!(q.attrs.nomerges));
+            lim.insert("rotational".into(), json!(q.attrs.rotational as u8));
+            lim.insert("zoned".into(), json!(q.limits.zoned.name()));
+            dev["limits"] = Value::Object(lim);
+        } else {
+            dev["partition_of"] = json!(topo.dev(d.whole).name);
+            dev["start"] = json!(d.start_sect);
+        }
+        devices.insert(d.name.clone(), dev);
+    }
+    let behaviour: Map<String, Value> = sc.beh.values().into_iter().map(|(k, v)| (k.to_string(), json!(v))).collect();
+    json!({
+        "scenario": sc.file,
+        "name": sc.name,
+        "kernel": sc.profile.kernel,
+        "profile": sc.profile.name,
+        "behaviour": behaviour,
+        "devices": devices,
+        "sim_time_ns": st.sim_time_ns,
+        "wall_time_s": st.wall_time_s,
+        "bios": st.bios,
+        "bios_per_s": if st.wall_time_s > 0.0 { st.bios as f64 / st.wall_time_s } else { 0.0 },
+        "peak_live_bios": st.peak_live_bios,
+        "io_units": st.units,
+        "errors": st.errors,
+    })
+}
+
+/// Every profile and switch, for `blkstack profiles`.
+pub fn profiles_json() -> Value {
+    let profiles = crate::profile::profiles();
+    let ps: Vec<Value> = profiles.iter().map(|p| json!({"name": p.name, "kernel": p.kernel, "summary": p.summary})).collect();
+    let sw: Vec<Value> = crate::profile::SWITCHES
+        .iter()
+        .map(|s| {
+            let per: Map<String, Value> = profiles.iter().map(|p| (p.name.to_string(), json!((s.get)(&p.behaviour)))).collect();
+            json!({"name": format!("behaviour.{}", s.name), "values": s.values, "description": s.description, "per_profile": per})
+        })
+        .collect();
+    json!({"default": crate::profile::DEFAULT_PROFILE, "profiles": ps, "switches": sw})
+}

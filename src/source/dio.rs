@@ -1,0 +1,177 @@
+//! Direct I/O on a block device (block/fops.c `blkdev_direct_IO`,
+//! block/bio.c `bio_iov_iter_get_pages`) over a model of the user buffer's
+//! physical pages.
+//!
+//! The buffer is a list of page frames; page i+1 follows page i physically
+//! unless a seeded coin with probability `fragmentation` says otherwise.
+//! Bio size then follows from how many physically contiguous runs fit in
+//! `BIO_MAX_VECS` multipage bvecs, exactly as the kernel fills them: pages
+//! are pinned in batches of `max_vecs - vcnt`, each page extends the last
+//! bvec when it continues it physically, and each batch is trimmed to the
+//! logical block size.
+
+use crate::bio::{BvecBuilder, Op, BIO_MAX_VECS, PAGE_SIZE};
+use crate::genhd::DevId;
+
+use super::rng::Rng;
+use super::BioSpec;
+
+/// Where the first page of a user buffer sits physically (4 GiB).
+const BUFFER_BASE_PFN: u64 = 0x10_0000;
+
+/// A user buffer: its offset inside the first page and the frame of each page.
+#[derive(Clone, Debug, PartialEq)]
+pub struct UserBuffer {
+    pub offset: u32,
+    pub pfns: Vec<u64>,
+}
+
+impl UserBuffer {
+    /// `len` bytes starting `offset` bytes into a page; each next page is
+    /// physically discontiguous with probability `fragmentation`.
+    pub fn new(len: u64, offset: u32, fragmentation: f64, seed: u64) -> Self {
+        let pages = (offset as u64 + len).div_ceil(PAGE_SIZE).max(1);
+        let mut rng = Rng::new(seed);
+        let mut pfns = Vec::with_capacity(pages as usize);
+        let mut pfn = BUFFER_BASE_PFN;
+        for i in 0..pages {
+            if i > 0 {
+                pfn = if fragmentation > 0.0 && rng.next_f64() < fragmentation {
+                    // Jump well away, never onto the next frame.
+                    pfn + 2 + rng.next_u64() % (1 << 20)
+                } else {
+                    pfn + 1
+                };
+            }
+            pfns.push(pfn);
+        }
+        UserBuffer { offset, pfns }
+    }
+
+    /// Physical address of byte `pos` of the buffer.
+    pub fn phys(&self, pos: u64) -> u64 {
+        let at = self.offset as u64 + pos;
+        self.pfns[(at / PAGE_SIZE) as usize] * PAGE_SIZE + at % PAGE_SIZE
+    }
+
+    /// Pages spanned by bytes [pos, pos + len).
+    pub fn pages_spanned(&self, pos: u64, len: u64) -> u64 {
+        let start = self.offset as u64 + pos;
+        (start + len).div_ceil(PAGE_SIZE) - start / PAGE_SIZE
+    }
+}
+
+/// `bio_iov_iter_get_pages` for bytes [pos, pos + len) of `buf` into a bio
+/// of `max_vecs` vectors. Returns the builder (bvecs and size in bytes).
+pub fn bio_iov_iter_get_pages(buf: &UserBuffer, pos: u64, len: u64, max_vecs: usize, lbs: u32) -> BvecBuilder {
+    let mut bio = BvecBuilder::new(max_vecs);
+    let mut cur = pos;
+    let end = pos + len;
+    while cur < end && bio.bvecs.len() < max_vecs {
+        // Pin up to (max_vecs - vcnt) pages from the iterator.
+        let entries = (max_vecs - bio.bvecs.len()) as u64;
+        let in_first = PAGE_SIZE - (buf.offset as u64 + cur) % PAGE_SIZE;
+        let reach = in_first + (entries - 1) * PAGE_SIZE;
+        let limit = (u32::MAX as u64 - bio.size).min(end - cur);
+        let mut batch = reach.min(limit);
+        batch -= batch % lbs as u64;
+        if batch == 0 {
+            break;
+        }
+        let mut at = cur;
+        while at < cur + batch {
+            let piece = (PAGE_SIZE - (buf.offset as u64 + at) % PAGE_SIZE).min(cur + batch - at);
+            let added = bio.add(buf.phys(at), piece as u32);
+            debug_assert!(added, "a batch never needs more vecs than it pinned pages");
+            at += piece;
+        }
+        cur += batch;
+    }
+    bio
+}
+
+/// The bios one `pread`/`pwrite` with O_DIRECT submits (`blkdev_direct_IO`),
+/// and whether they are submitted inside a plug. `pos` is the byte offset
+/// on the device, `buf` the user buffer (the I/O uses its first `len` bytes).
+pub fn blkdev_direct_io(dev: DevId, op: Op, flags: u32, pos: u64, len: u64, buf: &UserBuffer, lbs: u32, sync: bool) -> (Vec<BioSpec>, bool) {
+    let nr_pages = buf.pages_spanned(0, len).min(BIO_MAX_VECS as u64 + 1);
+    let mut bios = Vec::new();
+    let mut done = 0u64;
+    // __blkdev_direct_IO_simple (one bio, no plug) for a synchronous I/O of
+    // at most BIO_MAX_VECS pages; __blkdev_direct_IO (a plug around a loop of
+    // bios) otherwise. Asynchronous small I/O is one bio, no plug of its own.
+    let multi = nr_pages > BIO_MAX_VECS as u64;
+    let _ = sync;
+    while done < len {
+        let vecs = buf.pages_spanned(done, len - done).min(BIO_MAX_VECS as u64) as usize;
+        let b = bio_iov_iter_get_pages(buf, done, len - done, vecs, lbs);
+        if b.size == 0 {
+            break;
+        }
+        bios.push(BioSpec {
+            dev,
+            op,
+            flags,
+            sector: (pos + done) >> 9,
+            size: b.size as u32,
+            bvecs: b.bvecs,
+        });
+        done += b.size;
+        if !multi {
+            break;
+        }
+    }
+    (bios, multi)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn contiguous_buffer_is_one_bvec_per_bio() {
+        let buf = UserBuffer::new(1 << 20, 0, 0.0, 1);
+        let (bios, plug) = blkdev_direct_io(0, Op::Read, 0, 0, 1 << 20, &buf, 512, true);
+        assert_eq!(bios.len(), 1);
+        assert_eq!(bios[0].bvecs.len(), 1);
+        assert_eq!(bios[0].size, 1 << 20);
+        assert!(!plug, "256 pages take the simple path");
+    }
+
+    #[test]
+    fn over_256_pages_takes_the_plugged_loop() {
+        // 1028 KiB = 257 pages: __blkdev_direct_IO, one bio (contiguous pages
+        // all merge into one bvec), inside a plug.
+        let buf = UserBuffer::new(1028 << 10, 0, 0.0, 1);
+        let (bios, plug) = blkdev_direct_io(0, Op::Read, 0, 0, 1028 << 10, &buf, 512, true);
+        assert!(plug);
+        assert_eq!(bios.len(), 1);
+        assert_eq!(bios[0].size, 1028 << 10);
+    }
+
+    #[test]
+    fn fully_fragmented_buffer_gives_256_pages_per_bio() {
+        // Every page discontiguous: one bvec per page, 256 per bio.
+        let buf = UserBuffer::new(4 << 20, 0, 1.0, 7);
+        let (bios, _) = blkdev_direct_io(0, Op::Read, 0, 0, 4 << 20, &buf, 512, true);
+        assert_eq!(bios.len(), 4);
+        assert!(bios.iter().all(|b| b.size == 1 << 20 && b.bvecs.len() == 256));
+        assert_eq!(bios[1].sector, 2048);
+    }
+
+    #[test]
+    fn last_batch_merges_past_the_256th_run() {
+        // Pages 0..255 each discontiguous, then the rest contiguous with page
+        // 255: the first batch fills 256 vecs, the bio ends after it.
+        let mut buf = UserBuffer::new(2 << 20, 0, 0.0, 1);
+        for i in 0..256 {
+            buf.pfns[i] = 1000 + 2 * i as u64;
+        }
+        for i in 256..buf.pfns.len() {
+            buf.pfns[i] = buf.pfns[255] + (i as u64 - 255);
+        }
+        let b = bio_iov_iter_get_pages(&buf, 0, 2 << 20, 256, 512);
+        assert_eq!(b.bvecs.len(), 256);
+        assert_eq!(b.size, 256 * 4096, "the bio is full after the first batch");
+    }
+}

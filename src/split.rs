@@ -1,0 +1,187 @@
+//! Splitting bios to queue limits (block/blk-merge.c: `__bio_split_to_limits`,
+//! `get_max_io_size`, `bio_split_rw`, `bvec_split_segs`, `bio_split_discard`,
+//! `bio_split_write_zeroes`).
+//!
+//! These functions only decide *where* to split; [`crate::submit`] performs
+//! the split (`bio_split` + `bio_chain` + resubmission of the remainder).
+
+use crate::bio::{Bio, Bvec, Op, PAGE_SIZE, SECTOR_SHIFT};
+use crate::limits::QueueLimits;
+use crate::profile::{Behaviour, SecureEraseLimit, WriteZeroesSplit};
+
+/// Outcome of `__bio_split_to_limits` for one bio.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SplitDecision {
+    /// Fits; `nsegs` physical segments (becomes `rq->nr_phys_segments`).
+    Fits { nsegs: u32 },
+    /// Split off a front of `sectors`; the front has `nsegs` segments.
+    At { sectors: u32, nsegs: u32 },
+    /// The bio needs a split it may not have (`REQ_ATOMIC`, zone append, a
+    /// split of zero bytes): it is failed.
+    Invalid,
+}
+
+/// `bio_allowed_max_sectors`: `UINT_MAX` bytes rounded down to the block size.
+pub fn bio_allowed_max_sectors(lim: &QueueLimits) -> u32 {
+    (u32::MAX - u32::MAX % lim.logical_block_size) >> SECTOR_SHIFT
+}
+
+/// Sectors to the next `chunk` boundary (`blk_chunk_sectors_left`; any
+/// chunk size, not only powers of two).
+pub fn chunk_sectors_left(sector: u64, chunk: u32) -> u32 {
+    chunk - (sector % chunk as u64) as u32
+}
+
+/// `get_max_io_size`: how many sectors may go from the bio's start, ending on
+/// a physical-block boundary when possible.
+pub fn get_max_io_size(lim: &QueueLimits, bio: &Bio, beh: &Behaviour) -> u32 {
+    let mut max = if bio.op == Op::WriteZeroes && beh.write_zeroes_split == WriteZeroesSplit::MaxIoSize {
+        lim.max_write_zeroes_sectors
+    } else {
+        lim.max_sectors
+    };
+    if lim.chunk_sectors != 0 {
+        max = max.min(chunk_sectors_left(bio.iter.sector, lim.chunk_sectors));
+    }
+    let pbs = lim.pbs_sectors().max(1);
+    let lbs = lim.lbs_sectors().max(1);
+    let start = (bio.iter.sector % pbs as u64) as u32;
+    let end = (start + max) / pbs * pbs;
+    if end > start {
+        end - start
+    } else {
+        max / lbs * lbs
+    }
+}
+
+/// `get_max_segment_size`: a segment may not cross `seg_boundary_mask` nor
+/// exceed `max_segment_size`.
+fn max_segment_size_at(lim: &QueueLimits, phys: u64) -> u64 {
+    let mask = lim.seg_boundary_mask;
+    let to_boundary = mask - (phys & mask) + 1;
+    to_boundary.min(lim.max_segment_size as u64)
+}
+
+/// `bvec_gap_to_prev` inside one bio: with a virt boundary, a bvec may only
+/// follow one that ends on the boundary, and must start on it.
+pub fn bvec_gap_to_prev(lim: &QueueLimits, prev: &Bvec, next_offset: u32) -> bool {
+    let mask = lim.virt_boundary_mask;
+    mask != 0 && ((next_offset as u64 & mask) != 0 || ((prev.offset() as u64 + prev.len as u64) & mask) != 0)
+}
+
+/// `bvec_split_segs`: count the segments of one bvec that fit in
+/// `max_bytes - bytes`; returns true if the bio must be split here.
+fn bvec_split_segs(lim: &QueueLimits, bv: &Bvec, nsegs: &mut u32, bytes: &mut u64, max_bytes: u64) -> bool {
+    let max_len = max_bytes - *bytes;
+    let mut len = (bv.len as u64).min(max_len);
+    let mut total = 0u64;
+    while len > 0 && *nsegs < lim.max_segments {
+        let seg = max_segment_size_at(lim, bv.phys + total).min(len);
+        *nsegs += 1;
+        total += seg;
+        len -= seg;
+        if (bv.offset() as u64 + total) & lim.virt_boundary_mask != 0 {
+            break;
+        }
+    }
+    *bytes += total;
+    len > 0 || bv.len as u64 > max_len
+}
+
+/// `bio_split_rw` (6.1/6.12; `bio_split_io_at` in 7.x): walk the multipage
+/// bvecs counting segments until a limit or a virt-boundary gap is hit.
+pub fn bio_split_rw_at(lim: &QueueLimits, bio: &Bio, max_bytes: u64) -> SplitDecision {
+    let mut nsegs = 0u32;
+    let mut bytes = 0u64;
+    let mut prev: Option<Bvec> = None;
+    let mut split = false;
+    bio.for_each_bvec(|bv| {
+        if let Some(p) = prev {
+            if bvec_gap_to_prev(lim, &p, bv.offset()) {
+                split = true;
+                return false;
+            }
+        }
+        // The page-local fast case: one segment. A bvec that fits in its
+        // page can never cross a segment boundary (masks are ≥ one page).
+        if nsegs < lim.max_segments
+            && bytes + bv.len as u64 <= max_bytes
+            && bv.offset() as u64 + bv.len as u64 <= PAGE_SIZE
+        {
+            nsegs += 1;
+            bytes += bv.len as u64;
+        } else if bvec_split_segs(lim, &bv, &mut nsegs, &mut bytes, max_bytes) {
+            split = true;
+            return false;
+        }
+        prev = Some(bv);
+        true
+    });
+    if !split {
+        return SplitDecision::Fits { nsegs };
+    }
+    if bio.flags & crate::bio::req::ATOMIC != 0 {
+        return SplitDecision::Invalid;
+    }
+    let bytes = bytes - bytes % lim.logical_block_size as u64;
+    if bytes == 0 {
+        return SplitDecision::Invalid;
+    }
+    SplitDecision::At { sectors: (bytes >> SECTOR_SHIFT) as u32, nsegs }
+}
+
+/// `bio_split_discard`: cap at `max_discard_sectors` (a multiple of the
+/// granularity) and pull the end back so the next piece starts aligned.
+pub fn bio_split_discard(lim: &QueueLimits, bio: &Bio, beh: &Behaviour) -> SplitDecision {
+    let max = if bio.op == Op::SecureErase && beh.secure_erase_limit == SecureEraseLimit::Own {
+        lim.max_secure_erase_sectors
+    } else {
+        lim.max_discard_sectors
+    };
+    let gran = (lim.discard_granularity >> SECTOR_SHIFT).max(1);
+    let mut max = max.min(bio_allowed_max_sectors(lim));
+    max -= max % gran;
+    if max == 0 || bio.sectors() <= max {
+        return SplitDecision::Fits { nsegs: 1 };
+    }
+    let mut n = max;
+    let align = ((lim.discard_alignment >> SECTOR_SHIFT) % gran) as u64;
+    let r = ((bio.iter.sector + n as u64 - align) % gran as u64) as u32;
+    if n > r {
+        n -= r;
+    }
+    SplitDecision::At { sectors: n, nsegs: 1 }
+}
+
+/// `bio_split_write_zeroes`: 6.1 cuts at exactly `max_write_zeroes_sectors`;
+/// 6.12+ at `get_max_io_size` (chunk boundaries and pbs alignment apply).
+pub fn bio_split_write_zeroes(lim: &QueueLimits, bio: &Bio, beh: &Behaviour) -> SplitDecision {
+    let max = match beh.write_zeroes_split {
+        WriteZeroesSplit::Exact => lim.max_write_zeroes_sectors,
+        WriteZeroesSplit::MaxIoSize => get_max_io_size(lim, bio, beh),
+    };
+    if lim.max_write_zeroes_sectors == 0 || max == 0 || bio.sectors() <= max {
+        return SplitDecision::Fits { nsegs: 0 };
+    }
+    SplitDecision::At { sectors: max, nsegs: 0 }
+}
+
+/// `__bio_split_to_limits`: dispatch by op.
+pub fn split_decision(lim: &QueueLimits, bio: &Bio, beh: &Behaviour) -> SplitDecision {
+    match bio.op {
+        Op::Read | Op::Write => {
+            let max_bytes = (get_max_io_size(lim, bio, beh) as u64) << SECTOR_SHIFT;
+            if !bio.op.has_data() || bio.bvecs.is_empty() {
+                return SplitDecision::Fits { nsegs: 0 };
+            }
+            bio_split_rw_at(lim, bio, max_bytes)
+        }
+        Op::ZoneAppend => match bio_split_rw_at(lim, bio, (lim.max_sectors as u64) << SECTOR_SHIFT) {
+            SplitDecision::At { .. } => SplitDecision::Invalid,
+            d => d,
+        },
+        Op::Discard | Op::SecureErase => bio_split_discard(lim, bio, beh),
+        Op::WriteZeroes => bio_split_write_zeroes(lim, bio, beh),
+        Op::Flush => SplitDecision::Fits { nsegs: 0 },
+    }
+}

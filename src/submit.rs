@@ -1,0 +1,436 @@
+//! Bio submission (block/blk-core.c, block/bio.c).
+//!
+//! [`BlockCore`] is the state every layer shares while a bio travels down
+//! the stack: the bio arena, `current->bio_list`, the tracer, per-device
+//! counters and the simulated clock. The two loops of the kernel —
+//! `__submit_bio_noacct` (top of stack is bio-based) and
+//! `__submit_bio_noacct_mq` (request-based) — are generic over a [`Stack`],
+//! which knows how to run `__submit_bio` for each device.
+
+use std::collections::{BinaryHeap, VecDeque};
+use std::cmp::Reverse;
+
+use crate::bio::{bvec_iter_advance, req, Bio, BioId, Op, SECTOR_SHIFT};
+use crate::genhd::{DevId, Driver, Topology};
+use crate::profile::{Behaviour, BioListAssembly, SplitRemainder};
+use crate::split::{split_decision, SplitDecision};
+use crate::stats::DevStats;
+use crate::trace::{Action, Event, Task, TraceCtx, Tracer};
+
+/// `BLK_STS_*` as errno values, as blktrace prints them.
+pub const EIO: i32 = -5;
+pub const EOPNOTSUPP: i32 = -95;
+pub const EINVAL: i32 = -22;
+
+/// A driver with its own `->submit_bio` (md, dm, test doubles).
+pub trait BioDriver {
+    /// `->submit_bio`: called with `current->bio_list` active, so everything
+    /// it submits is queued and handled after it returns.
+    fn submit_bio(&mut self, core: &mut BlockCore, bio: BioId);
+}
+
+/// Timed things the simulation waits for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum SimEvent {
+    /// A request finished on its device.
+    RqComplete { queue: u32, rq: u32 },
+    /// A job may submit again.
+    JobWake { job: u32 },
+}
+
+/// A root bio (one a job submitted) finished.
+#[derive(Clone, Copy, Debug)]
+pub struct RootDone {
+    pub owner: u32,
+    pub cookie: u32,
+    pub status: i32,
+}
+
+/// `current->bio_list[0..2]`.
+#[derive(Default)]
+struct BioLists {
+    l0: VecDeque<BioId>,
+    l1: VecDeque<BioId>,
+}
+
+pub struct BlockCore {
+    pub topo: Topology,
+    pub beh: Behaviour,
+    /// Simulated time, ns.
+    pub now: u64,
+    pub tracer: Tracer,
+    pub tasks: Vec<Task>,
+    /// The task running the submission path now.
+    pub current: u32,
+    pub stats: Vec<DevStats>,
+    bios: Vec<Bio>,
+    free: Vec<BioId>,
+    /// Bio objects ever allocated (the throughput figure counts these).
+    pub bios_allocated: u64,
+    pub bios_live_peak: usize,
+    bios_live: usize,
+    bio_list: Option<BioLists>,
+    pub done_roots: Vec<RootDone>,
+    events: BinaryHeap<Reverse<(u64, u64, SimEvent)>>,
+    event_seq: u64,
+}
+
+impl BlockCore {
+    pub fn new(topo: Topology, beh: Behaviour) -> Self {
+        let n = topo.devs.len();
+        BlockCore {
+            topo,
+            beh,
+            now: 0,
+            tracer: Tracer::default(),
+            tasks: vec![Task { pid: 0, comm: "swapper/0".into() }],
+            current: 0,
+            stats: vec![DevStats::default(); n],
+            bios: Vec::new(),
+            free: Vec::new(),
+            bios_allocated: 0,
+            bios_live_peak: 0,
+            bios_live: 0,
+            bio_list: None,
+            done_roots: Vec::new(),
+            events: BinaryHeap::new(),
+            event_seq: 0,
+        }
+    }
+
+    pub fn add_task(&mut self, pid: u32, comm: &str) -> u32 {
+        self.tasks.push(Task { pid, comm: comm.to_string() });
+        (self.tasks.len() - 1) as u32
+    }
+
+    // ---- the bio arena -------------------------------------------------
+
+    pub fn bio(&self, id: BioId) -> &Bio {
+        &self.bios[id as usize]
+    }
+
+    pub fn bio_mut(&mut self, id: BioId) -> &mut Bio {
+        &mut self.bios[id as usize]
+    }
+
+    pub fn alloc_bio(&mut self, bio: Bio) -> BioId {
+        self.bios_allocated += 1;
+        self.bios_live += 1;
+        self.bios_live_peak = self.bios_live_peak.max(self.bios_live);
+        match self.free.pop() {
+            Some(id) => {
+                self.bios[id as usize] = bio;
+                id
+            }
+            None => {
+                self.bios.push(bio);
+                (self.bios.len() - 1) as BioId
+            }
+        }
+    }
+
+    fn bio_put(&mut self, id: BioId) {
+        self.bios_live -= 1;
+        self.free.push(id);
+    }
+
+    /// `bio_alloc_clone`: shares the bvecs, copies the iterator and flags;
+    /// the clone is a new object, so it gets its own 'Q' where submitted.
+    pub fn bio_alloc_clone(&mut self, id: BioId, dev: DevId) -> BioId {
+        let b = self.bio(id);
+        let clone = Bio {
+            dev,
+            traced: false,
+            remapped: false,
+            parent: None,
+            remaining: 1,
+            in_request: false,
+            ..b.clone()
+        };
+        self.alloc_bio(clone)
+    }
+
+    /// `bio_split`: a clone covering the first `sectors`; the original is
+    /// advanced and becomes the remainder. The front keeps
+    /// `BIO_TRACE_COMPLETION`, so it gets no second 'Q'.
+    pub fn bio_split(&mut self, id: BioId, sectors: u32) -> BioId {
+        let bytes = sectors << SECTOR_SHIFT;
+        let b = self.bio(id);
+        assert!(sectors > 0 && bytes < b.iter.size, "bio_split of {sectors} sectors out of range");
+        let mut front = Bio { parent: None, remaining: 1, in_request: false, ..b.clone() };
+        front.iter.size = bytes;
+        let b = self.bio_mut(id);
+        let bvecs = b.bvecs.clone();
+        bvec_iter_advance(&bvecs, &mut b.iter, bytes);
+        self.alloc_bio(front)
+    }
+
+    /// `bio_chain`: `parent` completes only after `child` does.
+    pub fn bio_chain(&mut self, child: BioId, parent: BioId) {
+        self.bio_mut(child).parent = Some(parent);
+        self.bio_mut(parent).remaining += 1;
+    }
+
+    // ---- tracing -------------------------------------------------------
+
+    /// Emit an event for bio `id` on its queue's trace stream.
+    pub fn trace_bio(&mut self, action: Action, id: BioId, arg: u64, from_dev: DevId) {
+        if !self.tracer.active() {
+            return;
+        }
+        let b = self.bio(id);
+        let ev = Event {
+            time: self.now,
+            dev: self.topo.dev(b.dev).whole,
+            action,
+            op: b.op,
+            flags: b.flags,
+            sector: b.iter.sector,
+            bytes: b.iter.size,
+            task: self.current,
+            error: 0,
+            arg,
+            from_dev,
+        };
+        self.emit(ev);
+    }
+
+    pub fn emit(&mut self, ev: Event) {
+        let ctx = TraceCtx { topo: &self.topo, tasks: &self.tasks };
+        self.tracer.emit(ev, &ctx);
+    }
+
+    /// `trace_block_bio_remap`: `id` now addresses its (lower) device;
+    /// it came from `from_sector` on `from_dev`.
+    pub fn trace_bio_remap(&mut self, id: BioId, from_dev: DevId, from_sector: u64) {
+        let dev = self.topo.dev(self.bio(id).dev).whole;
+        self.stats[dev as usize].remaps += 1;
+        self.trace_bio(Action::Remap, id, from_sector, from_dev);
+    }
+
+    // ---- submission ----------------------------------------------------
+
+    /// `submit_bio_noacct`: end-of-device and op checks, partition remap,
+    /// then [`Self::submit_bio_noacct_nocheck`]. Returns the bio if the
+    /// caller must start a submission loop (no `current->bio_list` yet).
+    pub fn submit_bio_noacct(&mut self, id: BioId) -> Option<BioId> {
+        let devid = self.bio(id).dev;
+        let dev = self.topo.dev(devid);
+        let (nr_sectors, whole, start) = (dev.nr_sectors, dev.whole, dev.start_sect);
+        // bio_check_eod, against the partition's own size before the remap.
+        let b = self.bio(id);
+        if b.iter.size != 0 && b.end_sector() > nr_sectors {
+            self.bio_io_error(id, EIO);
+            return None;
+        }
+        if whole != devid {
+            // blk_partition_remap: from here on the bio addresses the disk.
+            let old = b.iter.sector;
+            let bm = self.bio_mut(id);
+            bm.iter.sector += start;
+            bm.dev = whole;
+            bm.remapped = true;
+            self.trace_bio_remap(id, devid, old);
+        }
+        if let Some(status) = self.op_unsupported(id) {
+            self.bio_io_error(id, status);
+            return None;
+        }
+        // A device without a volatile cache strips PREFLUSH/FUA, and an
+        // empty flush then completes at once.
+        let q = self.topo.queue(self.bio(id).dev);
+        if !q.attrs.write_cache {
+            let b = self.bio_mut(id);
+            b.flags &= !(req::PREFLUSH | req::FUA);
+            if b.iter.size == 0 && b.op == Op::Write {
+                self.bio_endio(id, 0);
+                return None;
+            }
+        }
+        self.submit_bio_noacct_nocheck(id, false)
+    }
+
+    /// Op support checks of `submit_bio_noacct`.
+    fn op_unsupported(&self, id: BioId) -> Option<i32> {
+        let b = self.bio(id);
+        let lim = self.topo.limits(b.dev);
+        let unsupported = match b.op {
+            Op::Discard => lim.max_discard_sectors == 0,
+            Op::SecureErase => lim.max_secure_erase_sectors == 0,
+            Op::WriteZeroes => lim.max_write_zeroes_sectors == 0,
+            Op::ZoneAppend => lim.zoned == crate::limits::Zoned::None,
+            Op::Flush => true, // never valid in a bio
+            Op::Read | Op::Write => false,
+        };
+        unsupported.then_some(EOPNOTSUPP)
+    }
+
+    /// `submit_bio_noacct_nocheck`: one 'Q' per bio object, then onto
+    /// `current->bio_list` if a loop is running (at the head for a split
+    /// remainder under head insertion).
+    pub fn submit_bio_noacct_nocheck(&mut self, id: BioId, split: bool) -> Option<BioId> {
+        if !self.bio(id).traced {
+            self.bio_mut(id).traced = true;
+            let b = self.bio(id);
+            let (dev, op, sectors) = (b.dev, b.op, b.sectors() as u64);
+            let s = &mut self.stats[dev as usize];
+            s.queued += 1;
+            s.sectors_queued[op as usize] += sectors;
+            self.trace_bio(Action::Queue, id, 0, 0);
+        }
+        let head = split && self.beh.split_remainder == SplitRemainder::Head;
+        match &mut self.bio_list {
+            Some(lists) if head => lists.l0.push_front(id),
+            Some(lists) => lists.l0.push_back(id),
+            None => return Some(id),
+        }
+        None
+    }
+
+    /// `bio_submit_split`: split off a front of `sectors`, chain it, trace
+    /// 'X' and resubmit the remainder; returns the front for the caller to
+    /// keep processing.
+    pub fn bio_submit_split(&mut self, id: BioId, sectors: u32) -> BioId {
+        let front = self.bio_split(id, sectors);
+        self.bio_mut(front).flags |= req::NOMERGE;
+        self.bio_chain(front, id);
+        let dev = self.bio(id).dev;
+        self.stats[dev as usize].splits += 1;
+        let rest = self.bio(id).iter.sector;
+        self.trace_bio(Action::Split, front, rest, 0);
+        let looped = match self.beh.split_remainder {
+            SplitRemainder::Tail => self.submit_bio_noacct(id),
+            SplitRemainder::Head => self.submit_bio_noacct_nocheck(id, true),
+        };
+        debug_assert!(looped.is_none(), "split outside a submission loop");
+        front
+    }
+
+    /// `bio_split_to_limits`: split to the limits of the bio's queue.
+    /// Returns the (front) bio to continue with and its segment count, or
+    /// `None` if the bio was failed.
+    pub fn bio_split_to_limits(&mut self, id: BioId) -> Option<(BioId, u32)> {
+        let b = self.bio(id);
+        match split_decision(self.topo.limits(b.dev), b, &self.beh) {
+            SplitDecision::Fits { nsegs } => Some((id, nsegs)),
+            SplitDecision::At { sectors, nsegs } => Some((self.bio_submit_split(id, sectors), nsegs)),
+            SplitDecision::Invalid => {
+                self.bio_io_error(id, EINVAL);
+                None
+            }
+        }
+    }
+
+    // ---- completion ----------------------------------------------------
+
+    pub fn bio_io_error(&mut self, id: BioId, status: i32) {
+        let dev = self.bio(id).dev;
+        self.stats[dev as usize].errors += 1;
+        self.bio_endio(id, status);
+    }
+
+    /// `bio_endio`: drop one completion reference; when the last one goes,
+    /// trace 'C' for a Q-traced bio that is not part of a request, and
+    /// complete the parent (chain or clone origin).
+    pub fn bio_endio(&mut self, mut id: BioId, status: i32) {
+        loop {
+            let b = self.bio_mut(id);
+            if b.remaining > 1 {
+                b.remaining -= 1;
+                return;
+            }
+            let (traced, in_rq, parent, owner, cookie) = (b.traced, b.in_request, b.parent, b.owner, b.cookie);
+            if traced && !in_rq {
+                let dev = b.dev;
+                self.stats[dev as usize].bio_completions += 1;
+                let saved = self.current;
+                self.current = 0;
+                self.trace_bio(Action::Complete, id, 0, 0);
+                self.current = saved;
+            }
+            self.bio_put(id);
+            match parent {
+                Some(p) => id = p,
+                None => {
+                    self.done_roots.push(RootDone { owner, cookie, status });
+                    return;
+                }
+            }
+        }
+    }
+
+    // ---- the simulated clock ---------------------------------------------
+
+    pub fn schedule(&mut self, at: u64, ev: SimEvent) {
+        self.event_seq += 1;
+        self.events.push(Reverse((at.max(self.now), self.event_seq, ev)));
+    }
+
+    pub fn pop_event(&mut self) -> Option<SimEvent> {
+        let Reverse((t, _, ev)) = self.events.pop()?;
+        self.now = t;
+        Some(ev)
+    }
+
+    pub fn live_bios(&self) -> usize {
+        self.bios_live
+    }
+}
+
+/// What the submission loops need from the stack: the core, and a way to
+/// run `__submit_bio` for a bio (driver `->submit_bio` or `blk_mq_submit_bio`).
+pub trait Stack {
+    fn core(&mut self) -> &mut BlockCore;
+    fn __submit_bio(&mut self, bio: BioId);
+}
+
+/// `submit_bio_noacct` from outside any loop (a task submitting a bio):
+/// start the loop that matches the device.
+pub fn submit_bio<S: Stack>(stack: &mut S, id: BioId) {
+    let Some(id) = stack.core().submit_bio_noacct(id) else { return };
+    let core = stack.core();
+    let driver = core.topo.dev(core.bio(id).dev).driver;
+    match driver {
+        Driver::BioBased(_) => __submit_bio_noacct(stack, id),
+        Driver::Mq(_) => __submit_bio_noacct_mq(stack, id),
+    }
+}
+
+/// `__submit_bio_noacct_mq`: the top device is request-based; bios it
+/// resubmits (split remainders) are handled in list order.
+fn __submit_bio_noacct_mq<S: Stack>(stack: &mut S, first: BioId) {
+    stack.core().bio_list = Some(BioLists::default());
+    let mut next = Some(first);
+    while let Some(id) = next {
+        stack.__submit_bio(id);
+        next = stack.core().bio_list.as_mut().and_then(|l| l.l0.pop_front());
+    }
+    stack.core().bio_list = None;
+}
+
+/// `__submit_bio_noacct`: the top device is bio-based. After each bio,
+/// what it submitted is sorted into bios for other queues ("lower") and for
+/// its own queue ("same"), and handled before the bios pending from earlier.
+fn __submit_bio_noacct<S: Stack>(stack: &mut S, first: BioId) {
+    stack.core().bio_list = Some(BioLists::default());
+    let mut next = Some(first);
+    while let Some(id) = next {
+        let core = stack.core();
+        let q = core.topo.dev(core.bio(id).dev).whole;
+        let lists = core.bio_list.as_mut().expect("loop active");
+        lists.l1 = std::mem::take(&mut lists.l0);
+        stack.__submit_bio(id);
+        let core = stack.core();
+        let mut lists = core.bio_list.take().expect("loop active");
+        let (same, lower): (VecDeque<BioId>, VecDeque<BioId>) =
+            lists.l0.drain(..).partition(|&b| core.topo.dev(core.bio(b).dev).whole == q);
+        let pending = std::mem::take(&mut lists.l1);
+        lists.l0 = match core.beh.bio_list_assembly {
+            BioListAssembly::LowerSamePending => lower.into_iter().chain(same).chain(pending).collect(),
+            BioListAssembly::PendingLowerSame => pending.into_iter().chain(lower).chain(same).collect(),
+        };
+        next = lists.l0.pop_front();
+        core.bio_list = Some(lists);
+    }
+    stack.core().bio_list = None;
+}

@@ -1,0 +1,204 @@
+//! Block tracepoints (include/trace/events/block.h, kernel/trace/blktrace.c).
+//!
+//! The engine emits an [`Event`] wherever the kernel fires a `block_*`
+//! tracepoint; sinks turn them into blkparse text ([`blkparse`]), the issued
+//! request list ([`requests`]) or an in-memory log ([`EventLog`]).
+
+pub mod blkparse;
+pub mod requests;
+
+use std::io;
+
+use crate::bio::{req, Op};
+use crate::genhd::{DevId, Topology};
+
+/// blkparse action letters.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Action {
+    /// `block_bio_queue`
+    Queue,
+    /// `block_split`
+    Split,
+    /// `block_bio_remap`
+    Remap,
+    /// `block_getrq`
+    GetRq,
+    /// `block_rq_insert`
+    Insert,
+    /// `block_rq_issue`
+    Issue,
+    /// `block_rq_complete` / `block_bio_complete`
+    Complete,
+    /// `block_plug`
+    Plug,
+    /// `block_unplug`, explicit
+    Unplug,
+    /// `block_unplug` from schedule
+    UnplugTimer,
+    /// `block_bio_backmerge` / `block_rq_merge`
+    BackMerge,
+    /// `block_bio_frontmerge`
+    FrontMerge,
+    /// `block_rq_requeue`
+    Requeue,
+}
+
+impl Action {
+    pub fn letter(self) -> &'static str {
+        match self {
+            Action::Queue => "Q",
+            Action::Split => "X",
+            Action::Remap => "A",
+            Action::GetRq => "G",
+            Action::Insert => "I",
+            Action::Issue => "D",
+            Action::Complete => "C",
+            Action::Plug => "P",
+            Action::Unplug => "U",
+            Action::UnplugTimer => "UT",
+            Action::BackMerge => "M",
+            Action::FrontMerge => "F",
+            Action::Requeue => "R",
+        }
+    }
+}
+
+/// One tracepoint firing.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Event {
+    pub time: u64,
+    /// The device whose trace stream this lands in (the queue's whole disk).
+    pub dev: DevId,
+    pub action: Action,
+    pub op: Op,
+    pub flags: u32,
+    pub sector: u64,
+    pub bytes: u32,
+    /// Index into the task table (pid, comm).
+    pub task: u32,
+    pub error: i32,
+    /// X: the remainder's sector; A: the source sector; U: the depth.
+    pub arg: u64,
+    /// A: the source device.
+    pub from_dev: DevId,
+}
+
+impl Event {
+    pub fn sectors(&self) -> u32 {
+        self.bytes >> 9
+    }
+}
+
+/// rwbs as blkparse rebuilds it from the trace's category bits
+/// (`fill_rwbs`): F(lush) D|W|R|N, then F(UA) A S M.
+pub fn rwbs(op: Op, flags: u32, bytes: u32) -> String {
+    let mut s = String::with_capacity(6);
+    if flags & req::PREFLUSH != 0 || op == Op::Flush {
+        s.push('F');
+    }
+    if op.is_discard() {
+        s.push('D');
+    } else if op.is_write() {
+        s.push('W');
+    } else if bytes != 0 {
+        s.push('R');
+    } else {
+        s.push('N');
+    }
+    if flags & req::FUA != 0 {
+        s.push('F');
+    }
+    if flags & req::RAHEAD != 0 {
+        s.push('A');
+    }
+    if flags & req::SYNC != 0 {
+        s.push('S');
+    }
+    if flags & req::META != 0 {
+        s.push('M');
+    }
+    s
+}
+
+/// A process as traces name it.
+#[derive(Clone, Debug)]
+pub struct Task {
+    pub pid: u32,
+    pub comm: String,
+}
+
+/// Everything a sink needs to render events.
+pub struct TraceCtx<'a> {
+    pub topo: &'a Topology,
+    pub tasks: &'a [Task],
+}
+
+pub trait TraceSink {
+    fn event(&mut self, ev: &Event, ctx: &TraceCtx) -> io::Result<()>;
+    fn finish(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+/// Keeps every event in memory (tests, and the Python API's columns).
+#[derive(Default)]
+pub struct EventLog {
+    pub events: Vec<Event>,
+}
+
+impl TraceSink for EventLog {
+    fn event(&mut self, ev: &Event, _: &TraceCtx) -> io::Result<()> {
+        self.events.push(*ev);
+        Ok(())
+    }
+}
+
+/// Fans events out to sinks; records the first write error and stops.
+#[derive(Default)]
+pub struct Tracer {
+    sinks: Vec<Box<dyn TraceSink>>,
+    pub log: Option<EventLog>,
+    pub error: Option<io::Error>,
+}
+
+impl Tracer {
+    pub fn add_sink(&mut self, sink: Box<dyn TraceSink>) {
+        self.sinks.push(sink);
+    }
+
+    /// Keep events in memory too (see [`Tracer::log`]).
+    pub fn keep_log(&mut self) {
+        self.log = Some(EventLog::default());
+    }
+
+    /// Whether anyone listens; callers skip building events otherwise.
+    #[inline]
+    pub fn active(&self) -> bool {
+        !self.sinks.is_empty() || self.log.is_some()
+    }
+
+    pub fn emit(&mut self, ev: Event, ctx: &TraceCtx) {
+        if let Some(log) = &mut self.log {
+            log.events.push(ev);
+        }
+        if self.error.is_some() {
+            return;
+        }
+        for s in &mut self.sinks {
+            if let Err(e) = s.event(&ev, ctx) {
+                self.error = Some(e);
+                return;
+            }
+        }
+    }
+
+    pub fn finish(&mut self) -> io::Result<()> {
+        if let Some(e) = self.error.take() {
+            return Err(e);
+        }
+        for s in &mut self.sinks {
+            s.finish()?;
+        }
+        Ok(())
+    }
+}
