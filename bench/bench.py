@@ -1,0 +1,95 @@
+#!/usr/bin/env python3
+"""Throughput and memory of the blkstack engine.
+
+Runs each workload through the installed package (the Rust engine does the
+work; Python only starts it) and prints simulated bios per second, the
+simulated time, peak live bios and the process's peak memory. Not part of
+the test run: figures depend on the machine.
+
+    python bench/bench.py            # all workloads
+    python bench/bench.py dd-10g     # one
+"""
+
+import json
+import resource
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import blkstack
+
+WORKLOADS = {
+    # 10 GiB of dd bs=1M O_DIRECT reads at max_sectors_kb=128: every 1 MiB
+    # bio is split into eight requests (81,920 bio objects in all).
+    "dd-10g": """
+kernel = "6.12"
+[disks.nvme0n1]
+kind = "nvme"
+size = "16GiB"
+[disks.nvme0n1.queue]
+max_sectors_kb = 128
+[workload]
+type = "dd"
+if = "/dev/nvme0n1"
+of = "/dev/null"
+bs = "1M"
+count = 10240
+iflag = "direct"
+""",
+    # 64 GiB of 4 MiB reads from a fragmented buffer on virtio with
+    # max_segments 32: bio building and the segment walk dominate.
+    "dd-fragmented-64g": """
+kernel = "6.12"
+[disks.vda]
+kind = "virtio"
+size = "80GiB"
+[disks.vda.queue]
+max_segments = 32
+[workload]
+type = "dd"
+if = "/dev/vda"
+of = "/dev/null"
+bs = "4M"
+count = 16384
+iflag = "direct"
+buffer_fragmentation = 0.05
+""",
+}
+
+TARGET_BIOS_PER_S = 5e6
+
+
+def bench(name: str, text: str, repeat: int = 3) -> dict:
+    with tempfile.TemporaryDirectory() as d:
+        path = Path(d) / f"{name}.toml"
+        path.write_text(text)
+        best = None
+        for _ in range(repeat):
+            start = time.perf_counter()
+            summary = json.loads(blkstack._core.run(str(path)))
+            summary["process_s"] = time.perf_counter() - start
+            if best is None or summary["wall_time_s"] < best["wall_time_s"]:
+                best = summary
+        return best
+
+
+def main(argv: list[str]) -> int:
+    names = argv[1:] or list(WORKLOADS)
+    unknown = [n for n in names if n not in WORKLOADS]
+    if unknown:
+        print(f"bench: unknown workload {', '.join(unknown)} (known: {', '.join(WORKLOADS)})", file=sys.stderr)
+        return 2
+    print(f"{'workload':<20} {'bios':>10} {'engine s':>9} {'bios/s':>12} {'vs 5M':>6} {'sim s':>8} {'live':>5} {'maxrss MiB':>10}")
+    for n in names:
+        s = bench(n, WORKLOADS[n])
+        rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+        print(
+            f"{n:<20} {s['bios']:>10} {s['wall_time_s']:>9.4f} {s['bios_per_s']:>12,.0f} "
+            f"{s['bios_per_s'] / TARGET_BIOS_PER_S:>5.2f}x {s['sim_time_ns'] / 1e9:>8.3f} {s['peak_live_bios']:>5} {rss:>10.1f}"
+        )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
