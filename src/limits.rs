@@ -266,12 +266,11 @@ fn validate_driver(d: &DriverLimits, model: LimitsModel, cap: u32) -> Result<Que
     if lbs < 512 || lbs as u64 > PAGE_SIZE || !lbs.is_power_of_two() {
         return err("logical_block_size", format!("{lbs} is not a power of two between 512 and {PAGE_SIZE}"));
     }
+    // A physical block smaller than the logical one is raised to it
+    // (blk_validate_limits; 6.1's blk_queue_logical_block_size does the same).
     let pbs = d.physical_block_size.max(lbs);
     if !pbs.is_power_of_two() {
         return err("physical_block_size", format!("{} is not a power of two", d.physical_block_size));
-    }
-    if d.physical_block_size != 0 && d.physical_block_size < lbs {
-        return err("physical_block_size", format!("{} is below logical_block_size ({lbs})", d.physical_block_size));
     }
     let io_min = d.io_min.max(pbs);
     let io_opt = round_down(d.io_opt, pbs);

@@ -197,7 +197,7 @@ fn limit_err(q: &Obj, disk: &Obj, e: LimitError) -> ScenarioError {
     // Point at the key if the scenario set it, else at the disk.
     match q.node(e.key) {
         Some(n) => q.err(e.key, &n.at, e.msg),
-        None => disk.err("kind", &disk.at, format!("{} (from the preset's {}): {}", "invalid limits", e.key, e.msg)),
+        None => disk.err("kind", &disk.at, format!("the preset's {} does not fit: {}", e.key, e.msg)),
     }
 }
 
