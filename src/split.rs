@@ -5,7 +5,8 @@
 //! These functions only decide *where* to split; [`crate::submit`] performs
 //! the split (`bio_split` + `bio_chain` + resubmission of the remainder).
 
-use crate::bio::{Bio, Bvec, Op, PAGE_SIZE, SECTOR_SHIFT};
+use crate::bio::{req, Bio, Bvec, Op, PAGE_SIZE, SECTOR_SHIFT};
+use crate::submit::{EAGAIN, EINVAL};
 use crate::limits::QueueLimits;
 use crate::profile::{Behaviour, SecureEraseLimit, WriteZeroesSplit};
 
@@ -16,9 +17,10 @@ pub enum SplitDecision {
     Fits { nsegs: u32 },
     /// Split off a front of `sectors`; the front has `nsegs` segments.
     At { sectors: u32, nsegs: u32 },
-    /// The bio needs a split it may not have (`REQ_ATOMIC`, zone append, a
-    /// split of zero bytes): it is failed.
-    Invalid,
+    /// The bio needs a split it may not have and is failed with this
+    /// status: `REQ_ATOMIC`, zone append or a zero-byte front (-EINVAL),
+    /// `REQ_NOWAIT` (`BLK_STS_AGAIN`, -EAGAIN).
+    Fail(i32),
 }
 
 /// `bio_allowed_max_sectors`: `UINT_MAX` bytes rounded down to the block size.
@@ -120,12 +122,15 @@ pub fn bio_split_rw_at(lim: &QueueLimits, bio: &Bio, max_bytes: u64) -> SplitDec
     if !split {
         return SplitDecision::Fits { nsegs };
     }
-    if bio.flags & crate::bio::req::ATOMIC != 0 {
-        return SplitDecision::Invalid;
+    if bio.flags & req::ATOMIC != 0 {
+        return SplitDecision::Fail(EINVAL);
+    }
+    if bio.flags & req::NOWAIT != 0 {
+        return SplitDecision::Fail(EAGAIN);
     }
     let bytes = bytes - bytes % lim.logical_block_size as u64;
     if bytes == 0 {
-        return SplitDecision::Invalid;
+        return SplitDecision::Fail(EINVAL);
     }
     SplitDecision::At { sectors: (bytes >> SECTOR_SHIFT) as u32, nsegs }
 }
@@ -177,7 +182,7 @@ pub fn split_decision(lim: &QueueLimits, bio: &Bio, beh: &Behaviour) -> SplitDec
             bio_split_rw_at(lim, bio, max_bytes)
         }
         Op::ZoneAppend => match bio_split_rw_at(lim, bio, (lim.max_sectors as u64) << SECTOR_SHIFT) {
-            SplitDecision::At { .. } => SplitDecision::Invalid,
+            SplitDecision::At { .. } => SplitDecision::Fail(EINVAL),
             d => d,
         },
         Op::Discard | Op::SecureErase => bio_split_discard(lim, bio, beh),

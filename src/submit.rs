@@ -21,6 +21,7 @@ use crate::trace::{Action, Event, Task, TraceCtx, Tracer};
 pub const EIO: i32 = -5;
 pub const EOPNOTSUPP: i32 = -95;
 pub const EINVAL: i32 = -22;
+pub const EAGAIN: i32 = -11;
 
 /// A driver with its own `->submit_bio` (md, dm, test doubles).
 pub trait BioDriver {
@@ -314,8 +315,8 @@ impl BlockCore {
         match split_decision(self.topo.limits(b.dev), b, &self.beh) {
             SplitDecision::Fits { nsegs } => Some((id, nsegs)),
             SplitDecision::At { sectors, nsegs } => Some((self.bio_submit_split(id, sectors), nsegs)),
-            SplitDecision::Invalid => {
-                self.bio_io_error(id, EINVAL);
+            SplitDecision::Fail(status) => {
+                self.bio_io_error(id, status);
                 None
             }
         }

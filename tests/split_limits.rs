@@ -208,3 +208,20 @@ size = "4KiB"
     assert_eq!((a.arg, e.core.topo.dev(a.from_dev).name.as_str()), (0, "sda1"));
     assert_eq!(issued(&e, &ev, "sda"), vec![(2048, 8)]);
 }
+
+#[test]
+fn nowait_and_atomic_bios_are_failed_not_split() {
+    // A 1 MiB REQ_NOWAIT read at max_sectors_kb 128 would need a split:
+    // the kernel ends it with BLK_STS_AGAIN instead; REQ_ATOMIC with
+    // -EINVAL. Nothing is issued; each counts one error on the disk.
+    for flag in ["nowait", "atomic"] {
+        let text = bios("sata", "max_sectors_kb = 128", &format!("[[workload.bio]]\nop = \"read\"\nsector = 0\nsize = \"1MiB\"\nflags = [\"{flag}\"]\n"));
+        let (e, ev) = run_events(&text, &[]);
+        assert!(issued(&e, &ev, "sda").is_empty(), "{flag}");
+        assert_eq!(e.core.stats[0].errors, 1, "{flag}");
+        // Small enough to fit: issued as one request.
+        let text = bios("sata", "max_sectors_kb = 128", &format!("[[workload.bio]]\nop = \"read\"\nsector = 0\nsize = \"64KiB\"\nflags = [\"{flag}\"]\n"));
+        let (e, ev) = run_events(&text, &[]);
+        assert_eq!(issued(&e, &ev, "sda"), vec![(0, 128)], "{flag}");
+    }
+}
