@@ -98,6 +98,7 @@ pub fn profile(name: &str) -> Option<Profile> {
 /// One behaviour switch: how to read and set it, and what it models.
 pub struct SwitchDef {
     pub name: &'static str,
+    /// The values, separated by '|' (for a numeric switch, the ones the profiles use).
     pub values: &'static str,
     pub description: &'static str,
     pub get: fn(&Behaviour) -> String,
@@ -162,8 +163,8 @@ pub const SWITCHES: &[SwitchDef] = &[
     },
     SwitchDef {
         name: "def_max_sectors_cap",
-        values: "sectors, e.g. 2560|8192",
-        description: "BLK_DEF_MAX_SECTORS_CAP, the default max_sectors cap: 2560 sectors (1280 KiB) up to 6.12, 8192 (4 MiB) after \"block: Increase BLK_DEF_MAX_SECTORS_CAP\"",
+        values: "2560|8192",
+        description: "BLK_DEF_MAX_SECTORS_CAP, the default max_sectors cap in sectors (any count of at least 8): 2560 (1280 KiB) up to 6.12, 8192 (4 MiB) after \"block: Increase BLK_DEF_MAX_SECTORS_CAP\"",
         get: |b| b.def_max_sectors_cap.to_string(),
         set: |b, v| {
             let n: u32 = v.parse().map_err(|_| format!("'{v}' is not a whole number of sectors"))?;

@@ -1,10 +1,10 @@
-//! The `blkstack._core` extension module: a thin layer over [`crate::run`].
+//! The `blkstack._core` extension module: a thin layer over `crate::run`.
 
 use pyo3::create_exception;
 use pyo3::exceptions::{PyException, PyOSError};
 use pyo3::prelude::*;
 
-use crate::run::{self, Output, RunError, RunOptions};
+use crate::run::{profiles_json, run_file, Output, RunError, RunOptions};
 
 create_exception!(_core, ScenarioError, PyException, "A scenario file or option the model cannot accept.");
 
@@ -20,14 +20,14 @@ fn to_py(e: RunError) -> PyErr {
 #[pyo3(signature = (path, kernel=None, sets=Vec::new(), trace=None, requests=None))]
 fn run(py: Python<'_>, path: String, kernel: Option<String>, sets: Vec<String>, trace: Option<String>, requests: Option<String>) -> PyResult<String> {
     let opts = RunOptions { kernel, sets, trace: trace.as_deref().map(Output::parse), requests: requests.as_deref().map(Output::parse) };
-    let v = py.detach(|| run::run_file(&path, &opts)).map_err(to_py)?;
+    let v = py.detach(|| run_file(&path, &opts)).map_err(to_py)?;
     Ok(v.to_string())
 }
 
 /// Every kernel profile and behaviour switch, as JSON.
 #[pyfunction]
 fn profiles() -> String {
-    run::profiles_json().to_string()
+    profiles_json().to_string()
 }
 
 #[pyfunction]

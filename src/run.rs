@@ -206,7 +206,7 @@ pub fn profiles_json() -> Value {
         .iter()
         .map(|s| {
             let per: Map<String, Value> = profiles.iter().map(|p| (p.name.to_string(), json!((s.get)(&p.behaviour)))).collect();
-            json!({"name": format!("behaviour.{}", s.name), "values": s.values, "description": s.description, "per_profile": per})
+            json!({"name": format!("behaviour.{}", s.name), "values": s.values.split('|').collect::<Vec<_>>(), "description": s.description, "per_profile": per})
         })
         .collect();
     json!({"default": crate::profile::DEFAULT_PROFILE, "profiles": ps, "switches": sw})

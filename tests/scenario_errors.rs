@@ -142,3 +142,11 @@ fn partition_past_disk_end() {
     let e = err(&t, &[]);
     assert!(e.contains("disks.sda.partitions.sda1.size: the partition ends at sector 2099200 beyond the disk's 2097152"), "{e}");
 }
+
+#[test]
+fn kernel_option_overrides_the_file() {
+    let sc = load("s.toml", GOOD, Some("7.2"), &[]).unwrap();
+    assert_eq!(sc.profile.name, "7.2");
+    let e = load("s.toml", GOOD, Some("4.4"), &[]).unwrap_err().to_string();
+    assert_eq!(e, "--kernel: unknown kernel profile '4.4' (known: 6.1, 6.12, 7.2)");
+}

@@ -152,6 +152,7 @@ fn profile_names() -> String {
 }
 
 fn read_profile(o: &Obj, kernel: Option<&str>) -> Result<Profile, ScenarioError> {
+    let in_file = o.node("kernel");
     if let Some(k) = kernel {
         return profile::profile(k).ok_or_else(|| ScenarioError {
             file: "--kernel".into(),
@@ -161,7 +162,7 @@ fn read_profile(o: &Obj, kernel: Option<&str>) -> Result<Profile, ScenarioError>
             from_set: false,
         });
     }
-    match o.node("kernel") {
+    match in_file {
         None => Ok(profile::profile(profile::DEFAULT_PROFILE).expect("default profile exists")),
         Some(n) => {
             let k = match (&n.value, &n.raw) {

@@ -1,0 +1,52 @@
+"""Type stubs for ``blkstack._core``, the compiled Rust engine.
+
+Use the friendlier wrappers in :mod:`blkstack` (``blkstack.run`` returns a
+dict); this module's functions return JSON text.
+"""
+
+class ScenarioError(Exception):
+    """A scenario, an override or a workload is invalid.
+
+    ``str(error)`` is one line, already formatted for a user::
+
+        FILE:LINE: KEY: what is wrong
+        FILE: KEY: what is wrong        (no line is known)
+        --set KEY: what is wrong        (the error is in a --set override)
+    """
+
+def run(
+    path: str,
+    kernel: str | None,
+    sets: list[str],
+    trace: str | None,
+    requests: str | None,
+) -> str:
+    """Run the scenario TOML file at *path* and return its JSON summary.
+
+    :param path: the scenario file.
+    :param kernel: a kernel profile ("6.1", "6.12", "7.2") overriding the
+        scenario's ``kernel``, or None to keep it.
+    :param sets: raw ``"key=value"`` overrides, as given to ``--set``.
+    :param trace: path of a blkparse-style text trace to write, ``"-"`` for
+        standard output, or None for no trace.
+    :param requests: path of a CSV file with one row per request, or None.
+    :returns: JSON text of a dict with the keys ``scenario``, ``kernel``,
+        ``profile``, ``behaviour`` (switch -> value), ``devices`` (name ->
+        ``{"kind", "major", "minor", "bios_queued", "splits", "remaps",
+        "requests", "sectors": {"read", "write", "discard", "write_zeroes"},
+        "limits": {sysfs name: value}}``), ``sim_time_ns``, ``wall_time_s``,
+        ``bios`` and ``bios_per_s``.
+    :raises ScenarioError: on any bad input. The trace and requests files are
+        written atomically, so they do not exist after a failed run.
+    """
+
+def profiles() -> str:
+    """Return the kernel profiles and behaviour switches as JSON text.
+
+    ``{"profiles": [{"name": "6.1", "kernel": "6.1.192", ...}, ...],
+    "switches": [{"name": "behaviour.split_remainder", "values": [...],
+    "description": "...", "per_profile": {"6.1": "tail", ...}}, ...]}``
+    """
+
+def version() -> str:
+    """Return the engine's version string."""

@@ -1,0 +1,687 @@
+"""The ``blkstack`` command-line tool.
+
+Every bad input ends the program with exactly one line on standard error,
+``blkstack: error: ...``, and exit status 2. An unexpected failure prints one
+line ``blkstack: internal error: ...`` and exits with status 1 (set
+``BLKSTACK_DEBUG=1`` to see the traceback instead). Ctrl-C exits with status
+130, and a closed output pipe (``blkstack ... | head``) ends it quietly.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import importlib.resources
+import json
+import os
+import re
+import select
+import stat
+import sys
+import tempfile
+import textwrap
+from typing import Any, Dict, Iterator, List, NoReturn, Optional, Sequence, TextIO
+
+from blkstack import ScenarioError, __version__, _core
+
+PROG = "blkstack"
+KNOWN_KERNELS = ("6.1", "6.12", "7.2")
+EXIT_OK = 0
+EXIT_INTERNAL = 1
+EXIT_USAGE = 2
+EXIT_SIGINT = 130
+EXIT_SIGPIPE = 141  # what a shell reports for a process killed by SIGPIPE
+
+
+class UsageError(Exception):
+    """Bad input from the user: reported as one ``blkstack: error:`` line."""
+
+
+class ArgumentParser(argparse.ArgumentParser):
+    """argparse, but a usage error is one line and exit status 2."""
+
+    def error(self, message: str) -> NoReturn:
+        raise UsageError(f"{message} (see '{self.prog} --help')")
+
+
+def _one_line(text: str) -> str:
+    return " ".join(part.strip() for part in str(text).splitlines() if part.strip())
+
+
+# --------------------------------------------------------------------------
+# Formatting helpers
+# --------------------------------------------------------------------------
+
+
+def _fmt_int(value: Any) -> str:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return "-" if value is None else str(value)
+    return f"{int(value):,}"
+
+
+def _fmt_duration_ns(value: Any) -> str:
+    if not isinstance(value, (int, float)) or isinstance(value, bool):
+        return "-"
+    ns = float(value)
+    for unit, scale in (("s", 1e9), ("ms", 1e6), ("us", 1e3)):
+        if ns >= scale:
+            return f"{ns / scale:.3f} {unit}"
+    return f"{ns:.0f} ns"
+
+
+def _fmt_seconds(value: Any) -> str:
+    if not isinstance(value, (int, float)) or isinstance(value, bool):
+        return "-"
+    return _fmt_duration_ns(float(value) * 1e9)
+
+
+def _fmt_rate(value: Any) -> str:
+    if not isinstance(value, (int, float)) or isinstance(value, bool):
+        return "-"
+    rate = float(value)
+    for unit, scale in (("G", 1e9), ("M", 1e6), ("k", 1e3)):
+        if rate >= scale:
+            return f"{rate / scale:.2f} {unit}"
+    return f"{rate:.0f}"
+
+
+def _fmt_value(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if value is None:
+        return "-"
+    if isinstance(value, (list, dict)):
+        return json.dumps(value)
+    return str(value)
+
+
+def _table(headers: Sequence[str], rows: Sequence[Sequence[str]], right: Sequence[bool]) -> List[str]:
+    widths = [len(h) for h in headers]
+    for row in rows:
+        for i, cell in enumerate(row):
+            widths[i] = max(widths[i], len(cell))
+
+    def line(cells: Sequence[str]) -> str:
+        out = []
+        for i, cell in enumerate(cells):
+            out.append(cell.rjust(widths[i]) if right[i] else cell.ljust(widths[i]))
+        return "  ".join(out).rstrip()
+
+    return [line(headers)] + [line(row) for row in rows]
+
+
+def format_summary(summary: Dict[str, Any]) -> str:
+    """Render a run's summary as a short human-readable table."""
+    devices = summary.get("devices") or {}
+    headers = ["DEVICE", "KIND", "MAJ:MIN", "BIOS Q", "SPLITS", "REQUESTS",
+               "SECT READ", "SECT WRITTEN", "SECT DISCARDED"]
+    right = [False, False, False, True, True, True, True, True, True]
+    rows = []
+    partitions = []
+    for name, dev in devices.items():
+        if dev.get("partition_of"):
+            # A partition's bios are traced and counted on its disk's queue.
+            partitions.append(f"{name} is a partition of {dev['partition_of']} starting at sector {dev.get('start')}")
+            continue
+        sectors = dev.get("sectors") or {}
+        rows.append([
+            str(name),
+            _fmt_value(dev.get("kind")),
+            f"{_fmt_value(dev.get('major'))}:{_fmt_value(dev.get('minor'))}",
+            _fmt_int(dev.get("bios_queued")),
+            _fmt_int(dev.get("splits")),
+            _fmt_int(dev.get("requests")),
+            _fmt_int(sectors.get("read")),
+            _fmt_int(sectors.get("write")),
+            _fmt_int(sectors.get("discard")),
+        ])
+    scenario = _fmt_value(summary.get("scenario"))
+    if summary.get("name"):
+        scenario = f"{summary['name']} ({scenario})"
+    lines = [f"scenario: {scenario}", ""]
+    lines += _table(headers, rows, right)
+    lines += [f"({p}; its I/O is counted on the disk)" for p in partitions]
+    lines.append("")
+    lines.append(
+        f"profile {_fmt_value(summary.get('profile'))} "
+        f"(kernel {_fmt_value(summary.get('kernel'))})  "
+        f"simulated {_fmt_duration_ns(summary.get('sim_time_ns'))}  "
+        f"wall {_fmt_seconds(summary.get('wall_time_s'))}  "
+        f"{_fmt_int(summary.get('bios'))} bios, {_fmt_rate(summary.get('bios_per_s'))} bios/s"
+    )
+    return "\n".join(lines)
+
+
+def format_profiles(data: Dict[str, Any]) -> str:
+    """Render ``profiles()`` as two tables: profiles, then behaviour switches."""
+    profiles = data.get("profiles") or []
+    switches = data.get("switches") or []
+    names = [str(p.get("name")) for p in profiles]
+
+    # Profiles: name and kernel first, then whatever else the engine reports.
+    keys: List[str] = ["name", "kernel"]
+    for prof in profiles:
+        for key, value in prof.items():
+            if key not in keys and not isinstance(value, (list, dict)):
+                keys.append(key)
+    rows = [[_fmt_value(p.get(k)) for k in keys] for p in profiles]
+    lines = ["Kernel profiles (choose one with: blkstack run SCENARIO --kernel NAME)", ""]
+    lines += ["  " + l for l in _table([k.upper() for k in keys], rows, [False] * len(keys))]
+
+    lines += ["", "Behaviour switches (value under each profile; override with --set NAME=VALUE)", ""]
+    headers = ["SWITCH"] + names
+    rows = []
+    for sw in switches:
+        per = sw.get("per_profile") or {}
+        rows.append([str(sw.get("name"))] + [_fmt_value(per.get(n)) for n in names])
+    table = _table(headers, rows, [False] * len(headers))
+    lines.append("  " + table[0])
+    for sw, row_text in zip(switches, table[1:]):
+        lines.append("  " + row_text)
+        desc = _one_line(sw.get("description") or "")
+        values = sw.get("values")
+        if values:
+            desc = (desc + " " if desc else "") + "Values: " + ", ".join(_fmt_value(v) for v in values) + "."
+        if desc:
+            lines += textwrap.wrap(desc, width=78, initial_indent="      ", subsequent_indent="      ")
+    if not switches:
+        lines.append("  (none)")
+    return "\n".join(lines)
+
+
+def explain_demo(summary: Dict[str, Any]) -> str:
+    """A few lines explaining what the demo run shows."""
+    lines = ["", "What happened:"]
+    for name, dev in (summary.get("devices") or {}).items():
+        if dev.get("partition_of"):
+            continue
+        limits = dev.get("limits") or {}
+        bios = dev.get("bios_queued")
+        splits = dev.get("splits")
+        reqs = dev.get("requests")
+        text = f"{name} ({_fmt_value(dev.get('kind'))}): {_fmt_int(bios)} bios were queued"
+        if isinstance(splits, int) and splits > 0:
+            text += f"; bios larger than the queue limits were split {_fmt_int(splits)} times"
+            if "max_sectors_kb" in limits:
+                text += f" (max_sectors_kb = {_fmt_value(limits['max_sectors_kb'])})"
+        remaps = dev.get("remaps")
+        if isinstance(remaps, int) and remaps > 0:
+            text += f"; {_fmt_int(remaps)} bios arrived remapped ('A') from a partition or an upper device"
+        if isinstance(reqs, int) and reqs > 0:
+            text += f"; {_fmt_int(reqs)} requests reached the driver"
+        lines += textwrap.wrap(text + ".", width=78, initial_indent="  * ", subsequent_indent="    ")
+    lines += textwrap.wrap(
+        f"Kernel profile {_fmt_value(summary.get('profile'))} decided the edge cases; "
+        "'blkstack profiles' lists every behaviour switch.",
+        width=78, initial_indent="  * ", subsequent_indent="    ")
+    lines += [
+        "",
+        "Try next:",
+        "  blkstack scenarios demo --show > my.toml      # copy the scenario, then edit it",
+        "  blkstack run my.toml --kernel 6.1              # same workload, another kernel",
+        "  blkstack run my.toml --trace - | less          # blkparse-style trace",
+    ]
+    return "\n".join(lines)
+
+
+# --------------------------------------------------------------------------
+# Files
+# --------------------------------------------------------------------------
+
+
+def _check_input(path: str) -> None:
+    if not os.path.exists(path):
+        raise UsageError(f"{path}: no such file")
+    if os.path.isdir(path):
+        raise UsageError(f"{path}: is a directory")
+    if not os.access(path, os.R_OK):
+        raise UsageError(f"{path}: permission denied")
+
+
+def _check_output(option: str, path: str) -> None:
+    """Refuse an output path that cannot be written, before anything runs."""
+    if path == "":
+        raise UsageError(f"{option}: empty file name")
+    if os.path.isdir(path):
+        raise UsageError(f"{option} {path}: is a directory")
+    parent = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(parent):
+        raise UsageError(f"{option} {path}: directory {os.path.dirname(path) or '.'} does not exist")
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise UsageError(f"{option} {path}: permission denied")
+
+
+def _same_file(a: str, b: str) -> bool:
+    if os.path.abspath(a) == os.path.abspath(b):
+        return True
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return False
+
+
+def _new_file_mode(target: str) -> int:
+    try:
+        return os.stat(target).st_mode & 0o7777
+    except OSError:
+        umask = os.umask(0)
+        os.umask(umask)
+        return 0o666 & ~umask
+
+
+def write_atomic(path: str, text: str) -> None:
+    """Write *text* to *path*: a temp file in the same directory, then rename.
+
+    Readers see either the old file or the complete new one, never a part.
+    """
+    directory = os.path.dirname(os.path.abspath(path))
+    mode = _new_file_mode(path)
+    fd, tmp = tempfile.mkstemp(dir=directory, prefix=f".{os.path.basename(path)}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as fh:
+            fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.chmod(tmp, mode)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
+def _os_error_message(exc: OSError) -> str:
+    reason = exc.strerror or str(exc)
+    if exc.filename is not None:
+        return f"{exc.filename}: {reason[:1].lower() + reason[1:]}"
+    return reason
+
+
+# --------------------------------------------------------------------------
+# Built-in scenarios
+# --------------------------------------------------------------------------
+
+
+def _scenario_dir():
+    return importlib.resources.files("blkstack").joinpath("scenarios")
+
+
+def builtin_scenarios() -> Dict[str, Any]:
+    """Map name (file name without .toml) -> resource, sorted by name."""
+    folder = _scenario_dir()
+    found = {}
+    with contextlib.suppress(FileNotFoundError, NotADirectoryError):
+        for entry in folder.iterdir():
+            if entry.name.endswith(".toml") and entry.is_file():
+                found[entry.name[: -len(".toml")]] = entry
+    return dict(sorted(found.items()))
+
+
+_DESCRIPTION_RE = re.compile(r'^description\s*=\s*"((?:[^"\\\n]|\\.)*)"\s*(?:#.*)?$')
+
+
+def _scenario_description(text: str) -> str:
+    """The scenario's top-level ``description``, else its first comment line."""
+    for line in text.splitlines():
+        stripped = line.strip()
+        if stripped.startswith("["):
+            break
+        match = _DESCRIPTION_RE.match(stripped)
+        if match:
+            try:
+                return _one_line(json.loads(f'"{match.group(1)}"'))
+            except ValueError:
+                return match.group(1)
+    for line in text.splitlines():
+        stripped = line.strip()
+        if not stripped:
+            continue
+        if stripped.startswith("#"):
+            desc = stripped.lstrip("#").strip()
+            if desc:
+                return desc
+            continue
+        break
+    return ""
+
+
+def _find_builtin(name: str):
+    scenarios = builtin_scenarios()
+    key = name[: -len(".toml")] if name.endswith(".toml") else name
+    if key not in scenarios:
+        available = ", ".join(scenarios) or "none"
+        raise UsageError(f"{name}: no such built-in scenario (available: {available})")
+    return scenarios[key]
+
+
+# --------------------------------------------------------------------------
+# Commands
+# --------------------------------------------------------------------------
+
+
+def _kernel_choices() -> List[str]:
+    try:
+        names = [str(p["name"]) for p in json.loads(_core.profiles())["profiles"]]
+    except Exception:
+        names = []
+    return names or list(KNOWN_KERNELS)
+
+
+def _check_sets(sets: Sequence[str]) -> None:
+    for item in sets:
+        key, eq, _value = item.partition("=")
+        if not eq:
+            raise UsageError(f"--set {item}: expected KEY=VALUE, e.g. --set disks.sda.queue.max_sectors_kb=64")
+        if not key.strip():
+            raise UsageError(f"--set {item}: missing KEY before '=' (expected KEY=VALUE)")
+
+
+def _simulate(scenario: str, kernel: Optional[str], sets: Sequence[str],
+              trace: Optional[str], requests: Optional[str]) -> Dict[str, Any]:
+    # Rust may write the trace to file descriptor 1 itself: flush ours first.
+    sys.stdout.flush()
+    text = _core.run(scenario, kernel, list(sets), trace, requests)
+    return json.loads(text)
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    sets: List[str] = args.set or []
+    _check_sets(sets)
+    _check_input(args.scenario)
+    if args.requests == "-":
+        raise UsageError("--requests -: the requests CSV needs a file name (only --trace and --json accept '-')")
+    outputs = [(opt, path) for opt, path in
+               (("--trace", args.trace), ("--requests", args.requests), ("--json", args.json))
+               if path is not None]
+    files = [(opt, path) for opt, path in outputs if path != "-"]
+    for opt, path in files:
+        _check_output(opt, path)
+        if _same_file(path, args.scenario):
+            raise UsageError(f"{opt} {path}: would overwrite the scenario file")
+    for i, (opt_a, path_a) in enumerate(files):
+        for opt_b, path_b in files[i + 1:]:
+            if _same_file(path_a, path_b):
+                raise UsageError(f"{opt_a} and {opt_b} name the same file {path_b}")
+    if args.trace == "-" and args.json == "-":
+        raise UsageError("--trace - and --json - both want standard output; send one of them to a file")
+
+    summary = _simulate(args.scenario, args.kernel, sets, args.trace, args.requests)
+
+    if args.json == "-":
+        sys.stdout.write(json.dumps(summary, indent=2) + "\n")
+    elif args.json is not None:
+        write_atomic(args.json, json.dumps(summary, indent=2) + "\n")
+    if not args.quiet:
+        stream = sys.stderr if "-" in (args.trace, args.json) else sys.stdout
+        print(format_summary(summary), file=stream)
+    return EXIT_OK
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    scenarios = builtin_scenarios()
+    if "demo" not in scenarios:
+        raise RuntimeError("the built-in scenario demo.toml is missing from this installation")
+    with importlib.resources.as_file(scenarios["demo"]) as path:
+        summary = _simulate(str(path), args.kernel, [], None, None)
+    # Show the scenario by name, not by where the package happens to live.
+    summary["scenario"] = "built-in demo.toml; see it with: blkstack scenarios demo --show"
+    print(format_summary(summary))
+    print(explain_demo(summary))
+    return EXIT_OK
+
+
+def cmd_profiles(args: argparse.Namespace) -> int:
+    data = json.loads(_core.profiles())
+    if args.json:
+        print(json.dumps(data, indent=2))
+    else:
+        print(format_profiles(data))
+    return EXIT_OK
+
+
+def cmd_scenarios(args: argparse.Namespace) -> int:
+    if args.name is None:
+        if args.show:
+            raise UsageError("--show needs a scenario NAME (see 'blkstack scenarios')")
+        scenarios = builtin_scenarios()
+        if not scenarios:
+            print("No built-in scenarios are installed.")
+            return EXIT_OK
+        rows = [[name, _scenario_description(res.read_text(encoding="utf-8"))]
+                for name, res in scenarios.items()]
+        print("Built-in scenarios (print one with: blkstack scenarios NAME --show):")
+        print()
+        for line in _table(["NAME", "DESCRIPTION"], rows, [False, False]):
+            print("  " + line)
+        return EXIT_OK
+    resource = _find_builtin(args.name)
+    text = resource.read_text(encoding="utf-8")
+    if args.show:
+        sys.stdout.write(text if text.endswith("\n") or not text else text + "\n")
+    else:
+        name = resource.name[: -len(".toml")]
+        desc = _scenario_description(text)
+        print(f"{name}: {desc}" if desc else name)
+        print(f"Print it with:  blkstack scenarios {name} --show > {name}.toml")
+        print(f"Run it with:    blkstack run {name}.toml")
+    return EXIT_OK
+
+
+# --------------------------------------------------------------------------
+# Parser
+# --------------------------------------------------------------------------
+
+MAIN_DESCRIPTION = """\
+blkstack models the Linux block I/O path -- bio splitting, device stacking,
+plugging, merging and blktrace-style tracing -- for a scenario described in a
+TOML file, under the behaviour of a chosen kernel version."""
+
+MAIN_EPILOG = """\
+examples:
+  blkstack demo                                  # a guided first run
+  blkstack scenarios demo --show > my.toml       # copy a built-in scenario
+  blkstack run my.toml                           # simulate it, print a summary
+  blkstack run my.toml --kernel 6.1 --trace -    # blkparse-style trace on stdout
+  blkstack profiles                              # kernel profiles and switches
+
+Run 'blkstack COMMAND --help' for the details of one command."""
+
+RUN_DESCRIPTION = """\
+Simulate the scenario in SCENARIO.toml and print a summary per device: bios
+queued, splits, requests and sectors read, written and discarded, then the
+kernel profile, simulated time, wall time and simulation speed.
+
+The summary goes to standard output, or to standard error when standard
+output carries the trace (--trace -) or the JSON summary (--json -).
+Output files are written whole or not at all: a failed run leaves none."""
+
+RUN_EPILOG = """\
+examples:
+  blkstack run my.toml
+  blkstack run my.toml --kernel 6.1 --set disks.sda.queue.max_sectors_kb=64
+  blkstack run my.toml --trace trace.txt --requests requests.csv
+  blkstack run my.toml --trace - | head -20
+  blkstack run my.toml --json - | python3 -m json.tool
+
+A scenario file looks like this:
+  kernel = "6.12"
+  [disks.sda]
+  kind = "sata"
+  size = "1GiB"
+  [disks.sda.queue]
+  logical_block_size = 512
+  max_sectors_kb = 128
+  [workload]
+  type = "dd"
+  if = "/dev/sda"
+  of = "/dev/null"
+  bs = "1M"
+  count = 4
+  iflag = "direct"
+"""
+
+DEMO_DESCRIPTION = """\
+Run the built-in demo scenario, print its summary and explain what it shows.
+It takes a second or two."""
+
+DEMO_EPILOG = """\
+examples:
+  blkstack demo
+  blkstack demo --kernel 6.1
+  blkstack scenarios demo --show     # the scenario the demo runs"""
+
+PROFILES_DESCRIPTION = """\
+List the kernel profiles blkstack can model and every behaviour switch, with
+its value under each profile and what it changes. A profile is chosen by the
+scenario's 'kernel' key or by 'blkstack run --kernel'; a single switch can be
+overridden with --set."""
+
+PROFILES_EPILOG = """\
+examples:
+  blkstack profiles
+  blkstack profiles --json
+  blkstack run my.toml --kernel 6.1 --set behaviour.split_remainder=tail"""
+
+SCENARIOS_DESCRIPTION = """\
+List the scenario files that come with blkstack, or print one of them so
+you can copy it and edit it."""
+
+SCENARIOS_EPILOG = """\
+examples:
+  blkstack scenarios
+  blkstack scenarios demo --show
+  blkstack scenarios demo --show > my.toml && blkstack run my.toml"""
+
+
+def build_parser() -> ArgumentParser:
+    fmt = argparse.RawDescriptionHelpFormatter
+    parser = ArgumentParser(prog=PROG, description=MAIN_DESCRIPTION, epilog=MAIN_EPILOG,
+                            formatter_class=fmt)
+    parser.add_argument("--version", action="version", version=f"{PROG} {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=ArgumentParser)
+
+    kernels = _kernel_choices()
+    kernel_metavar = "|".join(kernels)
+
+    p = sub.add_parser("run", help="simulate a scenario file", description=RUN_DESCRIPTION,
+                       epilog=RUN_EPILOG, formatter_class=fmt)
+    p.add_argument("scenario", metavar="SCENARIO.toml", help="the scenario file to simulate")
+    p.add_argument("--kernel", choices=kernels, metavar=kernel_metavar,
+                   help="kernel profile to model instead of the scenario's 'kernel' (see 'blkstack profiles')")
+    p.add_argument("--set", action="append", metavar="KEY=VALUE", default=[],
+                   help="override one scenario key, e.g. disks.sda.queue.max_sectors_kb=64 "
+                        "or behaviour.split_remainder=tail; may be repeated")
+    p.add_argument("--trace", metavar="FILE|-",
+                   help="write a blkparse-style text trace to FILE ('-' for standard output)")
+    p.add_argument("--requests", metavar="FILE", help="write one CSV row per request to FILE")
+    p.add_argument("--json", metavar="FILE|-",
+                   help="write the summary as JSON to FILE ('-' for standard output)")
+    p.add_argument("-q", "--quiet", action="store_true", help="do not print the human-readable summary")
+    p.set_defaults(func=cmd_run)
+
+    p = sub.add_parser("demo", help="run the built-in demo and explain it", description=DEMO_DESCRIPTION,
+                       epilog=DEMO_EPILOG, formatter_class=fmt)
+    p.add_argument("--kernel", choices=kernels, metavar=kernel_metavar,
+                   help="kernel profile to model instead of the demo's own")
+    p.set_defaults(func=cmd_demo)
+
+    p = sub.add_parser("profiles", help="list kernel profiles and behaviour switches",
+                       description=PROFILES_DESCRIPTION, epilog=PROFILES_EPILOG, formatter_class=fmt)
+    p.add_argument("--json", action="store_true", help="print them as JSON")
+    p.set_defaults(func=cmd_profiles)
+
+    p = sub.add_parser("scenarios", help="list or print the built-in scenarios",
+                       description=SCENARIOS_DESCRIPTION, epilog=SCENARIOS_EPILOG, formatter_class=fmt)
+    p.add_argument("name", nargs="?", metavar="NAME", help="a built-in scenario (e.g. demo)")
+    p.add_argument("--show", action="store_true", help="print the scenario file NAME")
+    p.set_defaults(func=cmd_scenarios)
+    return parser
+
+
+# --------------------------------------------------------------------------
+# Entry point
+# --------------------------------------------------------------------------
+
+
+def _say(stream: TextIO, line: str) -> None:
+    with contextlib.suppress(OSError, ValueError):
+        stream.write(line + "\n")
+        stream.flush()
+
+
+def _silence_stdout() -> None:
+    """After EPIPE, point stdout at /dev/null so exit-time flushing is quiet."""
+    with contextlib.suppress(OSError, ValueError):
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+
+
+def _stdout_is_broken() -> bool:
+    """True if standard output is a pipe whose reading end has been closed."""
+    try:
+        fd = sys.stdout.fileno()
+        if not stat.S_ISFIFO(os.fstat(fd).st_mode):
+            return False
+        poller = select.poll()
+        poller.register(fd, select.POLLOUT)
+        return any(events & select.POLLERR for _fd, events in poller.poll(0))
+    except (AttributeError, OSError, ValueError):
+        return False
+
+
+def _dispatch(argv: Optional[Sequence[str]]) -> int:
+    parser = build_parser()
+    try:
+        args, extras = parser.parse_known_args(argv)
+    except SystemExit as exc:  # --help and --version
+        sys.stdout.flush()
+        return exc.code if isinstance(exc.code, int) else EXIT_OK
+    if extras:
+        where = f"{PROG} {args.command}" if args.command else PROG
+        raise UsageError(f"unrecognized arguments: {' '.join(extras)} (see '{where} --help')")
+    if args.command is None:
+        raise UsageError("missing COMMAND: one of run, demo, profiles, scenarios (see 'blkstack --help')")
+    status = args.func(args)
+    sys.stdout.flush()
+    return status
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    """Run the command line *argv* (default: ``sys.argv[1:]``); return the exit status."""
+    try:
+        return _dispatch(argv)
+    except KeyboardInterrupt:
+        return EXIT_SIGINT
+    except BrokenPipeError:
+        _silence_stdout()
+        return EXIT_SIGPIPE
+    except UsageError as exc:
+        _say(sys.stderr, f"{PROG}: error: {_one_line(str(exc))}")
+        return EXIT_USAGE
+    except ScenarioError as exc:
+        _say(sys.stderr, f"{PROG}: error: {_one_line(str(exc)) or 'invalid scenario'}")
+        return EXIT_USAGE
+    except OSError as exc:
+        if _stdout_is_broken():
+            # The engine wrote the trace to a closed pipe (`--trace - | head`)
+            # and reports EPIPE as a plain OSError.
+            _silence_stdout()
+            return EXIT_SIGPIPE
+        # A file we were asked to read or write could not be (permissions,
+        # full disk, ...): the user's environment, not a bug.
+        _say(sys.stderr, f"{PROG}: error: {_one_line(_os_error_message(exc))}")
+        return EXIT_USAGE
+    except BaseException as exc:  # also pyo3's PanicException (a BaseException)
+        if isinstance(exc, SystemExit):
+            raise
+        if os.environ.get("BLKSTACK_DEBUG") == "1":
+            raise
+        detail = _one_line(str(exc))
+        what = f"{type(exc).__name__}: {detail}" if detail else type(exc).__name__
+        _say(sys.stderr, f"{PROG}: internal error: {what} (set BLKSTACK_DEBUG=1 for a traceback)")
+        return EXIT_INTERNAL
+
+
+if __name__ == "__main__":  # pragma: no cover
+    raise SystemExit(main())
