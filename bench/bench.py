@@ -57,7 +57,8 @@ buffer_fragmentation = 0.05
 """,
 }
 
-TARGET_BIOS_PER_S = 5e6
+# Targets in bios per second, for the workloads that have one.
+TARGETS = {"dd-10g": 5e6}
 
 
 def bench(name: str, text: str, repeat: int = 3) -> dict:
@@ -80,13 +81,15 @@ def main(argv: list[str]) -> int:
     if unknown:
         print(f"bench: unknown workload {', '.join(unknown)} (known: {', '.join(WORKLOADS)})", file=sys.stderr)
         return 2
-    print(f"{'workload':<20} {'bios':>10} {'engine s':>9} {'bios/s':>12} {'vs 5M':>6} {'sim s':>8} {'live':>5} {'maxrss MiB':>10}")
+    print(f"{'workload':<20} {'bios':>10} {'engine s':>9} {'bios/s':>12} {'target':>12} {'sim s':>8} {'live':>5} {'maxrss MiB':>10}")
     for n in names:
         s = bench(n, WORKLOADS[n])
         rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+        target = TARGETS.get(n)
+        versus = f"{s['bios_per_s'] / target:.2f}x of {target / 1e6:g}M" if target else "-"
         print(
             f"{n:<20} {s['bios']:>10} {s['wall_time_s']:>9.4f} {s['bios_per_s']:>12,.0f} "
-            f"{s['bios_per_s'] / TARGET_BIOS_PER_S:>5.2f}x {s['sim_time_ns'] / 1e9:>8.3f} {s['peak_live_bios']:>5} {rss:>10.1f}"
+            f"{versus:>12} {s['sim_time_ns'] / 1e9:>8.3f} {s['peak_live_bios']:>5} {rss:>10.1f}"
         )
     return 0
 
