@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import json
 import os
-from typing import Any, Dict, Iterable, Mapping, Optional, Union
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Union
 
 try:
     from blkstack import _core
@@ -54,7 +54,7 @@ def _format_value(value: SetValue) -> str:
 
 def _normalise_sets(
     sets: Union[None, Mapping[str, SetValue], Iterable[str]],
-) -> list:
+) -> List[str]:
     if sets is None:
         return []
     if isinstance(sets, str):
@@ -81,8 +81,11 @@ def run(
         (as given to ``blkstack run --set``) or a mapping ``{key: value}``.
     :param trace: write a blkparse-style text trace to this file
         (``"-"`` writes it to standard output).
-    :param requests: write one CSV row per dispatched request to this file.
+    :param requests: write one CSV row per issued request to this file
+        (``device,seq,time_ns,rwbs,sector,nr_sectors``; ``"-"`` for
+        standard output).
     :raises ScenarioError: the scenario, an override or the workload is invalid.
+    :raises OSError: an output file cannot be written.
 
     The summary has the keys ``scenario``, ``kernel``, ``profile``,
     ``behaviour``, ``devices`` (per device: ``kind``, ``major``, ``minor``,
@@ -96,7 +99,8 @@ def run(
         None if trace is None else os.fspath(trace),
         None if requests is None else os.fspath(requests),
     )
-    return json.loads(text)
+    summary: Dict[str, Any] = json.loads(text)
+    return summary
 
 
 def profiles() -> Dict[str, Any]:
@@ -106,4 +110,5 @@ def profiles() -> Dict[str, Any]:
     "switches": [{"name": ..., "values": [...], "description": ...,
     "per_profile": {"6.1": ..., ...}}, ...]}``
     """
-    return json.loads(_core.profiles())
+    data: Dict[str, Any] = json.loads(_core.profiles())
+    return data

@@ -16,10 +16,10 @@ class ScenarioError(Exception):
 
 def run(
     path: str,
-    kernel: str | None,
-    sets: list[str],
-    trace: str | None,
-    requests: str | None,
+    kernel: str | None = None,
+    sets: list[str] = ...,
+    trace: str | None = None,
+    requests: str | None = None,
 ) -> str:
     """Run the scenario TOML file at *path* and return its JSON summary.
 
@@ -29,15 +29,20 @@ def run(
     :param sets: raw ``"key=value"`` overrides, as given to ``--set``.
     :param trace: path of a blkparse-style text trace to write, ``"-"`` for
         standard output, or None for no trace.
-    :param requests: path of a CSV file with one row per request, or None.
+    :param requests: path of a CSV file with one row per issued request
+        (``device,seq,time_ns,rwbs,sector,nr_sectors``), ``"-"`` for
+        standard output, or None.
     :returns: JSON text of a dict with the keys ``scenario``, ``kernel``,
         ``profile``, ``behaviour`` (switch -> value), ``devices`` (name ->
         ``{"kind", "major", "minor", "bios_queued", "splits", "remaps",
         "requests", "sectors": {"read", "write", "discard", "write_zeroes"},
         "limits": {sysfs name: value}}``), ``sim_time_ns``, ``wall_time_s``,
         ``bios`` and ``bios_per_s``.
-    :raises ScenarioError: on any bad input. The trace and requests files are
-        written atomically, so they do not exist after a failed run.
+    :raises ScenarioError: on any bad input.
+    :raises OSError: an output file cannot be written (or the input read).
+
+    The trace and requests files are written atomically: they do not exist
+    after a failed run.
     """
 
 def profiles() -> str:

@@ -20,7 +20,7 @@ import stat
 import sys
 import tempfile
 import textwrap
-from typing import Any, Dict, Iterator, List, NoReturn, Optional, Sequence, TextIO
+from typing import Any, Dict, List, NoReturn, Optional, Sequence, TextIO
 
 from blkstack import ScenarioError, __version__, _core
 
@@ -167,6 +167,8 @@ def format_profiles(data: Dict[str, Any]) -> str:
     rows = [[_fmt_value(p.get(k)) for k in keys] for p in profiles]
     lines = ["Kernel profiles (choose one with: blkstack run SCENARIO --kernel NAME)", ""]
     lines += ["  " + l for l in _table([k.upper() for k in keys], rows, [False] * len(keys))]
+    if data.get("default"):
+        lines += ["", f"  A scenario without a 'kernel' key uses profile {_fmt_value(data['default'])}."]
 
     lines += ["", "Behaviour switches (value under each profile; override with --set NAME=VALUE)", ""]
     headers = ["SWITCH"] + names
@@ -189,37 +191,60 @@ def format_profiles(data: Dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def explain_demo(summary: Dict[str, Any]) -> str:
+def _leading_comments(text: str) -> List[str]:
+    """The comment block at the top of a scenario file, without the '#'."""
+    lines = []
+    for line in text.splitlines():
+        stripped = line.strip()
+        if not stripped.startswith("#"):
+            break
+        body = stripped[1:]
+        lines.append(body[1:] if body.startswith(" ") else body)
+    return lines
+
+
+def _bullet(text: str) -> List[str]:
+    return textwrap.wrap(text, width=78, initial_indent="  * ", subsequent_indent="    ")
+
+
+def explain_demo(summary: Dict[str, Any], scenario_text: str = "") -> str:
     """A few lines explaining what the demo run shows."""
-    lines = ["", "What happened:"]
+    lines: List[str] = []
+    about = _leading_comments(scenario_text)
+    if about:
+        lines += ["", "About this scenario:"] + ["  " + line if line else "" for line in about]
+    lines += ["", "What happened:"]
     for name, dev in (summary.get("devices") or {}).items():
+        kind = _fmt_value(dev.get("kind"))
         if dev.get("partition_of"):
+            parent = dev["partition_of"]
+            text = (f"{name} is a partition of {parent}: each bio sent to it is remapped ('A') onto "
+                    f"{parent}, shifted by its start sector, and is queued, split and counted there.")
+            lines += _bullet(text)
             continue
         limits = dev.get("limits") or {}
-        bios = dev.get("bios_queued")
-        splits = dev.get("splits")
-        reqs = dev.get("requests")
-        text = f"{name} ({_fmt_value(dev.get('kind'))}): {_fmt_int(bios)} bios were queued"
-        if isinstance(splits, int) and splits > 0:
-            text += f"; bios larger than the queue limits were split {_fmt_int(splits)} times"
-            if "max_sectors_kb" in limits:
-                text += f" (max_sectors_kb = {_fmt_value(limits['max_sectors_kb'])})"
+        text = f"{name} ({kind}): {_fmt_int(dev.get('bios_queued'))} bios queued ('Q')"
         remaps = dev.get("remaps")
         if isinstance(remaps, int) and remaps > 0:
-            text += f"; {_fmt_int(remaps)} bios arrived remapped ('A') from a partition or an upper device"
-        if isinstance(reqs, int) and reqs > 0:
-            text += f"; {_fmt_int(reqs)} requests reached the driver"
-        lines += textwrap.wrap(text + ".", width=78, initial_indent="  * ", subsequent_indent="    ")
-    lines += textwrap.wrap(
+            text += f", {_fmt_int(remaps)} of them remapped onto it ('A')"
+        splits = dev.get("splits")
+        if isinstance(splits, int) and splits > 0:
+            text += f"; bios larger than its queue limits were split {_fmt_int(splits)} times ('X')"
+            if "max_sectors_kb" in limits:
+                text += f" (max_sectors_kb = {_fmt_value(limits['max_sectors_kb'])})"
+        reqs = dev.get("requests")
+        if isinstance(reqs, int):
+            text += f"; {_fmt_int(reqs)} requests were issued to the driver ('D')"
+        lines += _bullet(text + ".")
+    lines += _bullet(
         f"Kernel profile {_fmt_value(summary.get('profile'))} decided the edge cases; "
-        "'blkstack profiles' lists every behaviour switch.",
-        width=78, initial_indent="  * ", subsequent_indent="    ")
+        "'blkstack profiles' lists every behaviour switch and its value per kernel.")
     lines += [
         "",
         "Try next:",
-        "  blkstack scenarios demo --show > my.toml      # copy the scenario, then edit it",
-        "  blkstack run my.toml --kernel 6.1              # same workload, another kernel",
-        "  blkstack run my.toml --trace - | less          # blkparse-style trace",
+        "  blkstack demo --kernel 7.2                     # the same run under another kernel",
+        "  blkstack scenarios demo --show > my.toml       # copy the scenario, then edit it",
+        "  blkstack run my.toml --trace - | head -40      # see every event, blkparse-style",
     ]
     return "\n".join(lines)
 
@@ -388,8 +413,6 @@ def cmd_run(args: argparse.Namespace) -> int:
     sets: List[str] = args.set or []
     _check_sets(sets)
     _check_input(args.scenario)
-    if args.requests == "-":
-        raise UsageError("--requests -: the requests CSV needs a file name (only --trace and --json accept '-')")
     outputs = [(opt, path) for opt, path in
                (("--trace", args.trace), ("--requests", args.requests), ("--json", args.json))
                if path is not None]
@@ -402,8 +425,10 @@ def cmd_run(args: argparse.Namespace) -> int:
         for opt_b, path_b in files[i + 1:]:
             if _same_file(path_a, path_b):
                 raise UsageError(f"{opt_a} and {opt_b} name the same file {path_b}")
-    if args.trace == "-" and args.json == "-":
-        raise UsageError("--trace - and --json - both want standard output; send one of them to a file")
+    to_stdout = [opt for opt, path in outputs if path == "-"]
+    if len(to_stdout) > 1:
+        both = " and ".join(f"{opt} -" for opt in to_stdout)
+        raise UsageError(f"{both}: only one output can go to standard output; send the others to files")
 
     summary = _simulate(args.scenario, args.kernel, sets, args.trace, args.requests)
 
@@ -412,7 +437,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     elif args.json is not None:
         write_atomic(args.json, json.dumps(summary, indent=2) + "\n")
     if not args.quiet:
-        stream = sys.stderr if "-" in (args.trace, args.json) else sys.stdout
+        stream = sys.stderr if to_stdout else sys.stdout
         print(format_summary(summary), file=stream)
     return EXIT_OK
 
@@ -421,12 +446,13 @@ def cmd_demo(args: argparse.Namespace) -> int:
     scenarios = builtin_scenarios()
     if "demo" not in scenarios:
         raise RuntimeError("the built-in scenario demo.toml is missing from this installation")
+    text = scenarios["demo"].read_text(encoding="utf-8")
     with importlib.resources.as_file(scenarios["demo"]) as path:
         summary = _simulate(str(path), args.kernel, [], None, None)
     # Show the scenario by name, not by where the package happens to live.
     summary["scenario"] = "built-in demo.toml; see it with: blkstack scenarios demo --show"
     print(format_summary(summary))
-    print(explain_demo(summary))
+    print(explain_demo(summary, text))
     return EXIT_OK
 
 
@@ -492,7 +518,7 @@ queued, splits, requests and sectors read, written and discarded, then the
 kernel profile, simulated time, wall time and simulation speed.
 
 The summary goes to standard output, or to standard error when standard
-output carries the trace (--trace -) or the JSON summary (--json -).
+output carries the trace, the requests or the JSON summary (FILE is '-').
 Output files are written whole or not at all: a failed run leaves none."""
 
 RUN_EPILOG = """\
@@ -573,7 +599,9 @@ def build_parser() -> ArgumentParser:
                         "or behaviour.split_remainder=tail; may be repeated")
     p.add_argument("--trace", metavar="FILE|-",
                    help="write a blkparse-style text trace to FILE ('-' for standard output)")
-    p.add_argument("--requests", metavar="FILE", help="write one CSV row per request to FILE")
+    p.add_argument("--requests", metavar="FILE|-",
+                   help="write one CSV row per issued request to FILE ('-' for standard output): "
+                        "device,seq,time_ns,rwbs,sector,nr_sectors")
     p.add_argument("--json", metavar="FILE|-",
                    help="write the summary as JSON to FILE ('-' for standard output)")
     p.add_argument("-q", "--quiet", action="store_true", help="do not print the human-readable summary")

@@ -144,9 +144,21 @@ def test_bad_input_keeps_an_existing_output_file(tmp_path):
     assert (tmp_path / "s.json").read_text() == "previous"
 
 
-def test_trace_and_json_cannot_both_use_stdout(tiny, tmp_path):
-    proc = run_cli("run", tiny.name, "--trace", "-", "--json", "-", cwd=tmp_path)
-    assert_one_error_line(proc, "--trace", "--json")
+def test_run_requests_to_stdout(tiny, tmp_path):
+    proc = run_cli("run", tiny.name, "--requests", "-", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert lines[0] == "device,seq,time_ns,rwbs,sector,nr_sectors"
+    assert len(lines) == 1 + 32
+    assert "SPLITS" in proc.stderr
+
+
+@pytest.mark.parametrize("outputs", [("--trace", "--json"), ("--trace", "--requests"), ("--requests", "--json"),
+                                     ("--trace", "--requests", "--json")])
+def test_only_one_output_can_use_stdout(tiny, tmp_path, outputs):
+    args = [arg for opt in outputs for arg in (opt, "-")]
+    proc = run_cli("run", tiny.name, *args, cwd=tmp_path)
+    assert_one_error_line(proc, *outputs)
     assert proc.stdout == ""
 
 
