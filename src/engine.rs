@@ -1,16 +1,24 @@
 //! The simulation: a stack of devices, the jobs that submit to it, and the
 //! event loop that advances simulated time from one completion to the next.
+//!
+//! A job is one task running a [`Source`]: it keeps up to `iodepth` I/O
+//! units in flight and submits `batch` units per submission (one system call
+//! for psync, an `io_submit` for libaio), inside a plug when the kernel
+//! would have one. A task that sleeps for a tag in the middle of a
+//! submission is suspended — its `current->bio_list` and the rest of its
+//! submission kept — and resumes when a completion hands it a tag.
 
+use std::collections::VecDeque;
 use std::rc::Rc;
 use std::time::Instant;
 
 use crate::bio::{Bio, BioId, BvecIter};
 use crate::disk::{DiskModel, ServiceModel};
 use crate::genhd::{DevId, DiskKind, Driver, Queue, Topology};
-use crate::mq::{blk_mq_complete_request, blk_mq_submit_bio, RequestQueue};
+use crate::mq::{self, blk_mq_complete_request, blk_mq_submit_bio, RequestQueue, Submit};
 use crate::profile::Behaviour;
-use crate::source::{IoUnit, Source};
-use crate::submit::{submit_bio, BioDriver, BlockCore, SimEvent, Stack};
+use crate::source::{BioSpec, IoUnit, Source};
+use crate::submit::{resume_submit, submit_bio, BioDriver, BlockCore, SimEvent, Stack, Suspended};
 
 /// A submitter: one task running a [`Source`].
 pub struct Job {
@@ -18,13 +26,38 @@ pub struct Job {
     pub source: Box<dyn Source>,
     /// Units allowed in flight (1 = synchronous).
     pub iodepth: u32,
+    /// Units per submission (fio's `iodepth_batch_submit`).
+    pub batch: u32,
     /// Root bios still outstanding per in-flight unit slot.
     slots: Vec<u32>,
     free_slots: Vec<u32>,
     in_flight: u32,
     finished: bool,
+    /// What remains of the submission under way.
+    current: VecDeque<Step>,
+    /// The submission installed a plug it must finish.
+    plugged: bool,
     pub units_done: u64,
     pub errors: u64,
+}
+
+/// One step of a submission.
+enum Step {
+    /// Submit a bio of the unit in this slot.
+    Bio(BioSpec, u32),
+    /// All bios of the unit were submitted: drop the submission's own
+    /// reference, so the unit completes with its last bio.
+    EndOfUnit(u32),
+}
+
+/// What a task was doing when it went to sleep.
+#[derive(Default)]
+struct TaskState {
+    suspended: Option<Suspended>,
+    /// The sleep happened inside a per-`__submit_bio` plug (6.12).
+    own_plug: bool,
+    blocked: bool,
+    job: Option<usize>,
 }
 
 /// Builds the device stack before a run.
@@ -68,9 +101,15 @@ impl EngineBuilder {
             .queues
             .into_iter()
             .enumerate()
-            .map(|(i, (dev, model))| RequestQueue::new(i as u32, dev, DiskModel::new(model)))
+            .map(|(i, (dev, model))| {
+                let d = self.topo.dev(dev);
+                let q = self.topo.queue(dev);
+                RequestQueue::new(i as u32, dev, d.kind, q.limits.clone(), q.attrs.clone(), DiskModel::new(model, d.nr_sectors))
+            })
             .collect();
-        Engine { core: BlockCore::new(self.topo, self.beh), queues, drivers: self.drivers, jobs: Vec::new() }
+        let core = BlockCore::new(self.topo, self.beh);
+        let tasks = (0..core.tasks.len()).map(|_| TaskState::default()).collect();
+        Engine { core, queues, drivers: self.drivers, jobs: Vec::new(), tasks }
     }
 }
 
@@ -79,6 +118,7 @@ pub struct Engine {
     pub queues: Vec<RequestQueue>,
     drivers: Vec<Option<Box<dyn BioDriver>>>,
     pub jobs: Vec<Job>,
+    tasks: Vec<TaskState>,
 }
 
 impl Stack for Engine {
@@ -86,19 +126,29 @@ impl Stack for Engine {
         &mut self.core
     }
 
-    /// `__submit_bio`: a driver's `->submit_bio`, or `blk_mq_submit_bio`.
-    fn __submit_bio(&mut self, bio: BioId) {
+    /// `__submit_bio`: a driver's `->submit_bio`, or `blk_mq_submit_bio`;
+    /// in 6.12 bracketed by a plug of its own when the task has none.
+    fn __submit_bio(&mut self, bio: BioId) -> Submit {
+        let task = self.core.current;
+        let own_plug = self.core.beh.submit_bio_plug && mq::blk_start_plug(&mut self.core, task);
         let dev = self.core.bio(bio).dev;
-        match self.core.topo.dev(dev).driver {
-            Driver::Mq(q) => blk_mq_submit_bio(&mut self.queues[q], &mut self.core, bio),
+        let status = match self.core.topo.dev(dev).driver {
+            Driver::Mq(_) => blk_mq_submit_bio(&mut self.queues, &mut self.core, bio),
             Driver::BioBased(d) => {
                 // Only one ->submit_bio runs at a time per task, so the
                 // driver can be taken out while it runs.
                 let mut drv = self.drivers[d].take().expect("driver not re-entered");
                 drv.submit_bio(&mut self.core, bio);
                 self.drivers[d] = Some(drv);
+                Submit::Done
             }
+        };
+        match (own_plug, status) {
+            (true, Submit::Done) => mq::blk_finish_plug(&mut self.queues, &mut self.core, task),
+            (true, Submit::Blocked) => self.tasks[task as usize].own_plug = true,
+            _ => {}
         }
+        status
     }
 }
 
@@ -114,24 +164,35 @@ pub struct RunStats {
 }
 
 impl Engine {
-    pub fn add_job(&mut self, pid: u32, comm: &str, source: Box<dyn Source>, iodepth: u32) -> usize {
-        let task = self.core.add_task(pid, comm);
+    /// A task outside any job (tests, tools submitting bios by hand).
+    pub fn add_task(&mut self, pid: u32, comm: &str) -> u32 {
+        self.tasks.push(TaskState::default());
+        self.core.add_task(pid, comm)
+    }
+
+    pub fn add_job(&mut self, pid: u32, comm: &str, source: Box<dyn Source>, iodepth: u32, batch: u32) -> usize {
+        let task = self.add_task(pid, comm);
+        self.tasks[task as usize].job = Some(self.jobs.len());
         self.jobs.push(Job {
             task,
             source,
             iodepth: iodepth.max(1),
+            batch: batch.max(1),
             slots: Vec::new(),
             free_slots: Vec::new(),
             in_flight: 0,
             finished: false,
+            current: VecDeque::new(),
+            plugged: false,
             units_done: 0,
             errors: 0,
         });
         self.jobs.len() - 1
     }
 
-    /// Submit one bio from task `task` now, outside any job (tests, tools).
-    pub fn submit_root(&mut self, task: u32, spec: crate::source::BioSpec, owner: u32, cookie: u32) -> BioId {
+    /// Submit one bio from `task` now. Returns false if the task went to
+    /// sleep (it resumes by itself when a tag frees).
+    pub fn submit_root(&mut self, task: u32, spec: BioSpec, owner: u32, cookie: u32) -> bool {
         let bio = Bio {
             dev: spec.dev,
             op: spec.op,
@@ -148,42 +209,93 @@ impl Engine {
         };
         let id = self.core.alloc_bio(bio);
         self.core.current = task;
-        submit_bio(self, id);
-        id
-    }
-
-    /// Issue units for job `j` while it has room and work.
-    fn fill_job(&mut self, j: usize) {
-        loop {
-            let job = &mut self.jobs[j];
-            if job.finished || job.in_flight >= job.iodepth {
-                return;
+        match submit_bio(self, id) {
+            None => true,
+            Some(s) => {
+                let t = &mut self.tasks[task as usize];
+                t.suspended = Some(s);
+                t.blocked = true;
+                false
             }
-            let Some(unit) = job.source.next_unit() else {
-                job.finished = true;
-                return;
-            };
-            self.issue_unit(j, unit);
         }
     }
 
-    fn issue_unit(&mut self, j: usize, unit: IoUnit) {
+    /// `blk_start_plug` / `blk_finish_plug` for a task driven by hand.
+    pub fn start_plug(&mut self, task: u32) -> bool {
+        mq::blk_start_plug(&mut self.core, task)
+    }
+
+    pub fn finish_plug(&mut self, task: u32) {
+        self.core.current = task;
+        mq::blk_finish_plug(&mut self.queues, &mut self.core, task);
+    }
+
+    /// Let job `j` submit: finish the submission under way, then start new
+    /// ones while it has room and work.
+    fn run_job(&mut self, j: usize) {
+        loop {
+            let task = self.jobs[j].task;
+            if self.tasks[task as usize].blocked {
+                return;
+            }
+            while let Some(step) = self.jobs[j].current.pop_front() {
+                match step {
+                    Step::Bio(spec, slot) => {
+                        if !self.submit_root(task, spec, j as u32, slot) {
+                            return;
+                        }
+                    }
+                    Step::EndOfUnit(slot) => self.unit_bio_done(j, slot),
+                }
+            }
+            if std::mem::take(&mut self.jobs[j].plugged) {
+                self.finish_plug(task);
+            }
+            if !self.start_submission(j) {
+                return;
+            }
+        }
+    }
+
+    /// Gather the next submission: up to `batch` units (within `iodepth`),
+    /// in a plug if a unit needs one or the batch is larger than two
+    /// (`AIO_PLUG_THRESHOLD`, io_uring's rule).
+    fn start_submission(&mut self, j: usize) -> bool {
         let job = &mut self.jobs[j];
-        let slot = match job.free_slots.pop() {
-            Some(s) => s,
-            None => {
+        if job.finished || job.in_flight >= job.iodepth {
+            return false;
+        }
+        let room = (job.iodepth - job.in_flight).min(job.batch);
+        let mut units: Vec<IoUnit> = Vec::new();
+        while (units.len() as u32) < room {
+            match job.source.next_unit() {
+                Some(u) => units.push(u),
+                None => {
+                    job.finished = true;
+                    break;
+                }
+            }
+        }
+        if units.is_empty() {
+            return false;
+        }
+        let plug = units.len() > 2 || units.iter().any(|u| u.plug);
+        for unit in units {
+            let slot = job.free_slots.pop().unwrap_or_else(|| {
                 job.slots.push(0);
                 (job.slots.len() - 1) as u32
-            }
-        };
-        // Count the bios first: a bio may complete (fail) during submission.
-        job.slots[slot as usize] = unit.bios.len() as u32 + 1;
-        job.in_flight += 1;
-        let task = job.task;
-        for spec in unit.bios {
-            self.submit_root(task, spec, j as u32, slot);
+            });
+            // One reference per bio, and one for the submission itself.
+            job.slots[slot as usize] = unit.bios.len() as u32 + 1;
+            job.in_flight += 1;
+            job.current.extend(unit.bios.into_iter().map(|b| Step::Bio(b, slot)));
+            job.current.push_back(Step::EndOfUnit(slot));
         }
-        self.unit_bio_done(j, slot);
+        let task = job.task;
+        if plug {
+            self.jobs[j].plugged = mq::blk_start_plug(&mut self.core, task);
+        }
+        true
     }
 
     fn unit_bio_done(&mut self, j: usize, slot: u32) {
@@ -197,26 +309,54 @@ impl Engine {
         }
     }
 
-    /// Report finished root bios to their jobs and let the jobs go on.
+    /// A task that got a tag back finishes its allocation, then its loop,
+    /// then its job's submission.
+    fn resume_task(&mut self, qi: u32, w: mq::Waiter, tags: (bool, bool)) {
+        let t = w.task as usize;
+        self.core.current = w.task;
+        mq::blk_mq_resume_alloc(&mut self.queues, &mut self.core, qi as usize, w, tags);
+        if std::mem::take(&mut self.tasks[t].own_plug) {
+            mq::blk_finish_plug(&mut self.queues, &mut self.core, w.task);
+        }
+        self.tasks[t].blocked = false;
+        if let Some(s) = self.tasks[t].suspended.take() {
+            if let Some(again) = resume_submit(self, s) {
+                self.tasks[t].suspended = Some(again);
+                self.tasks[t].blocked = true;
+                return;
+            }
+        }
+        if let Some(j) = self.tasks[t].job {
+            self.run_job(j);
+        }
+    }
+
+    /// Report finished root bios to their jobs, wake tasks that got tags,
+    /// and let the jobs go on.
     fn reap(&mut self) {
-        while !self.core.done_roots.is_empty() {
+        loop {
+            let woken = std::mem::take(&mut self.core.woken);
             let done = std::mem::take(&mut self.core.done_roots);
-            let mut woken = Vec::new();
+            if woken.is_empty() && done.is_empty() {
+                return;
+            }
+            for (qi, w, tags) in woken {
+                self.resume_task(qi, w, tags);
+            }
+            let mut ready = Vec::new();
             for d in done {
                 let j = d.owner as usize;
                 if j >= self.jobs.len() {
                     continue;
                 }
-                if d.status != 0 {
-                    self.jobs[j].errors += 1;
-                }
+                self.jobs[j].errors += (d.status != 0) as u64;
                 self.unit_bio_done(j, d.cookie);
-                if !woken.contains(&j) {
-                    woken.push(j);
+                if !ready.contains(&j) {
+                    ready.push(j);
                 }
             }
-            for j in woken {
-                self.fill_job(j);
+            for j in ready {
+                self.run_job(j);
             }
         }
     }
@@ -225,9 +365,9 @@ impl Engine {
     fn handle(&mut self, ev: SimEvent) {
         match ev {
             SimEvent::RqComplete { queue, rq } => {
-                blk_mq_complete_request(&mut self.queues[queue as usize], &mut self.core, rq);
+                blk_mq_complete_request(&mut self.queues, &mut self.core, queue as usize, rq);
             }
-            SimEvent::JobWake { job } => self.fill_job(job as usize),
+            SimEvent::JobWake { job } => self.run_job(job as usize),
         }
     }
 
@@ -235,13 +375,9 @@ impl Engine {
     pub fn run(&mut self) -> RunStats {
         let wall = Instant::now();
         for j in 0..self.jobs.len() {
-            self.fill_job(j);
+            self.run_job(j);
         }
-        self.reap();
-        while let Some(ev) = self.core.pop_event() {
-            self.handle(ev);
-            self.reap();
-        }
+        self.run_until_idle();
         RunStats {
             sim_time_ns: self.core.now,
             wall_time_s: wall.elapsed().as_secs_f64(),
@@ -252,8 +388,7 @@ impl Engine {
         }
     }
 
-    /// Run timed events until nothing is pending (for bios submitted with
-    /// [`Engine::submit_root`]).
+    /// Run timed events until nothing is pending.
     pub fn run_until_idle(&mut self) {
         self.reap();
         while let Some(ev) = self.core.pop_event() {

@@ -1,16 +1,25 @@
-//! Request-based queues (block/blk-mq.c): `blk_mq_submit_bio`, requests,
-//! issue and completion.
+//! Request-based queues (block/blk-mq.c, blk-mq-sched.c, blk-mq-tag.c,
+//! elevator.c): `blk_mq_submit_bio`, tags, the plug flush paths, the
+//! software and scheduler queues, dispatch and completion.
 //!
-//! This first path makes each bio that reaches a disk one request: split to
-//! the queue's limits, allocate ('G'), insert into the scheduler ('I', only
-//! when the queue has one), issue ('D') and complete ('C') in order. Plugging,
-//! merging, tags and the schedulers' ordering build on these same points.
+//! A bio that reaches a disk is split to the queue's limits, then offered
+//! for a plug merge and a scheduler merge; otherwise it gets a request, which
+//! needs a tag (a submitter that finds none is parked and its plug flushed,
+//! as `io_schedule()` does). The request waits in the task's plug, in the
+//! scheduler or software queue, and is issued ('D') to the device model when
+//! the driver takes it.
 
-use crate::bio::{BioId, Op, SECTOR_SHIFT};
+use std::collections::VecDeque;
+
+use crate::bio::{req, BioId, Op, SECTOR_SHIFT};
 use crate::disk::DiskModel;
-use crate::genhd::DevId;
-use crate::limits::Elevator;
-use crate::submit::{BlockCore, SimEvent};
+use crate::genhd::{DevId, DiskKind, Driver};
+use crate::limits::{QueueAttrs, QueueLimits};
+use crate::merge::{self, blk_attempt_bio_merge, bio_mergeable, BioMerge, ElvMerge};
+use crate::plug::{Plug, RqRef};
+use crate::profile::PlugListPath;
+use crate::sched::mq_deadline::MqDeadline;
+use crate::submit::{BlockCore, SimEvent, KWORKER};
 use crate::trace::{Action, Event};
 
 /// `struct request`.
@@ -18,57 +27,178 @@ use crate::trace::{Action, Event};
 pub struct Request {
     pub dev: DevId,
     pub op: Op,
+    /// `cmd_flags`: the first bio's flags, plus `REQ_NOMERGE` once a merge
+    /// was refused for size or segments.
     pub flags: u32,
     pub sector: u64,
     pub nr_sectors: u32,
     pub nr_phys_segments: u32,
+    /// `bio` .. `biotail`.
     pub bios: Vec<BioId>,
+    /// Accounting start (allocation time).
     pub start_time_ns: u64,
-    /// Task that allocated it ('G' names it).
+    /// Task that allocated it.
     pub task: u32,
+    pub sched_tag: bool,
+    pub driver_tag: bool,
+    /// mq-deadline's deadline, in jiffies.
+    pub fifo_time: u64,
+    pub in_elevator: bool,
 }
 
 impl Request {
     pub fn bytes(&self) -> u32 {
         self.nr_sectors << SECTOR_SHIFT
     }
-}
 
-/// A whole disk's request queue and device model.
-pub struct RequestQueue {
-    pub index: u32,
-    pub dev: DevId,
-    pub disk: DiskModel,
-    rqs: Vec<Option<Request>>,
-    free: Vec<u32>,
-    pub in_flight: u32,
-}
-
-impl RequestQueue {
-    pub fn new(index: u32, dev: DevId, disk: DiskModel) -> Self {
-        RequestQueue { index, dev, disk, rqs: Vec::new(), free: Vec::new(), in_flight: 0 }
+    pub fn end(&self) -> u64 {
+        self.sector + self.nr_sectors as u64
     }
+}
 
-    fn alloc(&mut self, rq: Request) -> u32 {
+/// The queue's requests, by slot.
+#[derive(Default)]
+pub struct Rqs {
+    slots: Vec<Option<Request>>,
+    free: Vec<u32>,
+}
+
+impl Rqs {
+    pub fn alloc(&mut self, rq: Request) -> u32 {
         match self.free.pop() {
             Some(i) => {
-                self.rqs[i as usize] = Some(rq);
+                self.slots[i as usize] = Some(rq);
                 i
             }
             None => {
-                self.rqs.push(Some(rq));
-                (self.rqs.len() - 1) as u32
+                self.slots.push(Some(rq));
+                (self.slots.len() - 1) as u32
             }
         }
     }
 
-    pub fn request(&self, rq: u32) -> &Request {
-        self.rqs[rq as usize].as_ref().expect("live request")
+    pub fn get(&self, id: u32) -> &Request {
+        self.slots[id as usize].as_ref().expect("live request")
+    }
+
+    pub fn get_mut(&mut self, id: u32) -> &mut Request {
+        self.slots[id as usize].as_mut().expect("live request")
+    }
+
+    /// Free the slot and hand the request back.
+    pub fn take(&mut self, id: u32) -> Request {
+        self.free.push(id);
+        self.slots[id as usize].take().expect("live request")
     }
 }
 
-/// Trace a request event ('I', 'D', 'C').
-fn trace_rq(core: &mut BlockCore, action: Action, rq: &Request, task: u32) {
+/// A submitter sleeping for a tag, with the bio it was allocating for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Waiter {
+    pub task: u32,
+    pub bio: BioId,
+    pub nsegs: u32,
+}
+
+/// What became of a bio handed to `blk_mq_submit_bio`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Submit {
+    Done,
+    /// The task sleeps for a tag; it resumes through [`blk_mq_resume_alloc`].
+    Blocked,
+}
+
+/// A whole disk's request queue, tags, scheduler and device model.
+pub struct RequestQueue {
+    pub index: u32,
+    pub dev: DevId,
+    pub lim: QueueLimits,
+    pub attrs: QueueAttrs,
+    /// nvme-pci and virtio-blk take plug batches through `->queue_rqs`.
+    pub has_queue_rqs: bool,
+    pub disk: DiskModel,
+    pub rqs: Rqs,
+    pub sched: Option<MqDeadline>,
+    /// The CPU's software queue (`ctx->rq_lists`), used without a scheduler.
+    ctx_list: VecDeque<u32>,
+    /// `hctx->dispatch`: requests that bypass the scheduler.
+    dispatch_list: VecDeque<u32>,
+    driver_tags: u32,
+    sched_tags: u32,
+    pub tag_waiters: VecDeque<Waiter>,
+    /// `q->last_merge`, the elevator's one-hit merge cache.
+    last_merge: Option<u32>,
+}
+
+impl RequestQueue {
+    pub fn new(index: u32, dev: DevId, kind: DiskKind, lim: QueueLimits, attrs: QueueAttrs, disk: DiskModel) -> Self {
+        let sched = (attrs.scheduler == crate::limits::Elevator::MqDeadline).then(MqDeadline::default);
+        RequestQueue {
+            index,
+            dev,
+            lim,
+            attrs,
+            has_queue_rqs: matches!(kind, DiskKind::Nvme | DiskKind::Virtio),
+            disk,
+            rqs: Rqs::default(),
+            sched,
+            ctx_list: VecDeque::new(),
+            dispatch_list: VecDeque::new(),
+            driver_tags: 0,
+            sched_tags: 0,
+            tag_waiters: VecDeque::new(),
+            last_merge: None,
+        }
+    }
+
+    /// Requests waiting in the scheduler or software queue.
+    pub fn queued(&self) -> usize {
+        self.sched.as_ref().map_or(0, |s| s.queued()) + self.ctx_list.len() + self.dispatch_list.len()
+    }
+
+    /// `blk_mq_get_tag` at allocation: a scheduler tag (writes limited to
+    /// mq-deadline's `async_depth`, 3/4 of `nr_requests`), or without a
+    /// scheduler a driver tag out of `nr_requests`.
+    fn try_get_tag(&mut self, op: Op, flags: u32) -> Option<(bool, bool)> {
+        let nr = self.attrs.nr_requests;
+        if self.sched.is_some() {
+            let sync_read = !op.is_write() && (op == Op::Read || flags & req::SYNC != 0);
+            let limit = if sync_read { nr } else { (3 * nr / 4).max(1) };
+            (self.sched_tags < limit).then(|| {
+                self.sched_tags += 1;
+                (true, false)
+            })
+        } else {
+            (self.driver_tags < nr).then(|| {
+                self.driver_tags += 1;
+                (false, true)
+            })
+        }
+    }
+
+    /// `blk_mq_get_driver_tag` at dispatch.
+    fn get_driver_tag(&mut self, id: u32) -> bool {
+        if self.rqs.get(id).driver_tag {
+            return true;
+        }
+        if self.driver_tags >= self.attrs.queue_depth {
+            return false;
+        }
+        self.driver_tags += 1;
+        self.rqs.get_mut(id).driver_tag = true;
+        true
+    }
+
+    fn put_tags(&mut self, rq: &Request) {
+        self.driver_tags -= rq.driver_tag as u32;
+        self.sched_tags -= rq.sched_tag as u32;
+    }
+}
+
+// ---- tracing -------------------------------------------------------------
+
+/// Trace a request event ('I', 'D', 'C', and 'M' for a request merge).
+pub fn trace_rq(core: &mut BlockCore, action: Action, rq: &Request, task: u32) {
     if !core.tracer.active() {
         return;
     }
@@ -77,7 +207,7 @@ fn trace_rq(core: &mut BlockCore, action: Action, rq: &Request, task: u32) {
         dev: rq.dev,
         action,
         op: rq.op,
-        flags: rq.flags,
+        flags: rq.flags & !req::NOMERGE,
         sector: rq.sector,
         bytes: rq.bytes(),
         task,
@@ -88,15 +218,197 @@ fn trace_rq(core: &mut BlockCore, action: Action, rq: &Request, task: u32) {
     core.emit(ev);
 }
 
+/// 'P' or 'U'/'UT' (no data, so blkparse shows "N").
+fn trace_plug(core: &mut BlockCore, dev: DevId, action: Action, depth: u64, task: u32) {
+    let s = &mut core.stats[dev as usize];
+    match action {
+        Action::Plug => s.plugs += 1,
+        _ => s.unplugs += 1,
+    }
+    if core.tracer.active() {
+        let ev = Event { time: core.now, dev, action, op: Op::Read, flags: 0, sector: 0, bytes: 0, task, error: 0, arg: depth, from_dev: 0 };
+        core.emit(ev);
+    }
+}
+
+fn queue_of(core: &BlockCore, bio: BioId) -> usize {
+    match core.topo.dev(core.bio(bio).dev).driver {
+        Driver::Mq(q) => q,
+        Driver::BioBased(_) => unreachable!("blk_mq_submit_bio on a bio-based device"),
+    }
+}
+
+// ---- submission ------------------------------------------------------------
+
 /// `blk_mq_submit_bio`.
-pub fn blk_mq_submit_bio(q: &mut RequestQueue, core: &mut BlockCore, bio: BioId) {
-    let Some((bio, nsegs)) = core.bio_split_to_limits(bio) else { return };
-    // blk_mq_get_new_requests → block_getrq, then blk_mq_bio_to_request.
+pub fn blk_mq_submit_bio(qs: &mut [RequestQueue], core: &mut BlockCore, bio: BioId) -> Submit {
+    let qi = queue_of(core, bio);
+    let Some((bio, nsegs)) = core.bio_split_to_limits(bio) else { return Submit::Done };
+    if blk_mq_attempt_bio_merge(qs, core, qi, bio, nsegs) {
+        return Submit::Done;
+    }
+    let (op, flags) = (core.bio(bio).op, core.bio(bio).flags);
+    let Some((sched_tag, driver_tag)) = qs[qi].try_get_tag(op, flags) else {
+        // blk_mq_get_tag sleeps: io_schedule() flushes the plug first.
+        let task = core.current;
+        qs[qi].tag_waiters.push_back(Waiter { task, bio, nsegs });
+        blk_mq_flush_plug_list(qs, core, task, true);
+        return Submit::Blocked;
+    };
+    blk_mq_alloc_done(qs, core, qi, bio, nsegs, sched_tag, driver_tag);
+    Submit::Done
+}
+
+/// A parked submitter woke with its tag: finish `blk_mq_submit_bio`.
+pub fn blk_mq_resume_alloc(qs: &mut [RequestQueue], core: &mut BlockCore, qi: usize, w: Waiter, tags: (bool, bool)) {
+    blk_mq_alloc_done(qs, core, qi, w.bio, w.nsegs, tags.0, tags.1);
+}
+
+/// `blk_mq_attempt_bio_merge`: a plug merge, then a scheduler (or
+/// software-queue) merge, unless `nomerges` is 2 or the bio is unmergeable.
+fn blk_mq_attempt_bio_merge(qs: &mut [RequestQueue], core: &mut BlockCore, qi: usize, bio: BioId, nsegs: u32) -> bool {
+    if qs[qi].attrs.nomerges == 2 || !bio_mergeable(core.bio(bio)) {
+        return false;
+    }
+    if blk_attempt_plug_merge(qs, core, qi, bio, nsegs) {
+        return true;
+    }
+    if qs[qi].sched.is_some() {
+        dd_bio_merge(&mut qs[qi], core, bio, nsegs)
+    } else {
+        blk_bio_list_merge(&mut qs[qi], core, bio, nsegs)
+    }
+}
+
+/// `blk_attempt_plug_merge`: exactly one request of the plug is tried.
+fn blk_attempt_plug_merge(qs: &mut [RequestQueue], core: &mut BlockCore, qi: usize, bio: BioId, nsegs: u32) -> bool {
+    let dev = qs[qi].dev as usize;
+    core.stats[dev].plug_merge_attempts += 1;
+    let task = core.current as usize;
+    let Some(plug) = core.plugs.get(task).and_then(|p| p.as_ref()) else { return false };
+    let Some((cq, cid)) = plug.merge_candidate(qi as u32, core.beh.plug_merge) else { return false };
+    let q = &mut qs[cq as usize];
+    let ok = blk_attempt_bio_merge(core, q.rqs.get_mut(cid), bio, nsegs, &q.lim) == BioMerge::Ok;
+    core.stats[dev].plug_merges += ok as u64;
+    ok
+}
+
+/// `blk_bio_list_merge` over the software queue: newest to oldest, at most 8.
+fn blk_bio_list_merge(q: &mut RequestQueue, core: &mut BlockCore, bio: BioId, nsegs: u32) -> bool {
+    let candidates: Vec<u32> = q.ctx_list.iter().rev().take(8).copied().collect();
+    for id in candidates {
+        match blk_attempt_bio_merge(core, q.rqs.get_mut(id), bio, nsegs, &q.lim) {
+            BioMerge::None => continue,
+            BioMerge::Ok => return true,
+            BioMerge::Failed => return false,
+        }
+    }
+    false
+}
+
+/// `elv_merge`: the one-hit cache, the end-sector hash (back merge), then
+/// mq-deadline's sorted tree (front merge).
+fn elv_merge(q: &mut RequestQueue, core: &BlockCore, bio: BioId) -> (ElvMerge, u32) {
+    let b = core.bio(bio);
+    if let Some(lm) = q.last_merge {
+        let r = q.rqs.get(lm);
+        if merge::blk_rq_merge_ok(r, b) {
+            let t = merge::blk_try_merge(r, b, &q.lim);
+            if t != ElvMerge::None {
+                return (t, lm);
+            }
+        }
+    }
+    if q.attrs.nomerges == 1 {
+        return (ElvMerge::None, 0);
+    }
+    let sched = q.sched.as_mut().expect("elevator");
+    if let Some(id) = sched.hash_find(&q.rqs, b.iter.sector) {
+        if merge::blk_rq_merge_ok(q.rqs.get(id), b) {
+            let t = if merge::blk_discard_mergable(q.rqs.get(id), &q.lim) { ElvMerge::Discard } else { ElvMerge::Back };
+            return (t, id);
+        }
+    }
+    if let Some(id) = sched.front_candidate(b.op.is_write() as usize, b.end_sector()) {
+        if merge::blk_rq_merge_ok(q.rqs.get(id), b) {
+            let t = if merge::blk_discard_mergable(q.rqs.get(id), &q.lim) { ElvMerge::Discard } else { ElvMerge::Front };
+            return (t, id);
+        }
+    }
+    (ElvMerge::None, 0)
+}
+
+/// `dd_bio_merge` → `blk_mq_sched_try_merge`: merge the bio, then try to
+/// merge the grown request with its neighbour in sector order.
+fn dd_bio_merge(q: &mut RequestQueue, core: &mut BlockCore, bio: BioId, nsegs: u32) -> bool {
+    let (kind, id) = elv_merge(q, core, bio);
+    let (old_sector, old_end) = match kind {
+        ElvMerge::None => return false,
+        _ => (q.rqs.get(id).sector, q.rqs.get(id).end()),
+    };
+    let status = match kind {
+        ElvMerge::Back => merge::bio_attempt_back_merge(core, q.rqs.get_mut(id), bio, nsegs, &q.lim),
+        ElvMerge::Front => merge::bio_attempt_front_merge(core, q.rqs.get_mut(id), bio, nsegs, &q.lim),
+        ElvMerge::Discard => return merge::bio_attempt_discard_merge(core, q.rqs.get_mut(id), bio, &q.lim) == BioMerge::Ok,
+        ElvMerge::None => unreachable!(),
+    };
+    if status != BioMerge::Ok {
+        if q.last_merge == Some(id) && q.rqs.get(id).flags & req::NOMERGE != 0 {
+            q.last_merge = None;
+        }
+        return false;
+    }
+    let sched = q.sched.as_mut().expect("elevator");
+    // The request moved in the hash (back) or the tree (front) either way.
+    sched.hash_reposition(&q.rqs, id, old_end);
+    sched.reposition(&q.rqs, id, old_sector);
+    let merged = match kind {
+        // attempt_back_merge: the next request in sector order.
+        ElvMerge::Back => sched.latter(&q.rqs, id).is_some_and(|next| attempt_req_merge(q, core, id, next)),
+        // attempt_front_merge: into the previous one.
+        _ => sched.former(&q.rqs, id).is_some_and(|prev| attempt_req_merge(q, core, prev, id)),
+    };
+    if !merged {
+        q.last_merge = Some(id);
+    }
+    true
+}
+
+/// `blk_attempt_req_merge` / `attempt_merge` inside the elevator: merge
+/// request `next` into `rq`, then drop `next` from the scheduler and free it.
+fn attempt_req_merge(q: &mut RequestQueue, core: &mut BlockCore, rq: u32, next: u32) -> bool {
+    let old_end = q.rqs.get(rq).end();
+    let mut n = q.rqs.get(next).clone();
+    if !merge::attempt_merge(core, q.rqs.get_mut(rq), &mut n, &q.lim) {
+        return false;
+    }
+    let discard = merge::blk_discard_mergable(q.rqs.get(rq), &q.lim);
+    if let Some(sched) = q.sched.as_mut() {
+        if !discard {
+            sched.merged_requests(&mut q.rqs, rq, next);
+            sched.hash_reposition(&q.rqs, rq, old_end);
+        } else {
+            sched.remove(&mut q.rqs, next);
+        }
+    }
+    if q.last_merge == Some(next) || !discard {
+        q.last_merge = Some(rq);
+    }
+    let gone = q.rqs.take(next);
+    q.put_tags(&gone);
+    wake_tag_waiters(q, core);
+    true
+}
+
+/// The rest of `blk_mq_submit_bio` once a tag is held: 'G', the request,
+/// accounting, then the plug, the scheduler or the driver.
+fn blk_mq_alloc_done(qs: &mut [RequestQueue], core: &mut BlockCore, qi: usize, bio: BioId, nsegs: u32, sched_tag: bool, driver_tag: bool) {
     core.trace_bio(Action::GetRq, bio, 0, 0);
+    let task = core.current;
     let b = core.bio_mut(bio);
     b.in_request = true;
     let rq = Request {
-        dev: q.dev,
+        dev: qs[qi].dev,
         op: b.op,
         flags: b.flags,
         sector: b.iter.sector,
@@ -104,44 +416,277 @@ pub fn blk_mq_submit_bio(q: &mut RequestQueue, core: &mut BlockCore, bio: BioId)
         nr_phys_segments: nsegs,
         bios: vec![bio],
         start_time_ns: core.now,
-        task: core.current,
+        task,
+        sched_tag,
+        driver_tag,
+        fifo_time: 0,
+        in_elevator: false,
     };
-    core.stats[q.dev as usize].getrq += 1;
-    let scheduler = core.topo.queue(q.dev).attrs.scheduler;
-    let id = q.alloc(rq);
-    if scheduler != Elevator::None {
-        // insert into the elevator, then run the hardware queue at once.
-        core.stats[q.dev as usize].inserts += 1;
-        let task = core.current;
-        trace_rq(core, Action::Insert, q.request(id), task);
+    let (op, flags, dev) = (rq.op, rq.flags, rq.dev as usize);
+    let rule = core.beh.io_ticks;
+    let s = &mut core.stats[dev];
+    s.getrq += 1;
+    s.disk.io_start(core.now, op, rule);
+    let id = qs[qi].rqs.alloc(rq);
+    if flags & (req::PREFLUSH | req::FUA) != 0 && qs[qi].attrs.write_cache {
+        // The flush machinery: never plugged, straight to the dispatch list.
+        qs[qi].dispatch_list.push_back(id);
+        blk_mq_run_hw_queue(qs, core, qi, false);
+    } else if core.plugs.get(task as usize).is_some_and(|p| p.is_some()) {
+        blk_add_rq_to_plug(qs, core, task, (qi as u32, id));
+    } else if qs[qi].sched.is_some() {
+        dd_insert_request(&mut qs[qi], core, id, task);
+        blk_mq_run_hw_queue(qs, core, qi, false);
+    } else {
+        blk_mq_start_request(&mut qs[qi], core, id, task);
     }
-    blk_mq_start_request(q, core, id);
 }
 
-/// `blk_mq_start_request` from `->queue_rq`: the request is issued ('D')
-/// and handed to the device model.
-fn blk_mq_start_request(q: &mut RequestQueue, core: &mut BlockCore, id: u32) {
-    let rq = q.request(id);
-    let (op, bytes, sectors) = (rq.op, rq.bytes(), rq.nr_sectors as u64);
-    let task = core.current;
-    trace_rq(core, Action::Issue, q.request(id), task);
+/// `blk_add_rq_to_plug`: a new request may first flush the plug (too many
+/// requests, or the reference request reached `BLK_PLUG_FLUSH_SIZE`).
+fn blk_add_rq_to_plug(qs: &mut [RequestQueue], core: &mut BlockCore, task: u32, rq: RqRef) {
+    let plug = core.plugs[task as usize].as_ref().expect("plugged");
+    let (count, max) = (plug.rq_count, plug.max_rq_count(core.beh.plug_max_requests));
+    let reference_bytes = plug.peek().map(|(q, id)| qs[q as usize].rqs.get(id).bytes() as u64).unwrap_or(0);
+    let q = &qs[rq.0 as usize];
+    let dev = q.dev;
+    let size_flush = q.attrs.nomerges != 2 && core.beh.plug_flush_size != 0 && reference_bytes >= core.beh.plug_flush_size as u64;
+    if count == 0 {
+        trace_plug(core, dev, Action::Plug, 0, task);
+    } else if count >= max || size_flush {
+        blk_mq_flush_plug_list(qs, core, task, false);
+        trace_plug(core, dev, Action::Plug, 0, task);
+    }
+    let has_elevator = qs[rq.0 as usize].sched.is_some();
+    let how = core.beh.plug_add;
+    core.plugs[task as usize].as_mut().expect("plugged").add(rq, how, has_elevator);
+}
+
+/// `blk_start_plug`: nested plugs are ignored. Returns whether this call
+/// installed the plug.
+pub fn blk_start_plug(core: &mut BlockCore, task: u32) -> bool {
+    let slot = &mut core.plugs[task as usize];
+    if slot.is_some() {
+        return false;
+    }
+    *slot = Some(Plug::default());
+    true
+}
+
+/// `blk_finish_plug`.
+pub fn blk_finish_plug(qs: &mut [RequestQueue], core: &mut BlockCore, task: u32) {
+    blk_mq_flush_plug_list(qs, core, task, false);
+    core.plugs[task as usize] = None;
+}
+
+/// `blk_mq_flush_plug_list`.
+pub fn blk_mq_flush_plug_list(qs: &mut [RequestQueue], core: &mut BlockCore, task: u32, from_schedule: bool) {
+    let Some(plug) = core.plugs.get_mut(task as usize).and_then(|p| p.as_mut()) else { return };
+    if plug.rq_count == 0 {
+        return;
+    }
+    let depth = plug.rq_count as u64;
+    plug.rq_count = 0;
+    let (multi, elevator) = (plug.multiple_queues, plug.has_elevator);
+    let mut list = std::mem::take(&mut plug.list);
+    if !multi && !elevator && !from_schedule {
+        // Path A: one queue, no elevator: hand the batch to the driver.
+        let qi = list[0].0 as usize;
+        if core.beh.unplug_trace_direct {
+            trace_plug(core, qs[qi].dev, Action::Unplug, depth, task);
+        }
+        let ids: Vec<u32> = list.iter().map(|r| r.1).collect();
+        if qs[qi].has_queue_rqs {
+            queue_rqs(&mut qs[qi], core, &ids, task);
+        } else {
+            for id in ids {
+                blk_mq_start_request(&mut qs[qi], core, id, task);
+            }
+        }
+        return;
+    }
+    while !list.is_empty() {
+        blk_mq_dispatch_plug_list(qs, core, &mut list, from_schedule, task);
+    }
+}
+
+/// `->queue_rqs` (nvme-pci, virtio-blk): each request is started ('D') as
+/// the driver pops it; the head-add era drivers then pushed each at the head
+/// of their submit list, so the device saw the batch reversed.
+fn queue_rqs(q: &mut RequestQueue, core: &mut BlockCore, ids: &[u32], task: u32) {
+    for &id in ids {
+        blk_mq_issue(q, core, id, task);
+    }
+    let reverse = core.beh.queue_rqs_reverse;
+    let order: Vec<u32> = if reverse { ids.iter().rev().copied().collect() } else { ids.to_vec() };
+    for id in order {
+        device_submit(q, core, id);
+    }
+}
+
+/// `blk_mq_dispatch_plug_list`: take the requests of the queue at the head
+/// of the list (their relative order per version), 'U', then the elevator or
+/// the driver.
+fn blk_mq_dispatch_plug_list(qs: &mut [RequestQueue], core: &mut BlockCore, list: &mut VecDeque<RqRef>, from_schedule: bool, task: u32) {
+    let first = list.pop_front().expect("non-empty");
+    let qi = first.0 as usize;
+    let mut local = VecDeque::from([first.1]);
+    let mut requeue = VecDeque::new();
+    let path = core.beh.plug_list_path;
+    for r in list.drain(..) {
+        match (r.0 as usize == qi, path) {
+            (true, PlugListPath::ListAdd) => local.push_front(r.1),
+            (true, PlugListPath::ListAddTail) => local.push_back(r.1),
+            (false, _) => requeue.push_back(r),
+        }
+    }
+    *list = requeue;
+    let action = if from_schedule { Action::UnplugTimer } else { Action::Unplug };
+    trace_plug(core, qs[qi].dev, action, local.len() as u64, task);
+    let q = &mut qs[qi];
+    if q.sched.is_some() {
+        for id in local {
+            dd_insert_request(q, core, id, task);
+        }
+    } else if !from_schedule {
+        // blk_mq_try_issue_list_directly
+        for id in local {
+            blk_mq_start_request(q, core, id, task);
+        }
+        return;
+    } else {
+        for id in local {
+            core.stats[q.dev as usize].inserts += 1;
+            trace_rq(core, Action::Insert, q.rqs.get(id), task);
+            q.ctx_list.push_back(id);
+        }
+    }
+    blk_mq_run_hw_queue(qs, core, qi, from_schedule);
+}
+
+/// `dd_insert_request`: an insert merge, or into the tree and FIFO ('I').
+fn dd_insert_request(q: &mut RequestQueue, core: &mut BlockCore, id: u32, task: u32) {
+    if elv_attempt_insert_merge(q, core, id) {
+        return;
+    }
+    core.stats[q.dev as usize].inserts += 1;
+    trace_rq(core, Action::Insert, q.rqs.get(id), task);
+    q.sched.as_mut().expect("elevator").insert(&mut q.rqs, id, core.now);
+    if q.last_merge.is_none() && merge::rq_mergeable(q.rqs.get(id)) {
+        q.last_merge = Some(id);
+    }
+}
+
+/// `elv_attempt_insert_merge`: into `last_merge`, then repeatedly into a
+/// request ending where this one starts.
+fn elv_attempt_insert_merge(q: &mut RequestQueue, core: &mut BlockCore, id: u32) -> bool {
+    if q.attrs.nomerges == 2 {
+        return false;
+    }
+    if let Some(lm) = q.last_merge {
+        if lm != id && attempt_req_merge(q, core, lm, id) {
+            return true;
+        }
+    }
+    if q.attrs.nomerges == 1 {
+        return false;
+    }
+    let mut rq = id;
+    let mut merged = false;
+    loop {
+        let pos = q.rqs.get(rq).sector;
+        let Some(target) = q.sched.as_mut().expect("elevator").hash_find(&q.rqs, pos) else { break };
+        if target == rq || !attempt_req_merge(q, core, target, rq) {
+            break;
+        }
+        merged = true;
+        rq = target;
+    }
+    merged
+}
+
+// ---- dispatch and completion ---------------------------------------------
+
+/// `blk_mq_run_hw_queue`: move requests to the driver while it has tags:
+/// first `hctx->dispatch`, then the scheduler or the software queue. An
+/// asynchronous run happens in a kworker.
+pub fn blk_mq_run_hw_queue(qs: &mut [RequestQueue], core: &mut BlockCore, qi: usize, run_async: bool) {
+    let task = if run_async { KWORKER } else { core.current };
+    let q = &mut qs[qi];
+    while let Some(&id) = q.dispatch_list.front() {
+        if !q.get_driver_tag(id) {
+            return;
+        }
+        q.dispatch_list.pop_front();
+        blk_mq_start_request(q, core, id, task);
+    }
+    if q.sched.is_some() {
+        // __blk_mq_do_dispatch_sched: stop when no driver tag is left.
+        while q.driver_tags < q.attrs.queue_depth {
+            let now = core.now;
+            let Some(id) = q.sched.as_mut().and_then(|s| s.dispatch(&mut q.rqs, now)) else { break };
+            if q.last_merge == Some(id) {
+                q.last_merge = None;
+            }
+            q.get_driver_tag(id);
+            blk_mq_start_request(q, core, id, task);
+        }
+    } else {
+        while let Some(id) = q.ctx_list.pop_front() {
+            blk_mq_start_request(q, core, id, task);
+        }
+    }
+}
+
+/// `blk_mq_start_request` from `->queue_rq`: issued ('D') and handed to
+/// the device.
+fn blk_mq_start_request(q: &mut RequestQueue, core: &mut BlockCore, id: u32, task: u32) {
+    blk_mq_issue(q, core, id, task);
+    device_submit(q, core, id);
+}
+
+fn blk_mq_issue(q: &mut RequestQueue, core: &mut BlockCore, id: u32, task: u32) {
+    let rq = q.rqs.get(id);
+    trace_rq(core, Action::Issue, rq, task);
     let s = &mut core.stats[q.dev as usize];
     s.issued += 1;
-    s.sectors_issued[op as usize] += sectors;
-    q.in_flight += 1;
-    let done = q.disk.service(core.now, op, bytes);
+    s.sectors_issued[rq.op as usize] += rq.nr_sectors as u64;
+    s.disk.in_driver += 1;
+}
+
+fn device_submit(q: &mut RequestQueue, core: &mut BlockCore, id: u32) {
+    let rq = q.rqs.get(id);
+    let done = q.disk.service(core.now, rq.op, rq.sector, rq.bytes());
     core.schedule(done, SimEvent::RqComplete { queue: q.index, rq: id });
 }
 
-/// `blk_mq_end_request` → `blk_update_request`: trace 'C' for the request
-/// and end its bios.
-pub fn blk_mq_complete_request(q: &mut RequestQueue, core: &mut BlockCore, id: u32) {
-    let rq = q.rqs[id as usize].take().expect("live request");
-    q.free.push(id);
-    q.in_flight -= 1;
+/// `blk_mq_end_request`: 'C', accounting, tags back, bios ended, then
+/// tag waiters woken and the queue run again.
+pub fn blk_mq_complete_request(qs: &mut [RequestQueue], core: &mut BlockCore, qi: usize, id: u32) {
+    let q = &mut qs[qi];
+    let rq = q.rqs.take(id);
+    q.put_tags(&rq);
     trace_rq(core, Action::Complete, &rq, 0);
-    core.stats[q.dev as usize].completed += 1;
+    let rule = core.beh.io_ticks;
+    let s = &mut core.stats[q.dev as usize];
+    s.completed += 1;
+    s.disk.in_driver -= 1;
+    s.disk.account_sectors(rq.op, rq.flags, rq.nr_sectors as u64);
+    s.disk.io_done(core.now, rq.op, rq.flags, rq.start_time_ns, rule);
     for bio in rq.bios {
         core.bio_endio(bio, 0);
+    }
+    wake_tag_waiters(q, core);
+    blk_mq_run_hw_queue(qs, core, qi, true);
+}
+
+/// Hand freed tags to sleeping submitters, oldest first. Each woken task
+/// holds its tag and resumes when the engine runs it.
+pub fn wake_tag_waiters(q: &mut RequestQueue, core: &mut BlockCore) {
+    while let Some(&w) = q.tag_waiters.front() {
+        let b = core.bio(w.bio);
+        let Some(tags) = q.try_get_tag(b.op, b.flags) else { return };
+        q.tag_waiters.pop_front();
+        core.woken.push((q.index, w, tags));
     }
 }

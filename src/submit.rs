@@ -12,6 +12,8 @@ use std::cmp::Reverse;
 
 use crate::bio::{bvec_iter_advance, req, Bio, BioId, Op, SECTOR_SHIFT};
 use crate::genhd::{DevId, Driver, Topology};
+use crate::mq::{Submit, Waiter};
+use crate::plug::Plug;
 use crate::profile::{Behaviour, BioListAssembly, SplitRemainder};
 use crate::split::{split_decision, SplitDecision};
 use crate::stats::DevStats;
@@ -22,6 +24,11 @@ pub const EIO: i32 = -5;
 pub const EOPNOTSUPP: i32 = -95;
 pub const EINVAL: i32 = -22;
 pub const EAGAIN: i32 = -11;
+
+/// Task index of the idle/interrupt context (completions).
+pub const IRQ: u32 = 0;
+/// Task index of the kworker that runs queues asynchronously.
+pub const KWORKER: u32 = 1;
 
 /// A driver with its own `->submit_bio` (md, dm, test doubles).
 pub trait BioDriver {
@@ -72,6 +79,11 @@ pub struct BlockCore {
     bios_live: usize,
     bio_list: Option<BioLists>,
     pub done_roots: Vec<RootDone>,
+    /// `current->plug`, per task.
+    pub plugs: Vec<Option<Plug>>,
+    /// Submitters that got a tag back: (queue, what they were allocating
+    /// for, the tags they now hold).
+    pub woken: Vec<(u32, Waiter, (bool, bool))>,
     events: BinaryHeap<Reverse<(u64, u64, SimEvent)>>,
     event_seq: u64,
 }
@@ -84,7 +96,7 @@ impl BlockCore {
             beh,
             now: 0,
             tracer: Tracer::default(),
-            tasks: vec![Task { pid: 0, comm: "swapper/0".into() }],
+            tasks: vec![Task { pid: 0, comm: "swapper/0".into() }, Task { pid: 92, comm: "kworker/0:1H".into() }],
             current: 0,
             stats: vec![DevStats::default(); n],
             bios: Vec::new(),
@@ -94,6 +106,8 @@ impl BlockCore {
             bios_live: 0,
             bio_list: None,
             done_roots: Vec::new(),
+            plugs: vec![None, None],
+            woken: Vec::new(),
             events: BinaryHeap::new(),
             event_seq: 0,
         }
@@ -101,6 +115,7 @@ impl BlockCore {
 
     pub fn add_task(&mut self, pid: u32, comm: &str) -> u32 {
         self.tasks.push(Task { pid, comm: comm.to_string() });
+        self.plugs.push(None);
         (self.tasks.len() - 1) as u32
     }
 
@@ -382,45 +397,95 @@ impl BlockCore {
 /// run `__submit_bio` for a bio (driver `->submit_bio` or `blk_mq_submit_bio`).
 pub trait Stack {
     fn core(&mut self) -> &mut BlockCore;
-    fn __submit_bio(&mut self, bio: BioId);
+    fn __submit_bio(&mut self, bio: BioId) -> Submit;
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum LoopKind {
+    /// `__submit_bio_noacct_mq`: the top device is request-based.
+    Mq,
+    /// `__submit_bio_noacct`: the top device is bio-based.
+    BioBased,
+}
+
+/// A submission loop whose task went to sleep (for a tag) inside
+/// `__submit_bio`: `current->bio_list` as it was, and the queue of the bio
+/// in progress (the loop sorts by it once that bio is done).
+pub struct Suspended {
+    kind: LoopKind,
+    lists: BioLists,
+    queue: DevId,
 }
 
 /// `submit_bio_noacct` from outside any loop (a task submitting a bio):
-/// start the loop that matches the device.
-pub fn submit_bio<S: Stack>(stack: &mut S, id: BioId) {
-    let Some(id) = stack.core().submit_bio_noacct(id) else { return };
+/// start the loop that matches the device. Returns the suspended loop if the
+/// task went to sleep before the loop finished.
+pub fn submit_bio<S: Stack>(stack: &mut S, id: BioId) -> Option<Suspended> {
+    let id = stack.core().submit_bio_noacct(id)?;
     let core = stack.core();
     let driver = core.topo.dev(core.bio(id).dev).driver;
+    core.bio_list = Some(BioLists::default());
     match driver {
-        Driver::BioBased(_) => __submit_bio_noacct(stack, id),
-        Driver::Mq(_) => __submit_bio_noacct_mq(stack, id),
+        Driver::BioBased(_) => bio_based_loop(stack, Step::Submit(id)),
+        Driver::Mq(_) => mq_loop(stack, Some(id)),
     }
 }
 
-/// `__submit_bio_noacct_mq`: the top device is request-based; bios it
-/// resubmits (split remainders) are handled in list order.
-fn __submit_bio_noacct_mq<S: Stack>(stack: &mut S, first: BioId) {
-    stack.core().bio_list = Some(BioLists::default());
-    let mut next = Some(first);
+/// Continue a loop once the sleeping task finished its `__submit_bio`.
+pub fn resume_submit<S: Stack>(stack: &mut S, s: Suspended) -> Option<Suspended> {
+    let core = stack.core();
+    core.bio_list = Some(s.lists);
+    match s.kind {
+        LoopKind::Mq => {
+            let next = core.bio_list.as_mut().and_then(|l| l.l0.pop_front());
+            mq_loop(stack, next)
+        }
+        LoopKind::BioBased => bio_based_loop(stack, Step::Finish(s.queue)),
+    }
+}
+
+fn suspend(core: &mut BlockCore, kind: LoopKind, queue: DevId) -> Option<Suspended> {
+    let lists = core.bio_list.take().expect("loop active");
+    Some(Suspended { kind, lists, queue })
+}
+
+/// `__submit_bio_noacct_mq`: bios the disk resubmits (split remainders) are
+/// handled in list order.
+fn mq_loop<S: Stack>(stack: &mut S, mut next: Option<BioId>) -> Option<Suspended> {
     while let Some(id) = next {
-        stack.__submit_bio(id);
+        if stack.__submit_bio(id) == Submit::Blocked {
+            return suspend(stack.core(), LoopKind::Mq, 0);
+        }
         next = stack.core().bio_list.as_mut().and_then(|l| l.l0.pop_front());
     }
     stack.core().bio_list = None;
+    None
 }
 
-/// `__submit_bio_noacct`: the top device is bio-based. After each bio,
-/// what it submitted is sorted into bios for other queues ("lower") and for
-/// its own queue ("same"), and handled before the bios pending from earlier.
-fn __submit_bio_noacct<S: Stack>(stack: &mut S, first: BioId) {
-    stack.core().bio_list = Some(BioLists::default());
-    let mut next = Some(first);
-    while let Some(id) = next {
-        let core = stack.core();
-        let q = core.topo.dev(core.bio(id).dev).whole;
-        let lists = core.bio_list.as_mut().expect("loop active");
-        lists.l1 = std::mem::take(&mut lists.l0);
-        stack.__submit_bio(id);
+enum Step {
+    Submit(BioId),
+    /// The `__submit_bio` of a bio of this queue just finished.
+    Finish(DevId),
+}
+
+/// `__submit_bio_noacct`: after each bio, what it submitted is sorted into
+/// bios for other queues ("lower") and for its own queue ("same"), and
+/// handled before the bios pending from earlier.
+fn bio_based_loop<S: Stack>(stack: &mut S, mut step: Step) -> Option<Suspended> {
+    loop {
+        let q = match step {
+            Step::Submit(id) => {
+                let core = stack.core();
+                let q = core.topo.dev(core.bio(id).dev).whole;
+                let lists = core.bio_list.as_mut().expect("loop active");
+                lists.l1 = std::mem::take(&mut lists.l0);
+                if stack.__submit_bio(id) == Submit::Blocked {
+                    return suspend(stack.core(), LoopKind::BioBased, q);
+                }
+                q
+            }
+            Step::Finish(q) => q,
+        };
         let core = stack.core();
         let mut lists = core.bio_list.take().expect("loop active");
         let (same, lower): (VecDeque<BioId>, VecDeque<BioId>) =
@@ -430,8 +495,13 @@ fn __submit_bio_noacct<S: Stack>(stack: &mut S, first: BioId) {
             BioListAssembly::LowerSamePending => lower.into_iter().chain(same).chain(pending).collect(),
             BioListAssembly::PendingLowerSame => pending.into_iter().chain(lower).chain(same).collect(),
         };
-        next = lists.l0.pop_front();
+        let next = lists.l0.pop_front();
         core.bio_list = Some(lists);
+        match next {
+            Some(id) => step = Step::Submit(id),
+            None => break,
+        }
     }
     stack.core().bio_list = None;
+    None
 }

@@ -10,6 +10,7 @@ use blkstack::trace::TraceCtx;
 #[test]
 fn lines_match_blkparse_layout() {
     let text = r#"
+kernel = "6.1"
 [disks.sda]
 kind = "sata"
 size = "1GiB"
@@ -50,4 +51,18 @@ size = "96KiB"
     // model takes 100 µs + 64 KiB at 530 MB/s = 100,000 + 123,652 ns (65536 / 0.53, truncated) for the first.
     assert_eq!(lines[7], "  8,0    0        8     0.000223652     0  C   R 2048 + 128 [0]");
     assert_eq!(lines.len(), 9);
+
+    // 6.12 runs each __submit_bio in a plug of its own: P, then U with a
+    // depth of one request, before the D. P and U carry no data ("N").
+    let (e, ev) = common::run_events(&text.replace("kernel = \"6.1\"", "kernel = \"6.12\""), &[]);
+    let ctx = TraceCtx { topo: &e.core.topo, tasks: &e.core.tasks };
+    let mut out = Vec::new();
+    for (i, x) in ev.iter().enumerate() {
+        format_event(x, i as u64 + 1, &ctx, &mut out).unwrap();
+    }
+    let got = String::from_utf8(out).unwrap();
+    let lines: Vec<&str> = got.lines().collect();
+    assert_eq!(lines[4], "  8,0    0        5     0.000000000   843  P   N [dd]");
+    assert_eq!(lines[5], "  8,0    0        6     0.000000000   843  U   N [dd] 1");
+    assert_eq!(lines[6], "  8,0    0        7     0.000000000   843  D   R 2048 + 128 [dd]");
 }

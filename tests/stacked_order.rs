@@ -58,7 +58,7 @@ fn member_order(beh: Behaviour) -> Vec<u64> {
     let mut e = engine(beh);
     e.core.tracer.keep_log();
     let md = e.core.topo.by_name("md0").unwrap();
-    let task = e.core.add_task(100, "dd");
+    let task = e.add_task(100, "dd");
     let spec = BioSpec {
         dev: md,
         op: Op::Read,
@@ -113,7 +113,7 @@ fn md_queue_sees_one_q_and_the_splits() {
     let mut e = engine(beh("6.12"));
     e.core.tracer.keep_log();
     let md = e.core.topo.by_name("md0").unwrap();
-    let task = e.core.add_task(100, "dd");
+    let task = e.add_task(100, "dd");
     let spec = BioSpec { dev: md, op: Op::Read, flags: 0, sector: 0, bvecs: vec![blkstack::bio::Bvec { phys: 1 << 32, len: 2 << 20 }], size: 2 << 20 };
     e.submit_root(task, spec, u32::MAX, 0);
     e.run_until_idle();

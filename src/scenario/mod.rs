@@ -25,7 +25,22 @@ use tree::{apply_set, Doc, Node, Obj, Origin, Value};
 const ROOT_KEYS: &[&str] = &["name", "description", "kernel", "seed", "behaviour", "disks", "workload"];
 const DISK_KEYS: &[&str] = &["kind", "size", "queue", "partitions", "model"];
 const PART_KEYS: &[&str] = &["start", "size"];
-const MODEL_KEYS: &[&str] = &["read_latency_us", "write_latency_us", "discard_latency_us", "bandwidth"];
+const MODEL_KEYS: &[&str] = &[
+    "preset",
+    "read_latency_us",
+    "write_latency_us",
+    "bandwidth",
+    "write_bandwidth",
+    "iops",
+    "parallelism",
+    "discard_latency_us",
+    "discard_us_per_gib",
+    "discard_parallelism",
+    "flush_latency_us",
+    "rpm",
+    "seek_min_us",
+    "seek_max_us",
+];
 /// Keys of `[disks.NAME.queue]`: sysfs names, plus driver values sysfs
 /// does not show but a scenario may need (`queue_depth` lives in
 /// `device/`, `seg_boundary_mask` and `nr_hw_queues` have no file).
@@ -58,7 +73,7 @@ pub const QUEUE_KEYS: &[&str] = &[
 ];
 const DD_KEYS: &[&str] =
     &["type", "if", "of", "bs", "count", "skip", "seek", "iflag", "oflag", "buffer_offset", "buffer_fragmentation", "pid", "comm"];
-const BIOS_KEYS: &[&str] = &["type", "device", "iodepth", "bio", "pid", "comm"];
+const BIOS_KEYS: &[&str] = &["type", "device", "iodepth", "batch", "plug", "bio", "pid", "comm"];
 const BIO_KEYS: &[&str] = &["device", "op", "sector", "size", "flags", "bvecs"];
 
 /// A partition of a disk.
@@ -104,7 +119,7 @@ pub struct BioEntry {
 pub enum WorkloadKind {
     None,
     Dd(DdSpec),
-    Bios { bios: Vec<BioEntry>, iodepth: u32 },
+    Bios { bios: Vec<BioEntry>, iodepth: u32, batch: u32, plug: bool },
 }
 
 #[derive(Clone, Debug)]
@@ -323,23 +338,66 @@ fn read_queue(q: &Obj, drv: &mut DriverLimits, w: &mut SysfsWrites) -> Result<()
 }
 
 fn read_model(d: &Obj, kind: DiskKind) -> Result<ServiceModel, ScenarioError> {
-    let mut m = ServiceModel::for_kind(kind);
-    let Some(t) = d.table("model")? else { return Ok(m) };
-    if let Some((v, _)) = t.opt_f64("read_latency_us")? {
-        m.read_latency_ns = (v * 1000.0) as u64;
-    }
-    if let Some((v, _)) = t.opt_f64("write_latency_us")? {
-        m.write_latency_ns = (v * 1000.0) as u64;
-    }
-    if let Some((v, _)) = t.opt_f64("discard_latency_us")? {
-        m.discard_latency_ns = (v * 1000.0) as u64;
-    }
-    if let Some((v, n)) = t.opt_size("bandwidth")? {
-        if v == 0 {
-            return Err(t.err("bandwidth", &n.at, "must be positive (bytes per second, e.g. \"3GB\")"));
+    let Some(t) = d.table("model")? else { return Ok(ServiceModel::for_kind(kind)) };
+    let mut m = match t.opt_str("preset")? {
+        None => ServiceModel::for_kind(kind),
+        Some((name, n)) => ServiceModel::preset(&name).ok_or_else(|| {
+            let names: Vec<&str> = crate::disk::PRESETS.iter().map(|p| p.0).collect();
+            t.err("preset", &n.at, format!("unknown preset '{name}' (one of {})", names.join(", ")))
+        })?,
+    };
+    let us = |key: &str, field: &mut u64| -> Result<(), ScenarioError> {
+        if let Some((v, n)) = t.opt_f64(key)? {
+            if v < 0.0 {
+                return Err(t.err(key, &n.at, format!("{v} is negative")));
+            }
+            *field = (v * 1000.0) as u64;
         }
+        Ok(())
+    };
+    us("read_latency_us", &mut m.read_latency_ns)?;
+    us("write_latency_us", &mut m.write_latency_ns)?;
+    us("discard_latency_us", &mut m.discard_latency_ns)?;
+    us("discard_us_per_gib", &mut m.discard_ns_per_gib)?;
+    us("flush_latency_us", &mut m.flush_latency_ns)?;
+    let positive = |key: &str| -> Result<Option<u64>, ScenarioError> {
+        match t.opt_size(key)? {
+            Some((0, n)) => Err(t.err(key, &n.at, "must be positive")),
+            v => Ok(v.map(|x| x.0)),
+        }
+    };
+    if let Some(v) = positive("bandwidth")? {
         m.bandwidth = v;
+        m.write_bandwidth = v;
     }
+    if let Some(v) = positive("write_bandwidth")? {
+        m.write_bandwidth = v;
+    }
+    if let Some((v, _)) = t.opt_u64("iops")? {
+        m.iops = v;
+    }
+    if let Some(v) = positive("parallelism")? {
+        m.parallelism = v.min(65536) as u32;
+    }
+    if let Some(v) = positive("discard_parallelism")? {
+        m.discard_parallelism = v.min(65536) as u32;
+    }
+    if let Some(rpm) = positive("rpm")? {
+        let r = m.rotation.get_or_insert(crate::disk::Rotation { rpm: 7200, seek_min_ns: 800_000, seek_max_ns: 16_000_000 });
+        r.rpm = rpm.min(100_000) as u32;
+    }
+    let mut seek = |key: &str, min: bool| -> Result<(), ScenarioError> {
+        if let Some((v, n)) = t.opt_f64(key)? {
+            let Some(r) = m.rotation.as_mut() else {
+                return Err(t.err(key, &n.at, "only for rotating disks: set rpm (or preset = \"hdd-7200\")"));
+            };
+            let ns = (v.max(0.0) * 1000.0) as u64;
+            if min { r.seek_min_ns = ns } else { r.seek_max_ns = ns }
+        }
+        Ok(())
+    };
+    seek("seek_min_us", true)?;
+    seek("seek_max_us", false)?;
     t.finish(MODEL_KEYS)?;
     Ok(m)
 }
@@ -551,10 +609,14 @@ fn read_bios(w: &Obj, disks: &[DiskSpec]) -> Result<WorkloadKind, ScenarioError>
         b.finish(BIO_KEYS)?;
     }
     let iodepth = iodepth.unwrap_or(bios.len() as u32).max(1);
-    Ok(WorkloadKind::Bios { bios, iodepth })
+    let batch = w.opt_u64("batch")?.map(|x| x.0.clamp(1, u32::MAX as u64) as u32).unwrap_or(1);
+    let plug = w.opt_bool("plug")?.map(|x| x.0).unwrap_or(false);
+    Ok(WorkloadKind::Bios { bios, iodepth, batch, plug })
 }
 
-/// Default physical address of an explicit bio's data: a contiguous buffer at 4 GiB.
+/// Where an explicit bio's data sits when it gives no bvecs: at 4 GiB plus
+/// its byte offset on the device, so bios of adjacent sectors are in
+/// adjacent memory, as page-cache pages of consecutive blocks would be.
 const DEFAULT_BIO_PHYS: u64 = 0x1_0000_0000;
 
 fn read_bio(b: &Obj, default_dev: Option<&str>, disks: &[DiskSpec]) -> Result<BioEntry, ScenarioError> {
@@ -626,7 +688,7 @@ fn read_bio(b: &Obj, default_dev: Option<&str>, disks: &[DiskSpec]) -> Result<Bi
     }
     if op.has_data() && bvecs.is_empty() && size > 0 {
         let mut builder = BvecBuilder::new(BIO_MAX_VECS);
-        builder.add(DEFAULT_BIO_PHYS, size as u32);
+        builder.add(DEFAULT_BIO_PHYS + sector * 512, size as u32);
         bvecs = builder.bvecs;
     }
     Ok(BioEntry { device, op, flags, sector, size: size as u32, bvecs })
@@ -653,14 +715,14 @@ impl Scenario {
                 };
                 let buffer = UserBuffer::new(dd.bs, dd.buffer_offset, dd.fragmentation, self.seed);
                 let source = Dd::new(side(&dd.input), side(&dd.output), dd.bs, dd.total, buffer);
-                engine.add_job(self.workload.pid, &self.workload.comm, Box::new(source), 1);
+                engine.add_job(self.workload.pid, &self.workload.comm, Box::new(source), 1, 1);
             }
-            WorkloadKind::Bios { bios, iodepth } => {
+            WorkloadKind::Bios { bios, iodepth, batch, plug } => {
                 let specs = bios
                     .iter()
                     .map(|e| BioSpec { dev: dev(&engine, &e.device), op: e.op, flags: e.flags, sector: e.sector, bvecs: e.bvecs.clone(), size: e.size })
                     .collect();
-                engine.add_job(self.workload.pid, &self.workload.comm, Box::new(BioList::new(specs)), *iodepth);
+                engine.add_job(self.workload.pid, &self.workload.comm, Box::new(BioList::new(specs, *plug)), *iodepth, *batch);
             }
         }
         engine

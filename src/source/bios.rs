@@ -8,17 +8,19 @@ use super::BioSpec;
 
 pub struct BioList {
     pending: VecDeque<BioSpec>,
+    plug: bool,
 }
 
 impl BioList {
-    pub fn new(bios: Vec<BioSpec>) -> Self {
-        BioList { pending: bios.into() }
+    /// `plug`: each submission runs inside a plug.
+    pub fn new(bios: Vec<BioSpec>, plug: bool) -> Self {
+        BioList { pending: bios.into(), plug }
     }
 }
 
 impl Source for BioList {
     fn next_unit(&mut self) -> Option<IoUnit> {
         let bio = self.pending.pop_front()?;
-        Some(IoUnit { bios: vec![bio], plug: false })
+        Some(IoUnit { bios: vec![bio], plug: self.plug })
     }
 }

@@ -1,7 +1,11 @@
-//! Per-device counters (what the JSON summary reports). The diskstats and
-//! iostat model builds on the same event points.
+//! Per-device counters: trace-event counts for the JSON summary, and the
+//! kernel's /proc/diskstats accounting ([`diskstats`]) from which iostat
+//! figures are derived.
+
+pub mod diskstats;
 
 use crate::bio::Op;
+use diskstats::DiskStats;
 
 /// Ops in [`Op`] order, for per-op arrays.
 pub const NR_OPS: usize = 7;
@@ -27,8 +31,25 @@ pub struct DevStats {
     pub bio_completions: u64,
     /// Bios failed (end of device, unsupported op, impossible split).
     pub errors: u64,
+    /// 'P' and 'U'/'UT'.
+    pub plugs: u64,
+    pub unplugs: u64,
+    /// Calls of `blk_attempt_plug_merge` and how many merged.
+    pub plug_merge_attempts: u64,
+    pub plug_merges: u64,
     /// Sectors of queued bios, per op.
     pub sectors_queued: [u64; NR_OPS],
     /// Sectors of issued requests, per op.
     pub sectors_issued: [u64; NR_OPS],
+    pub disk: DiskStats,
+}
+
+impl DevStats {
+    pub fn account_merge(&mut self, op: Op) {
+        self.disk.account_merge(op);
+    }
+
+    pub fn account_request_merge(&mut self, op: Op) {
+        self.disk.account_request_merge(op);
+    }
 }

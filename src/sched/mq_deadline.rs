@@ -1,0 +1,214 @@
+//! mq-deadline (block/mq-deadline.c), one priority level.
+//!
+//! Requests wait in a sector-sorted tree and an arrival FIFO per direction.
+//! Dispatch continues a batch upward from the last dispatched position
+//! (`fifo_batch` requests), otherwise picks reads unless writes have been
+//! starved `writes_starved` times, taking the FIFO head when its deadline
+//! passed or nothing lies ahead. A hash by end sector and the sorted tree
+//! find back and front merge candidates (`elv_merge`, `dd_request_merge`).
+
+use std::collections::{BTreeSet, HashMap, VecDeque};
+
+use crate::mq::{Request, Rqs};
+use crate::profile::HZ;
+use crate::stats::diskstats::jiffies;
+
+/// `enum dd_data_dir`: reads, and everything `op_is_write`.
+pub fn data_dir(rq: &Request) -> usize {
+    rq.op.is_write() as usize
+}
+
+pub struct MqDeadline {
+    sort: [BTreeSet<(u64, u32)>; 2],
+    fifo: [VecDeque<u32>; 2],
+    /// `elv_rqhash`: requests by end sector, newest first.
+    hash: HashMap<u64, Vec<u32>>,
+    latest_pos: [u64; 2],
+    last_dir: usize,
+    batching: u32,
+    starved: u32,
+    pub fifo_batch: u32,
+    pub writes_starved: u32,
+    pub front_merges: bool,
+    /// Read and write expiry, in jiffies.
+    pub fifo_expire: [u64; 2],
+}
+
+impl Default for MqDeadline {
+    fn default() -> Self {
+        MqDeadline {
+            sort: Default::default(),
+            fifo: Default::default(),
+            hash: HashMap::new(),
+            latest_pos: [0; 2],
+            last_dir: 0,
+            batching: 0,
+            starved: 0,
+            fifo_batch: 16,
+            writes_starved: 2,
+            front_merges: true,
+            fifo_expire: [HZ / 2, 5 * HZ],
+        }
+    }
+}
+
+impl MqDeadline {
+    /// `dd_has_work`.
+    pub fn has_work(&self) -> bool {
+        !self.fifo[0].is_empty() || !self.fifo[1].is_empty()
+    }
+
+    pub fn queued(&self) -> usize {
+        self.fifo[0].len() + self.fifo[1].len()
+    }
+
+    /// `elv_rqhash_add`.
+    pub fn hash_add(&mut self, rqs: &Rqs, id: u32) {
+        let r = rqs.get(id);
+        self.hash.entry(r.sector + r.nr_sectors as u64).or_default().insert(0, id);
+    }
+
+    fn hash_del(&mut self, end: u64, id: u32) {
+        if let Some(v) = self.hash.get_mut(&end) {
+            v.retain(|&x| x != id);
+            if v.is_empty() {
+                self.hash.remove(&end);
+            }
+        }
+    }
+
+    /// `elv_rqhash_find`: a request ending at `sector`; unmergeable ones met
+    /// on the way are dropped from the hash.
+    pub fn hash_find(&mut self, rqs: &Rqs, sector: u64) -> Option<u32> {
+        let v = self.hash.get_mut(&sector)?;
+        v.retain(|&id| crate::merge::rq_mergeable(rqs.get(id)));
+        let found = v.first().copied();
+        if v.is_empty() {
+            self.hash.remove(&sector);
+        }
+        found
+    }
+
+    /// Move a request whose end changed (`elv_rqhash_reposition`).
+    pub fn hash_reposition(&mut self, rqs: &Rqs, id: u32, old_end: u64) {
+        self.hash_del(old_end, id);
+        if crate::merge::rq_mergeable(rqs.get(id)) {
+            self.hash_add(rqs, id);
+        }
+    }
+
+    /// `dd_request_merge`'s lookup: a request of `dir` starting at `sector`.
+    pub fn front_candidate(&self, dir: usize, sector: u64) -> Option<u32> {
+        if !self.front_merges {
+            return None;
+        }
+        self.sort[dir].range((sector, 0)..=(sector, u32::MAX)).next().map(|&(_, id)| id)
+    }
+
+    /// `elv_rb_latter_request` / `elv_rb_former_request`.
+    pub fn latter(&self, rqs: &Rqs, id: u32) -> Option<u32> {
+        let r = rqs.get(id);
+        self.sort[data_dir(r)].range((r.sector, id + 1)..).next().map(|&(_, x)| x)
+    }
+
+    pub fn former(&self, rqs: &Rqs, id: u32) -> Option<u32> {
+        let r = rqs.get(id);
+        self.sort[data_dir(r)].range(..(r.sector, id)).next_back().map(|&(_, x)| x)
+    }
+
+    /// The rest of `dd_insert_request` once no insert merge happened: sort
+    /// tree, hash, FIFO with its deadline.
+    pub fn insert(&mut self, rqs: &mut Rqs, id: u32, now_ns: u64) {
+        let dir = data_dir(rqs.get(id));
+        let r = rqs.get_mut(id);
+        r.fifo_time = jiffies(now_ns) + self.fifo_expire[dir];
+        r.in_elevator = true;
+        self.sort[dir].insert((r.sector, id));
+        if crate::merge::rq_mergeable(r) {
+            self.hash_add(rqs, id);
+        }
+        self.fifo[dir].push_back(id);
+    }
+
+    /// `deadline_remove_request`: off the tree, FIFO and hash. Tolerates a
+    /// request that was never inserted (an insert merge).
+    pub fn remove(&mut self, rqs: &mut Rqs, id: u32) {
+        let r = rqs.get_mut(id);
+        if !r.in_elevator {
+            return;
+        }
+        r.in_elevator = false;
+        let (dir, sector, end) = (data_dir(r), r.sector, r.sector + r.nr_sectors as u64);
+        self.sort[dir].remove(&(sector, id));
+        self.fifo[dir].retain(|&x| x != id);
+        self.hash_del(end, id);
+    }
+
+    /// `dd_request_merged` after a front merge: the start moved.
+    pub fn reposition(&mut self, rqs: &Rqs, id: u32, old_sector: u64) {
+        let r = rqs.get(id);
+        let dir = data_dir(r);
+        if self.sort[dir].remove(&(old_sector, id)) {
+            self.sort[dir].insert((r.sector, id));
+        }
+    }
+
+    /// `dd_merged_requests`: `next` was merged into `rq`; `rq` inherits the
+    /// earlier deadline and `next`'s FIFO place.
+    pub fn merged_requests(&mut self, rqs: &mut Rqs, rq: u32, next: u32) {
+        let (rq_in, next_in) = (rqs.get(rq).in_elevator, rqs.get(next).in_elevator);
+        if rq_in && next_in && rqs.get(next).fifo_time < rqs.get(rq).fifo_time {
+            let dir = data_dir(rqs.get(rq));
+            let f = &mut self.fifo[dir];
+            f.retain(|&x| x != rq);
+            let at = f.iter().position(|&x| x == next).expect("next in fifo");
+            f.insert(at, rq);
+            let t = rqs.get(next).fifo_time;
+            rqs.get_mut(rq).fifo_time = t;
+        }
+        self.remove(rqs, next);
+    }
+
+    /// `deadline_from_pos`: the lowest request at or above `pos`.
+    fn next_request(&self, dir: usize) -> Option<u32> {
+        self.sort[dir].range((self.latest_pos[dir], 0)..).next().map(|&(_, id)| id)
+    }
+
+    /// `__dd_dispatch_request`.
+    pub fn dispatch(&mut self, rqs: &mut Rqs, now_ns: u64) -> Option<u32> {
+        let mut chosen = self.next_request(self.last_dir).filter(|_| self.batching < self.fifo_batch);
+        if chosen.is_none() {
+            // Reads first, unless writes waited through `writes_starved`
+            // read batches (the kernel's `starved++` only runs when writes wait).
+            let dir = if !self.fifo[0].is_empty() {
+                let writes_wait = !self.fifo[1].is_empty();
+                if writes_wait && self.starved >= self.writes_starved {
+                    self.starved = 0;
+                    1
+                } else {
+                    self.starved += writes_wait as u32;
+                    0
+                }
+            } else if !self.fifo[1].is_empty() {
+                self.starved = 0;
+                1
+            } else {
+                return None;
+            };
+            let head = *self.fifo[dir].front().expect("non-empty");
+            let expired = rqs.get(head).fifo_time <= jiffies(now_ns);
+            chosen = match self.next_request(dir) {
+                Some(n) if !expired => Some(n),
+                _ => Some(head),
+            };
+            self.last_dir = dir;
+            self.batching = 0;
+        }
+        let id = chosen?;
+        self.batching += 1;
+        let (dir, pos) = (data_dir(rqs.get(id)), rqs.get(id).sector);
+        self.remove(rqs, id);
+        self.latest_pos[dir] = pos;
+        Some(id)
+    }
+}
