@@ -177,6 +177,8 @@ pub struct Bio {
     pub owner: u32,
     /// The job's own tag for a root bio (which I/O unit it belongs to).
     pub cookie: u32,
+    /// Bio-based accounting in progress: (start time, sectors).
+    pub acct: Option<(u64, u32)>,
 }
 
 impl Bio {

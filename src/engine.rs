@@ -109,7 +109,7 @@ impl EngineBuilder {
             .collect();
         let core = BlockCore::new(self.topo, self.beh);
         let tasks = (0..core.tasks.len()).map(|_| TaskState::default()).collect();
-        Engine { core, queues, drivers: self.drivers, jobs: Vec::new(), tasks }
+        Engine { core, queues, drivers: self.drivers, jobs: Vec::new(), tasks, sample_every: None, samples: Vec::new() }
     }
 }
 
@@ -119,6 +119,10 @@ pub struct Engine {
     drivers: Vec<Option<Box<dyn BioDriver>>>,
     pub jobs: Vec<Job>,
     tasks: Vec<TaskState>,
+    /// Take a diskstats snapshot this often (ns), for interval reports.
+    pub sample_every: Option<u64>,
+    /// (time, diskstats of every device) at each sample.
+    pub samples: Vec<(u64, Vec<[u64; 17]>)>,
 }
 
 impl Stack for Engine {
@@ -206,6 +210,7 @@ impl Engine {
             in_request: false,
             owner,
             cookie,
+            acct: None,
         };
         let id = self.core.alloc_bio(bio);
         self.core.current = task;
@@ -368,16 +373,38 @@ impl Engine {
                 blk_mq_complete_request(&mut self.queues, &mut self.core, queue as usize, rq);
             }
             SimEvent::JobWake { job } => self.run_job(job as usize),
+            SimEvent::Sample => {
+                self.take_sample();
+                // Keep sampling while anything else is pending.
+                if let (Some(every), true) = (self.sample_every, self.core.pending_events() > 0) {
+                    self.core.schedule(self.core.now + every, SimEvent::Sample);
+                }
+            }
         }
+    }
+
+    /// Snapshot every device's diskstats.
+    pub fn take_sample(&mut self) {
+        let all = (0..self.core.topo.devs.len() as DevId).map(|d| self.core.diskstats(d)).collect();
+        self.samples.push((self.core.now, all));
     }
 
     /// Run every job to completion.
     pub fn run(&mut self) -> RunStats {
         let wall = Instant::now();
+        self.take_sample();
+        if let Some(every) = self.sample_every {
+            self.core.schedule(every, SimEvent::Sample);
+        }
         for j in 0..self.jobs.len() {
             self.run_job(j);
         }
         self.run_until_idle();
+        // A trailing sample must not stretch the run.
+        self.core.now = self.core.now.min(self.core.last_activity.max(self.samples.last().map_or(0, |s| s.0)));
+        if self.samples.last().map(|s| s.0) != Some(self.core.now) {
+            self.take_sample();
+        }
         RunStats {
             sim_time_ns: self.core.now,
             wall_time_s: wall.elapsed().as_secs_f64(),

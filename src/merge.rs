@@ -297,6 +297,7 @@ mod tests {
             in_request: false,
             owner: 0,
             cookie: 0,
+            acct: None,
         }
     }
 

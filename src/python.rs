@@ -17,9 +17,17 @@ fn to_py(e: RunError) -> PyErr {
 
 /// Run the scenario at `path`; returns the JSON summary as a string.
 #[pyfunction]
-#[pyo3(signature = (path, kernel=None, sets=Vec::new(), trace=None, requests=None))]
-fn run(py: Python<'_>, path: String, kernel: Option<String>, sets: Vec<String>, trace: Option<String>, requests: Option<String>) -> PyResult<String> {
-    let opts = RunOptions { kernel, sets, trace: trace.as_deref().map(Output::parse), requests: requests.as_deref().map(Output::parse) };
+#[pyo3(signature = (path, kernel=None, sets=Vec::new(), trace=None, requests=None, interval=None))]
+fn run(
+    py: Python<'_>,
+    path: String,
+    kernel: Option<String>,
+    sets: Vec<String>,
+    trace: Option<String>,
+    requests: Option<String>,
+    interval: Option<f64>,
+) -> PyResult<String> {
+    let opts = RunOptions { kernel, sets, trace: trace.as_deref().map(Output::parse), requests: requests.as_deref().map(Output::parse), interval };
     let v = py.detach(|| run_file(&path, &opts)).map_err(to_py)?;
     Ok(v.to_string())
 }

@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 use serde_json::{json, Map, Value};
 
 use crate::engine::{Engine, RunStats};
+use crate::stats::report;
 use crate::scenario::{self, Scenario, ScenarioError};
 use crate::stats::OPS;
 use crate::trace::blkparse::BlkparseWriter;
@@ -38,6 +39,8 @@ pub struct RunOptions {
     pub sets: Vec<String>,
     pub trace: Option<Output>,
     pub requests: Option<Output>,
+    /// iostat interval, in seconds of simulated time.
+    pub interval: Option<f64>,
 }
 
 #[derive(Debug)]
@@ -126,6 +129,8 @@ pub fn run_file(path: &str, opts: &RunOptions) -> Result<Value, RunError> {
         let w = open_output(r, &mut files)?;
         engine.core.tracer.add_sink(Box::new(RequestsCsv::new(w)));
     }
+    engine.core.tracer.keep_analysis();
+    engine.sample_every = opts.interval.map(|s| (s * 1e9) as u64).filter(|&ns| ns > 0);
     let stats = engine.run();
     engine.core.tracer.finish().map_err(|e| RunError::Io(format!("writing output: {e}")))?;
     for f in files {
@@ -163,6 +168,7 @@ pub fn summary(sc: &Scenario, engine: &Engine, st: &RunStats) -> Value {
             "sectors_issued": per_op(&s.sectors_issued),
         });
         if d.whole == i as u32 {
+            report::device_json(engine, i as u32, &mut dev);
             let q = topo.queue(i as u32);
             let mut lim = Map::new();
             for (k, v) in q.limits.sysfs() {
@@ -195,6 +201,12 @@ pub fn summary(sc: &Scenario, engine: &Engine, st: &RunStats) -> Value {
         "peak_live_bios": st.peak_live_bios,
         "io_units": st.units,
         "errors": st.errors,
+        "iostat_intervals": report::intervals_json(engine),
+        "reports": {
+            "iostat": report::iostat_text(engine),
+            "btt": report::btt_text(engine),
+            "histograms": report::histograms_text(engine),
+        },
     })
 }
 

@@ -14,7 +14,7 @@ use crate::bio::{bvec_iter_advance, req, Bio, BioId, Op, SECTOR_SHIFT};
 use crate::genhd::{DevId, Driver, Topology};
 use crate::mq::{Submit, Waiter};
 use crate::plug::Plug;
-use crate::profile::{Behaviour, BioListAssembly, SplitRemainder};
+use crate::profile::{Behaviour, BioAccounting, BioListAssembly, SplitRemainder};
 use crate::split::{split_decision, SplitDecision};
 use crate::stats::DevStats;
 use crate::trace::{Action, Event, Task, TraceCtx, Tracer};
@@ -44,6 +44,8 @@ pub enum SimEvent {
     RqComplete { queue: u32, rq: u32 },
     /// A job may submit again.
     JobWake { job: u32 },
+    /// Take a /proc/diskstats snapshot (`iostat` intervals).
+    Sample,
 }
 
 /// A root bio (one a job submitted) finished.
@@ -84,7 +86,13 @@ pub struct BlockCore {
     /// Submitters that got a tag back: (queue, what they were allocating
     /// for, the tags they now hold).
     pub woken: Vec<(u32, Waiter, (bool, bool))>,
-    events: BinaryHeap<Reverse<(u64, u64, SimEvent)>>,
+    /// (time, class, sequence): at equal times samples (class 1) come
+    /// after everything else, so a snapshot sees all that happened by then.
+    events: BinaryHeap<Reverse<(u64, u8, u64, SimEvent)>>,
+    /// Events other than samples still pending.
+    real_events: usize,
+    /// Time of the last event that was not a sample.
+    pub last_activity: u64,
     event_seq: u64,
 }
 
@@ -109,6 +117,8 @@ impl BlockCore {
             plugs: vec![None, None],
             woken: Vec::new(),
             events: BinaryHeap::new(),
+            real_events: 0,
+            last_activity: 0,
             event_seq: 0,
         }
     }
@@ -337,6 +347,29 @@ impl BlockCore {
         }
     }
 
+    // ---- bio-based accounting (md, dm) ------------------------------------
+
+    /// `bio_start_io_acct` for the device the bio is on: the I/O is
+    /// accounted until this bio completes. 6.1 counts ios and sectors here,
+    /// 6.12+ at the end.
+    pub fn bio_start_io_acct(&mut self, id: BioId) {
+        let (now, rule, at_start) = (self.now, self.beh.io_ticks, self.beh.bio_accounting == BioAccounting::Start);
+        let b = self.bio(id);
+        let (dev, op, flags, sectors) = (b.dev as usize, b.op, b.flags, b.sectors());
+        let d = &mut self.stats[dev].disk;
+        d.io_start(now, op, rule);
+        if at_start {
+            d.count_io(op, flags, sectors as u64);
+        }
+        self.bio_mut(id).acct = Some((now, sectors));
+    }
+
+    /// `bio_end_io_acct`: latency at jiffy resolution.
+    fn bio_end_io_acct(&mut self, dev: DevId, op: Op, flags: u32, start: u64, sectors: u32) {
+        let (now, rule, at_end) = (self.now, self.beh.io_ticks, self.beh.bio_accounting == BioAccounting::End);
+        self.stats[dev as usize].disk.bio_done(now, op, flags, start, sectors as u64, rule, at_end);
+    }
+
     // ---- completion ----------------------------------------------------
 
     pub fn bio_io_error(&mut self, id: BioId, status: i32) {
@@ -356,6 +389,11 @@ impl BlockCore {
                 return;
             }
             let (traced, in_rq, parent, owner, cookie) = (b.traced, b.in_request, b.parent, b.owner, b.cookie);
+            if let Some((start, sectors)) = b.acct {
+                let (dev, op, flags) = (b.dev, b.op, b.flags);
+                self.bio_end_io_acct(dev, op, flags, start, sectors);
+            }
+            let b = self.bio(id);
             if traced && !in_rq {
                 let dev = b.dev;
                 self.stats[dev as usize].bio_completions += 1;
@@ -379,17 +417,39 @@ impl BlockCore {
 
     pub fn schedule(&mut self, at: u64, ev: SimEvent) {
         self.event_seq += 1;
-        self.events.push(Reverse((at.max(self.now), self.event_seq, ev)));
+        let class = (ev == SimEvent::Sample) as u8;
+        self.real_events += 1 - class as usize;
+        self.events.push(Reverse((at.max(self.now), class, self.event_seq, ev)));
     }
 
     pub fn pop_event(&mut self) -> Option<SimEvent> {
-        let Reverse((t, _, ev)) = self.events.pop()?;
+        let Reverse((t, class, _, ev)) = self.events.pop()?;
         self.now = t;
+        if class == 0 {
+            self.real_events -= 1;
+            self.last_activity = t;
+        }
         Some(ev)
     }
 
     pub fn live_bios(&self) -> usize {
         self.bios_live
+    }
+
+    /// Timed events still pending, samples not counted.
+    pub fn pending_events(&self) -> usize {
+        self.real_events
+    }
+
+    /// The 17 /proc/diskstats fields of `dev` now; field 9 per the profile's
+    /// `inflight_count` on request-based disks.
+    pub fn diskstats(&self, dev: DevId) -> [u64; 17] {
+        let d = &self.stats[dev as usize].disk;
+        let inflight = match (self.topo.dev(dev).driver, self.beh.inflight_count) {
+            (Driver::Mq(_), crate::profile::InflightCount::Driver) => d.in_driver,
+            _ => d.inflight(),
+        };
+        d.fields(inflight)
     }
 }
 

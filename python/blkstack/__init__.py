@@ -72,6 +72,7 @@ def run(
     sets: Union[None, Mapping[str, SetValue], Iterable[str]] = None,
     trace: Optional[PathLike] = None,
     requests: Optional[PathLike] = None,
+    interval: Optional[float] = None,
 ) -> Dict[str, Any]:
     """Run the scenario TOML file at *path* and return its summary as a dict.
 

@@ -20,6 +20,7 @@ def run(
     sets: list[str] = ...,
     trace: str | None = None,
     requests: str | None = None,
+    interval: float | None = None,
 ) -> str:
     """Run the scenario TOML file at *path* and return its JSON summary.
 
@@ -32,12 +33,19 @@ def run(
     :param requests: path of a CSV file with one row per issued request
         (``device,seq,time_ns,rwbs,sector,nr_sectors``), ``"-"`` for
         standard output, or None.
+    :param interval: take /proc/diskstats snapshots every *interval*
+        seconds of simulated time; ``iostat_intervals`` and the iostat
+        report then cover each interval.
     :returns: JSON text of a dict with the keys ``scenario``, ``kernel``,
         ``profile``, ``behaviour`` (switch -> value), ``devices`` (name ->
         ``{"kind", "major", "minor", "bios_queued", "splits", "remaps",
         "requests", "sectors": {"read", "write", "discard", "write_zeroes"},
-        "limits": {sysfs name: value}}``), ``sim_time_ns``, ``wall_time_s``,
-        ``bios`` and ``bios_per_s``.
+        "limits": {sysfs name: value}, "diskstats": [17 fields],
+        "iostat": {column: value}, "btt": {stage: {"min_s", "avg_s",
+        "max_s", "n"}}, "merge_info", "seek_histogram", "size_histogram",
+        "plug"}``), ``sim_time_ns``, ``wall_time_s``, ``bios``,
+        ``bios_per_s``, ``iostat_intervals`` and ``reports`` (text blocks
+        ``iostat``, ``btt``, ``histograms``).
     :raises ScenarioError: on any bad input.
     :raises OSError: an output file cannot be written (or the input read).
 

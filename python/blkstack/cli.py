@@ -402,10 +402,11 @@ def _check_sets(sets: Sequence[str]) -> None:
 
 
 def _simulate(scenario: str, kernel: Optional[str], sets: Sequence[str],
-              trace: Optional[str], requests: Optional[str]) -> Dict[str, Any]:
+              trace: Optional[str], requests: Optional[str],
+              interval: Optional[float] = None) -> Dict[str, Any]:
     # Rust may write the trace to file descriptor 1 itself: flush ours first.
     sys.stdout.flush()
-    text = _core.run(scenario, kernel, list(sets), trace, requests)
+    text = _core.run(scenario, kernel, list(sets), trace, requests, interval)
     return json.loads(text)
 
 
@@ -430,15 +431,23 @@ def cmd_run(args: argparse.Namespace) -> int:
         both = " and ".join(f"{opt} -" for opt in to_stdout)
         raise UsageError(f"{both}: only one output can go to standard output; send the others to files")
 
-    summary = _simulate(args.scenario, args.kernel, sets, args.trace, args.requests)
+    if args.interval is not None and args.interval <= 0:
+        raise UsageError(f"--interval {args.interval}: must be a positive number of seconds")
+    summary = _simulate(args.scenario, args.kernel, sets, args.trace, args.requests, args.interval)
 
     if args.json == "-":
         sys.stdout.write(json.dumps(summary, indent=2) + "\n")
     elif args.json is not None:
         write_atomic(args.json, json.dumps(summary, indent=2) + "\n")
+    stream = sys.stderr if to_stdout else sys.stdout
     if not args.quiet:
-        stream = sys.stderr if to_stdout else sys.stdout
         print(format_summary(summary), file=stream)
+    reports = summary.get("reports") or {}
+    wanted = [("iostat", args.iostat or args.interval is not None), ("btt", args.btt), ("histograms", args.histograms)]
+    for key, on in wanted:
+        if on and reports.get(key):
+            print("", file=stream)
+            print(reports[key].rstrip("\n"), file=stream)
     return EXIT_OK
 
 
@@ -528,6 +537,8 @@ examples:
   blkstack run my.toml --trace trace.txt --requests requests.csv
   blkstack run my.toml --trace - | head -20
   blkstack run my.toml --json - | python3 -m json.tool
+  blkstack run my.toml --iostat --btt --histograms
+  blkstack run my.toml --interval 0.1            # iostat -x every 100 ms of simulated time
 
 A scenario file looks like this:
   kernel = "6.12"
@@ -604,6 +615,14 @@ def build_parser() -> ArgumentParser:
                         "device,seq,time_ns,rwbs,sector,nr_sectors")
     p.add_argument("--json", metavar="FILE|-",
                    help="write the summary as JSON to FILE ('-' for standard output)")
+    p.add_argument("--iostat", action="store_true",
+                   help="print 'iostat -x' figures (sysstat's layout) over the whole run")
+    p.add_argument("--interval", type=float, metavar="SECONDS",
+                   help="print 'iostat -x' per interval of simulated time (implies --iostat)")
+    p.add_argument("--btt", action="store_true",
+                   help="print btt's stage latencies (Q2G, G2I, I2D, D2C, Q2C...) and merge information")
+    p.add_argument("--histograms", action="store_true",
+                   help="print the seek-distance and request-size histograms of each disk")
     p.add_argument("-q", "--quiet", action="store_true", help="do not print the human-readable summary")
     p.set_defaults(func=cmd_run)
 

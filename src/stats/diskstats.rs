@@ -87,6 +87,27 @@ impl DiskStats {
         self.in_flight[dir] = self.in_flight[dir].saturating_sub(1);
     }
 
+    /// Count one I/O of `sectors` (a bio-based device at start or end).
+    pub fn count_io(&mut self, op: Op, flags: u32, sectors: u64) {
+        let g = op_stat_group(op, flags);
+        self.ios[g] += 1;
+        self.sectors[g] += sectors;
+    }
+
+    /// `bio_end_io_acct`: ticks, the count if it is done at the end, and the
+    /// latency in whole jiffies.
+    #[allow(clippy::too_many_arguments)]
+    pub fn bio_done(&mut self, now_ns: u64, op: Op, flags: u32, start_ns: u64, sectors: u64, rule: IoTicks, count: bool) {
+        self.update_io_ticks(now_ns, true, rule);
+        if count {
+            self.count_io(op, flags, sectors);
+        }
+        let g = op_stat_group(op, flags);
+        self.nsecs[g] += (jiffies(now_ns) - jiffies(start_ns)) * (1_000_000_000 / HZ);
+        let dir = op.is_write() as usize;
+        self.in_flight[dir] = self.in_flight[dir].saturating_sub(1);
+    }
+
     /// `blk_account_io_merge_bio`.
     pub fn account_merge(&mut self, op: Op) {
         self.merges[op_stat_group(op, 0)] += 1;

@@ -2,7 +2,10 @@
 //! kernel's /proc/diskstats accounting ([`diskstats`]) from which iostat
 //! figures are derived.
 
+pub mod analysis;
 pub mod diskstats;
+pub mod iostat;
+pub mod report;
 
 use crate::bio::Op;
 use diskstats::DiskStats;

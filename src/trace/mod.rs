@@ -158,6 +158,8 @@ impl TraceSink for EventLog {
 pub struct Tracer {
     sinks: Vec<Box<dyn TraceSink>>,
     pub log: Option<EventLog>,
+    /// btt-style analysis and histograms of the events.
+    pub analysis: Option<crate::stats::analysis::Analysis>,
     pub error: Option<io::Error>,
 }
 
@@ -171,15 +173,23 @@ impl Tracer {
         self.log = Some(EventLog::default());
     }
 
+    /// Analyse events (btt stages, merge information, histograms).
+    pub fn keep_analysis(&mut self) {
+        self.analysis = Some(Default::default());
+    }
+
     /// Whether anyone listens; callers skip building events otherwise.
     #[inline]
     pub fn active(&self) -> bool {
-        !self.sinks.is_empty() || self.log.is_some()
+        !self.sinks.is_empty() || self.log.is_some() || self.analysis.is_some()
     }
 
     pub fn emit(&mut self, ev: Event, ctx: &TraceCtx) {
         if let Some(log) = &mut self.log {
             log.events.push(ev);
+        }
+        if let Some(a) = &mut self.analysis {
+            a.add(&ev);
         }
         if self.error.is_some() {
             return;

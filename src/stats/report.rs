@@ -1,0 +1,196 @@
+//! Reports of a finished run: the per-device JSON figures, and the text
+//! blocks users know — `iostat -x`, btt's stage table and merge
+//! information, seek and request-size histograms.
+
+use std::fmt::Write as _;
+
+use serde_json::{json, Map, Value};
+
+use super::analysis::{Avg, DeviceAnalysis, Log2Hist, STAGES};
+use super::iostat;
+use crate::engine::Engine;
+use crate::genhd::DevId;
+
+/// Whole devices (partitions are counted on their disk).
+fn whole_devices(engine: &Engine) -> impl Iterator<Item = DevId> + '_ {
+    let topo = &engine.core.topo;
+    (0..topo.devs.len() as DevId).filter(move |&d| topo.dev(d).whole == d)
+}
+
+fn name(engine: &Engine, dev: DevId) -> &str {
+    &engine.core.topo.dev(dev).name
+}
+
+/// iostat figures of `dev` between samples `a` and `b`.
+fn ext_stats(engine: &Engine, dev: DevId, a: usize, b: usize) -> [f64; 22] {
+    let (ta, sa) = &engine.samples[a];
+    let (tb, sb) = &engine.samples[b];
+    iostat::ext_stats(&sa[dev as usize], &sb[dev as usize], (tb - ta) as f64 / 1e9)
+}
+
+fn iostat_map(v: &[f64; 22]) -> Value {
+    Value::Object(iostat::COLUMNS.iter().zip(v).map(|(k, x)| (k.to_string(), json!(x))).collect())
+}
+
+fn avg_json(a: &Avg) -> Value {
+    json!({"min_s": a.min as f64 / 1e9, "avg_s": a.avg() / 1e9, "max_s": a.max as f64 / 1e9, "n": a.n})
+}
+
+fn hist_json(h: &Log2Hist) -> Value {
+    let buckets: Vec<Value> = h
+        .buckets
+        .iter()
+        .enumerate()
+        .map(|(b, &c)| {
+            let (lo, hi) = Log2Hist::bounds(b);
+            json!({"from_kb": lo, "to_kb": hi, "count": c})
+        })
+        .collect();
+    json!({"count": h.count, "zero": h.zero, "buckets": buckets})
+}
+
+/// btt's "Device Merge Information" figures: #Q, #D, Q/D, and issued
+/// sizes in sectors.
+fn merge_info(a: &DeviceAnalysis) -> Value {
+    let ratio = if a.n_d == 0 { 0.0 } else { a.n_q.max(a.n_d) as f64 / a.n_d as f64 };
+    json!({"q": a.n_q, "d": a.n_d, "ratio": ratio, "blkmin": a.blks.min, "blkavg": a.blks.avg() as u64, "blkmax": a.blks.max, "total": a.blks.total as u64})
+}
+
+/// Add the accounting and analysis of `dev` to its JSON object.
+pub fn device_json(engine: &Engine, dev: DevId, out: &mut Value) {
+    let s = &engine.core.stats[dev as usize];
+    out["diskstats"] = json!(engine.core.diskstats(dev).to_vec());
+    if engine.samples.len() >= 2 {
+        out["iostat"] = iostat_map(&ext_stats(engine, dev, 0, engine.samples.len() - 1));
+    }
+    out["plug"] = json!({"plugs": s.plugs, "unplugs": s.unplugs, "merge_attempts": s.plug_merge_attempts, "merges": s.plug_merges});
+    let Some(a) = engine.core.tracer.analysis.as_ref().and_then(|a| a.device(dev)) else { return };
+    let stages: Map<String, Value> = STAGES.iter().zip(&a.stages).filter(|(_, x)| x.n > 0).map(|(k, x)| (k.to_string(), avg_json(x))).collect();
+    out["btt"] = Value::Object(stages);
+    out["merge_info"] = merge_info(a);
+    out["seek_histogram"] = hist_json(&a.seek);
+    out["size_histogram"] = hist_json(&a.sizes);
+}
+
+/// Per-interval iostat figures (with `--interval`).
+pub fn intervals_json(engine: &Engine) -> Value {
+    if engine.sample_every.is_none() {
+        return Value::Null;
+    }
+    let out: Vec<Value> = (1..engine.samples.len())
+        .map(|i| {
+            let devs: Map<String, Value> = whole_devices(engine).map(|d| (name(engine, d).to_string(), iostat_map(&ext_stats(engine, d, i - 1, i)))).collect();
+            json!({"time_s": engine.samples[i].0 as f64 / 1e9, "devices": devs})
+        })
+        .collect();
+    Value::Array(out)
+}
+
+/// `iostat -x` over the whole run, then per interval if sampled.
+pub fn iostat_text(engine: &Engine) -> String {
+    let n = engine.samples.len();
+    if n < 2 {
+        return String::new();
+    }
+    let block = |a: usize, b: usize| {
+        let rows: Vec<(String, [f64; 22])> = whole_devices(engine).map(|d| (name(engine, d).to_string(), ext_stats(engine, d, a, b))).collect();
+        iostat::report(&rows)
+    };
+    if engine.sample_every.is_none() {
+        return block(0, n - 1);
+    }
+    (1..n).map(|i| block(i - 1, i)).collect::<Vec<_>>().join("\n")
+}
+
+fn btt_hdr(out: &mut String, hdr: &str) {
+    let _ = writeln!(out, "{:>15} {:>13} {:>13} {:>13} {:>11}", hdr, "MIN", "AVG", "MAX", "N");
+    let _ = writeln!(out, "--------------- ------------- ------------- ------------- -----------");
+}
+
+fn btt_line(out: &mut String, label: &str, a: &Avg) {
+    if a.n > 0 {
+        let s = |ns: f64| ns / 1e9;
+        let _ = writeln!(out, "{:<15} {:>13.9} {:>13.9} {:>13.9} {:>11}", label, s(a.min as f64), s(a.avg()), s(a.max as f64), a.n);
+    }
+}
+
+fn combine(a: &mut Avg, b: &Avg) {
+    if b.n == 0 {
+        return;
+    }
+    if a.n == 0 || b.min < a.min {
+        a.min = b.min;
+    }
+    a.max = a.max.max(b.max);
+    a.total += b.total;
+    a.n += b.n;
+}
+
+/// btt's "All Devices" stage table, per-device tables (as `btt -A`), and
+/// "Device Merge Information".
+pub fn btt_text(engine: &Engine) -> String {
+    let Some(an) = engine.core.tracer.analysis.as_ref() else { return String::new() };
+    let devs: Vec<(DevId, &DeviceAnalysis)> = whole_devices(engine).filter_map(|d| an.device(d).map(|a| (d, a))).collect();
+    let dev_hdr = |d: DevId| {
+        let x = engine.core.topo.dev(d);
+        format!("({:3},{:3})", x.major, x.minor)
+    };
+    let mut out = String::new();
+    for (i, stage) in STAGES.iter().enumerate() {
+        if devs.iter().all(|(_, a)| a.stages[i].n == 0) {
+            continue;
+        }
+        btt_hdr(&mut out, stage);
+        for (d, a) in &devs {
+            btt_line(&mut out, &dev_hdr(*d), &a.stages[i]);
+        }
+        out.push('\n');
+    }
+    let _ = writeln!(out, "==================== All Devices ====================\n");
+    btt_hdr(&mut out, "ALL");
+    for (i, stage) in STAGES.iter().enumerate() {
+        let mut all = Avg::default();
+        for (_, a) in &devs {
+            combine(&mut all, &a.stages[i]);
+        }
+        btt_line(&mut out, stage, &all);
+    }
+    let _ = writeln!(out, "\n==================== Device Merge Information ====================\n");
+    let _ = writeln!(out, "{:>10} | {:>8} {:>8} {:>7} | {:>8} {:>8} {:>8} {:>8}", "DEV", "#Q", "#D", "Ratio", "BLKmin", "BLKavg", "BLKmax", "Total");
+    let _ = writeln!(out, "---------- | -------- -------- ------- | -------- -------- -------- --------");
+    for (d, a) in &devs {
+        if a.n_q == 0 || a.n_d == 0 {
+            continue;
+        }
+        let ratio = a.n_q.max(a.n_d) as f64 / a.n_d as f64;
+        let _ = writeln!(
+            out,
+            "{:>10} | {:>8} {:>8} {:>7.1} | {:>8} {:>8} {:>8} {:>8}",
+            dev_hdr(*d),
+            a.n_q.max(a.n_d),
+            a.n_d,
+            ratio,
+            a.blks.min,
+            a.blks.avg() as u64,
+            a.blks.max,
+            a.blks.total
+        );
+    }
+    out
+}
+
+/// Seek-distance and request-size histograms of every disk that issued
+/// requests (seed 000's layout).
+pub fn histograms_text(engine: &Engine) -> String {
+    let Some(an) = engine.core.tracer.analysis.as_ref() else { return String::new() };
+    let mut out = String::new();
+    for d in whole_devices(engine) {
+        let Some(a) = an.device(d).filter(|a| a.n_d > 0) else { continue };
+        let _ = writeln!(out, "{}:", name(engine, d));
+        a.seek.render("Read|Write seek", &mut out);
+        out.push('\n');
+        a.sizes.render("Read|Write request size", &mut out);
+        out.push('\n');
+    }
+    out
+}
