@@ -10,9 +10,11 @@
 
 pub mod bio;
 pub mod disk;
+pub mod dm;
 pub mod engine;
 pub mod genhd;
 pub mod limits;
+pub mod md;
 pub mod merge;
 pub mod mq;
 pub mod plug;
