@@ -55,10 +55,29 @@ count = 16384
 iflag = "direct"
 buffer_fragmentation = 0.05
 """,
+    # 4 KiB sequential writes, 64 per plugged submission (as writeback
+    # submits dirty pages), through mq-deadline: nearly every bio merges.
+    "merge-4k-mq-deadline": """
+kernel = "6.12"
+[disks.sda]
+kind = "sata"
+size = "16GiB"
+[workload]
+type = "bios"
+device = "sda"
+iodepth = 64
+batch = 64
+plug = true
+[[workload.bio]]
+op = "write"
+sector = 0
+size = 4096
+repeat = 2000000
+""",
 }
 
 # Targets in bios per second, for the workloads that have one.
-TARGETS = {"dd-10g": 5e6}
+TARGETS = {"dd-10g": 5e6, "merge-4k-mq-deadline": 5e6}
 
 
 def bench(name: str, text: str, repeat: int = 3) -> dict:

@@ -9,6 +9,9 @@
 //! serialised) channel. Every figure is a parameter; presets give typical
 //! devices (docs/devices.md lists their sources).
 
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+
 use crate::bio::{Op, SECTOR_SIZE};
 use crate::genhd::DiskKind;
 
@@ -163,9 +166,9 @@ impl ServiceModel {
 pub struct DiskModel {
     pub model: ServiceModel,
     nr_sectors: u64,
-    /// When each command slot frees.
-    channels: Vec<u64>,
-    discard_channels: Vec<u64>,
+    /// When each command slot frees (a min-heap).
+    channels: BinaryHeap<Reverse<u64>>,
+    discard_channels: BinaryHeap<Reverse<u64>>,
     /// When the next command may be admitted (IOPS cap).
     next_admit: u64,
     /// When the transfer path frees.
@@ -174,14 +177,19 @@ pub struct DiskModel {
     head: u64,
 }
 
-fn earliest(slots: &mut [u64]) -> &mut u64 {
-    slots.iter_mut().min().expect("at least one slot")
+/// Slots that are all free at time 0.
+fn slots(n: u32) -> BinaryHeap<Reverse<u64>> {
+    (0..n.max(1)).map(|_| Reverse(0)).collect()
+}
+
+/// Take the slot that frees first; the caller pushes it back when busy until.
+fn earliest(slots: &mut BinaryHeap<Reverse<u64>>) -> u64 {
+    slots.pop().expect("at least one slot").0
 }
 
 impl DiskModel {
     pub fn new(model: ServiceModel, nr_sectors: u64) -> Self {
-        let channels = vec![0; model.parallelism.max(1) as usize];
-        let discard_channels = vec![0; model.discard_parallelism.max(1) as usize];
+        let (channels, discard_channels) = (slots(model.parallelism), slots(model.discard_parallelism));
         DiskModel { model, nr_sectors: nr_sectors.max(1), channels, discard_channels, next_admit: 0, bus_free: 0, head: 0 }
     }
 
@@ -211,9 +219,8 @@ impl DiskModel {
         if op.is_discard() || op == Op::WriteZeroes {
             let gib = bytes as u128 * m.discard_ns_per_gib as u128 / (1u128 << 30);
             let cost = m.discard_latency_ns + gib as u64;
-            let slot = earliest(&mut self.discard_channels);
-            let done = admit.max(*slot) + cost;
-            *slot = done;
+            let done = admit.max(earliest(&mut self.discard_channels)) + cost;
+            self.discard_channels.push(Reverse(done));
             return done;
         }
         let latency = match op {
@@ -222,13 +229,12 @@ impl DiskModel {
             _ => m.read_latency_ns,
         };
         let xfer = m.transfer_ns(op, bytes);
-        let slot_free = *earliest(&mut self.channels);
-        admit = admit.max(slot_free);
+        admit = admit.max(earliest(&mut self.channels));
         let end = sector + bytes as u64 / SECTOR_SIZE;
         let ready = admit + latency + self.positioning_ns(sector, end);
         let done = ready.max(self.bus_free) + xfer;
         self.bus_free = done;
-        *earliest(&mut self.channels) = done;
+        self.channels.push(Reverse(done));
         done
     }
 }

@@ -495,11 +495,10 @@ pub fn blk_mq_flush_plug_list(qs: &mut [RequestQueue], core: &mut BlockCore, tas
         if core.beh.unplug_trace_direct {
             trace_plug(core, qs[qi].dev, Action::Unplug, depth, task);
         }
-        let ids: Vec<u32> = list.iter().map(|r| r.1).collect();
         if qs[qi].has_queue_rqs {
-            queue_rqs(&mut qs[qi], core, &ids, task);
+            queue_rqs(&mut qs[qi], core, &list, task);
         } else {
-            for id in ids {
+            for &(_, id) in &list {
                 blk_mq_start_request(&mut qs[qi], core, id, task);
             }
         }
@@ -513,14 +512,14 @@ pub fn blk_mq_flush_plug_list(qs: &mut [RequestQueue], core: &mut BlockCore, tas
 /// `->queue_rqs` (nvme-pci, virtio-blk): each request is started ('D') as
 /// the driver pops it; the head-add era drivers then pushed each at the head
 /// of their submit list, so the device saw the batch reversed.
-fn queue_rqs(q: &mut RequestQueue, core: &mut BlockCore, ids: &[u32], task: u32) {
-    for &id in ids {
+fn queue_rqs(q: &mut RequestQueue, core: &mut BlockCore, list: &VecDeque<RqRef>, task: u32) {
+    for &(_, id) in list {
         blk_mq_issue(q, core, id, task);
     }
-    let reverse = core.beh.queue_rqs_reverse;
-    let order: Vec<u32> = if reverse { ids.iter().rev().copied().collect() } else { ids.to_vec() };
-    for id in order {
-        device_submit(q, core, id);
+    if core.beh.queue_rqs_reverse {
+        list.iter().rev().for_each(|&(_, id)| device_submit(q, core, id));
+    } else {
+        list.iter().for_each(|&(_, id)| device_submit(q, core, id));
     }
 }
 

@@ -82,7 +82,7 @@ fn littles_law_on_a_closed_loop() {
     // must be 8, and equal w/s × w_await (Little's law, L = λW). The disk is
     // never idle: %util 100, less the part of a jiffy (4 ms at HZ 250) the
     // kernel's io_ticks cannot see at the end of the 222 ms run.
-    let bios: String = (0..40000).map(|i| format!("[[workload.bio]]\nop = \"write\"\nsector = {}\nsize = 4096\n", i * 64)).collect();
+    let bios = "[[workload.bio]]\nop = \"write\"\nsector = 0\nsize = 4096\nrepeat = 40000\nstride = 64\n";
     let text = format!(
         "[disks.nvme0n1]\nkind = \"nvme\"\nsize = \"8GiB\"\n[disks.nvme0n1.model]\npreset = \"nvme-180k\"\n[workload]\ntype = \"bios\"\ndevice = \"nvme0n1\"\niodepth = 8\n{bios}"
     );

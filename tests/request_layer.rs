@@ -152,7 +152,7 @@ fn mq_deadline_merges_behind_a_busy_device() {
     // fails for size — the request turns NOMERGE and leaves last_merge — and
     // becomes a new request, which the next 15 join; and so on. Issued one
     // at a time as the device frees: 8, 128, 128, 128, and 120 (bios 50–64).
-    let bios: Vec<String> = (0..64).map(|i| write(8 * i, 4096)).collect();
+    let bios = vec![format!("{}repeat = 64\n", write(0, 4096))];
     let q = "max_sectors_kb = 64\nqueue_depth = 1\nnr_requests = 64";
     let text = scenario("6.1", "sata", q, "", "iodepth = 64", &bios);
     let (e, ev) = run_events(&text, &[]);
@@ -229,7 +229,7 @@ fn tag_starved_submitter_flushes_its_plug_from_schedule() {
 /// queue depth 64, in MiB/s of simulated time.
 fn nvme_180k_mib_per_s(bytes: u32) -> f64 {
     let n = 20_000u64;
-    let bios: Vec<String> = (0..n).map(|i| write(64 * i, bytes)).collect();
+    let bios = vec![format!("{}repeat = {n}\nstride = 64\n", write(0, bytes))];
     let text = scenario("6.12", "nvme", "", "preset = \"nvme-180k\"", "iodepth = 64", &bios);
     let (e, _) = run_events(&text, &[]);
     (n * bytes as u64) as f64 / (1 << 20) as f64 / (e.core.now as f64 / 1e9)

@@ -74,7 +74,7 @@ pub const QUEUE_KEYS: &[&str] = &[
 const DD_KEYS: &[&str] =
     &["type", "if", "of", "bs", "count", "skip", "seek", "iflag", "oflag", "buffer_offset", "buffer_fragmentation", "pid", "comm"];
 const BIOS_KEYS: &[&str] = &["type", "device", "iodepth", "batch", "plug", "bio", "pid", "comm"];
-const BIO_KEYS: &[&str] = &["device", "op", "sector", "size", "flags", "bvecs"];
+const BIO_KEYS: &[&str] = &["device", "op", "sector", "size", "flags", "bvecs", "repeat", "stride"];
 
 /// A partition of a disk.
 #[derive(Clone, Debug, PartialEq)]
@@ -113,6 +113,9 @@ pub struct BioEntry {
     pub sector: u64,
     pub size: u32,
     pub bvecs: Vec<crate::bio::Bvec>,
+    /// Submitted this many times, `stride` sectors apart.
+    pub repeat: u64,
+    pub stride: u64,
 }
 
 #[derive(Clone, Debug)]
@@ -679,19 +682,34 @@ fn read_bio(b: &Obj, default_dev: Option<&str>, disks: &[DiskSpec]) -> Result<Bi
     if size % info.lbs as u64 != 0 || sector % (info.lbs as u64 / 512) != 0 {
         return Err(b.err("size", &at_size, format!("sector {sector} + {size} bytes is not aligned to {device}'s logical block size ({})", info.lbs)));
     }
-    if sector + (size >> SECTOR_SHIFT) > info.nr_sectors {
-        return Err(b.err("sector", &secn.at, format!("I/O beyond the end of {device}: ends at sector {} of {}", sector + (size >> SECTOR_SHIFT), info.nr_sectors)));
+    let repeat = match b.opt_u64("repeat")? {
+        Some((0, n)) => return Err(b.err("repeat", &n.at, "must be at least 1")),
+        Some((r, _)) => r,
+        None => 1,
+    };
+    let stride = match b.opt_u64("stride")? {
+        Some((st, n)) if st % (info.lbs as u64 / 512) != 0 => {
+            return Err(b.err("stride", &n.at, format!("{st} sectors is not aligned to {device}'s logical block size ({})", info.lbs)))
+        }
+        Some((st, _)) => st,
+        None => size >> SECTOR_SHIFT,
+    };
+    let last_end = (repeat - 1).checked_mul(stride).and_then(|x| x.checked_add(sector + (size >> SECTOR_SHIFT))).unwrap_or(u64::MAX);
+    if last_end > info.nr_sectors {
+        let at = if repeat > 1 { b.node("repeat").map(|n| n.at.clone()).unwrap_or_else(|| secn.at.clone()) } else { secn.at.clone() };
+        let key = if repeat > 1 { "repeat" } else { "sector" };
+        return Err(b.err(key, &at, format!("I/O beyond the end of {device}: ends at sector {last_end} of {}", info.nr_sectors)));
     }
     if op == Op::Flush {
         // A flush is an empty REQ_OP_WRITE | REQ_PREFLUSH bio.
-        return Ok(BioEntry { device, op: Op::Write, flags: flags | req::PREFLUSH, sector, size: 0, bvecs: Vec::new() });
+        return Ok(BioEntry { device, op: Op::Write, flags: flags | req::PREFLUSH, sector, size: 0, bvecs: Vec::new(), repeat, stride });
     }
     if op.has_data() && bvecs.is_empty() && size > 0 {
         let mut builder = BvecBuilder::new(BIO_MAX_VECS);
         builder.add(DEFAULT_BIO_PHYS + sector * 512, size as u32);
         bvecs = builder.bvecs;
     }
-    Ok(BioEntry { device, op, flags, sector, size: size as u32, bvecs })
+    Ok(BioEntry { device, op, flags, sector, size: size as u32, bvecs, repeat, stride })
 }
 
 impl Scenario {
@@ -720,7 +738,10 @@ impl Scenario {
             WorkloadKind::Bios { bios, iodepth, batch, plug } => {
                 let specs = bios
                     .iter()
-                    .map(|e| BioSpec { dev: dev(&engine, &e.device), op: e.op, flags: e.flags, sector: e.sector, bvecs: e.bvecs.clone(), size: e.size })
+                    .map(|e| {
+                        let spec = BioSpec { dev: dev(&engine, &e.device), op: e.op, flags: e.flags, sector: e.sector, bvecs: e.bvecs.clone(), size: e.size };
+                        (spec, e.repeat, e.stride)
+                    })
                     .collect();
                 engine.add_job(self.workload.pid, &self.workload.comm, Box::new(BioList::new(specs, *plug)), *iodepth, *batch);
             }

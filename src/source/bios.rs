@@ -1,26 +1,40 @@
 //! An explicit list of bios: each entry is one submission, built with
-//! `bio_add_page` semantics (physically contiguous pieces share a bvec).
+//! `bio_add_page` semantics (physically contiguous pieces share a bvec). An
+//! entry may repeat, each time `stride` sectors further (and its buffer as
+//! far further in memory), expanded lazily so memory stays bounded.
 
 use std::collections::VecDeque;
 
-use super::{IoUnit, Source};
 use super::BioSpec;
+use super::{IoUnit, Source};
+use crate::bio::SECTOR_SIZE;
 
 pub struct BioList {
-    pending: VecDeque<BioSpec>,
+    /// (bio, times left, stride in sectors).
+    pending: VecDeque<(BioSpec, u64, u64)>,
     plug: bool,
 }
 
 impl BioList {
     /// `plug`: each submission runs inside a plug.
-    pub fn new(bios: Vec<BioSpec>, plug: bool) -> Self {
+    pub fn new(bios: Vec<(BioSpec, u64, u64)>, plug: bool) -> Self {
         BioList { pending: bios.into(), plug }
     }
 }
 
 impl Source for BioList {
     fn next_unit(&mut self) -> Option<IoUnit> {
-        let bio = self.pending.pop_front()?;
+        let (spec, left, stride) = self.pending.front_mut()?;
+        let bio = spec.clone();
+        *left -= 1;
+        if *left == 0 {
+            self.pending.pop_front();
+        } else {
+            spec.sector += *stride;
+            for bv in &mut spec.bvecs {
+                bv.phys += *stride * SECTOR_SIZE;
+            }
+        }
         Some(IoUnit { bios: vec![bio], plug: self.plug })
     }
 }

@@ -24,6 +24,9 @@ const BUFFER_BASE_PFN: u64 = 0x10_0000;
 pub struct UserBuffer {
     pub offset: u32,
     pub pfns: Vec<u64>,
+    /// For each page, the index of the first later page that does not
+    /// continue it physically (so a run of pages is added in one step).
+    run_end: Vec<u32>,
 }
 
 impl UserBuffer {
@@ -45,7 +48,27 @@ impl UserBuffer {
             }
             pfns.push(pfn);
         }
-        UserBuffer { offset, pfns }
+        Self::from_pfns(offset, pfns)
+    }
+
+    /// A buffer over given page frames.
+    pub fn from_pfns(offset: u32, pfns: Vec<u64>) -> Self {
+        let mut run_end = vec![pfns.len() as u32; pfns.len()];
+        for i in (0..pfns.len().saturating_sub(1)).rev() {
+            if pfns[i + 1] == pfns[i] + 1 {
+                run_end[i] = run_end[i + 1];
+            } else {
+                run_end[i] = i as u32 + 1;
+            }
+        }
+        UserBuffer { offset, pfns, run_end }
+    }
+
+    /// Bytes from `pos` to the end of its physically contiguous run.
+    fn contiguous_from(&self, pos: u64) -> u64 {
+        let at = self.offset as u64 + pos;
+        let page = (at / PAGE_SIZE) as usize;
+        self.run_end[page] as u64 * PAGE_SIZE - at
     }
 
     /// Physical address of byte `pos` of the buffer.
@@ -78,9 +101,12 @@ pub fn bio_iov_iter_get_pages(buf: &UserBuffer, pos: u64, len: u64, max_vecs: us
         if batch == 0 {
             break;
         }
+        // Adding a batch page by page merges each physically contiguous run
+        // into one bvec (and onto the previous bvec when it continues it):
+        // add whole runs at once.
         let mut at = cur;
         while at < cur + batch {
-            let piece = (PAGE_SIZE - (buf.offset as u64 + at) % PAGE_SIZE).min(cur + batch - at);
+            let piece = buf.contiguous_from(at).min(cur + batch - at);
             let added = bio.add(buf.phys(at), piece as u32);
             debug_assert!(added, "a batch never needs more vecs than it pinned pages");
             at += piece;
@@ -163,13 +189,14 @@ mod tests {
     fn last_batch_merges_past_the_256th_run() {
         // Pages 0..255 each discontiguous, then the rest contiguous with page
         // 255: the first batch fills 256 vecs, the bio ends after it.
-        let mut buf = UserBuffer::new(2 << 20, 0, 0.0, 1);
-        for i in 0..256 {
-            buf.pfns[i] = 1000 + 2 * i as u64;
+        let mut pfns = vec![0u64; 512];
+        for (i, p) in pfns.iter_mut().enumerate().take(256) {
+            *p = 1000 + 2 * i as u64;
         }
-        for i in 256..buf.pfns.len() {
-            buf.pfns[i] = buf.pfns[255] + (i as u64 - 255);
+        for i in 256..pfns.len() {
+            pfns[i] = pfns[255] + (i as u64 - 255);
         }
+        let buf = UserBuffer::from_pfns(0, pfns);
         let b = bio_iov_iter_get_pages(&buf, 0, 2 << 20, 256, 512);
         assert_eq!(b.bvecs.len(), 256);
         assert_eq!(b.size, 256 * 4096, "the bio is full after the first batch");

@@ -10,10 +10,34 @@
 
 use std::collections::HashMap;
 use std::fmt::Write as _;
+use std::hash::{BuildHasherDefault, Hasher};
 use std::io;
 
 use crate::genhd::DevId;
 use crate::trace::{Action, Event, TraceCtx, TraceSink};
+
+/// A multiplicative hash for sector keys: the maps below are on the
+/// per-event path, where SipHash costs more than the rest of the analysis.
+#[derive(Default)]
+pub struct SectorHasher(u64);
+
+impl Hasher for SectorHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0.rotate_left(5) ^ b as u64).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+        }
+    }
+
+    fn write_u64(&mut self, n: u64) {
+        self.0 = (self.0 ^ n).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    }
+}
+
+type SectorMap<V> = HashMap<u64, V, BuildHasherDefault<SectorHasher>>;
 
 /// min / total / max / n of a latency, in ns.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -45,6 +69,13 @@ impl Avg {
 
 /// btt's stage names, in its output order.
 pub const STAGES: [&str; 7] = ["Q2Q", "Q2G", "G2I", "Q2M", "I2D", "D2C", "Q2C"];
+const Q2Q: usize = 0;
+const Q2G: usize = 1;
+const G2I: usize = 2;
+const Q2M: usize = 3;
+const I2D: usize = 4;
+const D2C: usize = 5;
+const Q2C: usize = 6;
 
 /// A log2 histogram in KiB buckets: bucket 0 is [0, 1), bucket k ≥ 1 is
 /// [2^(k-1), 2^k).
@@ -113,13 +144,12 @@ pub struct DeviceAnalysis {
     pub sizes: Log2Hist,
     last_q: Option<u64>,
     last_d_end: Option<u64>,
-    pending_q: HashMap<u64, u64>,
-    requests: HashMap<u64, Tracked>,
+    pending_q: SectorMap<u64>,
+    requests: SectorMap<Tracked>,
 }
 
 impl DeviceAnalysis {
-    fn stage(&mut self, name: &str, v: u64) {
-        let i = STAGES.iter().position(|s| *s == name).expect("known stage");
+    fn stage(&mut self, i: usize, v: u64) {
         self.stages[i].add(v);
     }
 
@@ -129,7 +159,7 @@ impl DeviceAnalysis {
             Action::Queue => {
                 self.n_q += 1;
                 if let Some(prev) = self.last_q {
-                    self.stage("Q2Q", t.saturating_sub(prev));
+                    self.stage(Q2Q, t.saturating_sub(prev));
                 }
                 self.last_q = Some(t);
                 self.pending_q.insert(ev.sector, t);
@@ -142,7 +172,7 @@ impl DeviceAnalysis {
             Action::GetRq => {
                 let q = self.pending_q.remove(&ev.sector);
                 if let Some(q) = q {
-                    self.stage("Q2G", t.saturating_sub(q));
+                    self.stage(Q2G, t.saturating_sub(q));
                 }
                 self.requests.insert(ev.sector, Tracked { q, g: t, i: None, d: None });
             }
@@ -151,7 +181,7 @@ impl DeviceAnalysis {
                 if let Some(r) = self.requests.get_mut(&ev.sector) {
                     r.i = Some(t);
                     let g = r.g;
-                    self.stage("G2I", t.saturating_sub(g));
+                    self.stage(G2I, t.saturating_sub(g));
                 }
             }
             Action::Issue => self.issue(ev),
@@ -163,7 +193,7 @@ impl DeviceAnalysis {
     fn merge(&mut self, ev: &Event) {
         let t = ev.time;
         if let Some(q) = self.pending_q.remove(&ev.sector) {
-            self.stage("Q2M", t.saturating_sub(q));
+            self.stage(Q2M, t.saturating_sub(q));
             if ev.action == Action::FrontMerge {
                 // The request now starts at the bio's sector.
                 if let Some(r) = self.requests.remove(&(ev.sector + ev.sectors() as u64)) {
@@ -190,7 +220,7 @@ impl DeviceAnalysis {
             r.d = Some(t);
             let i = r.i;
             if let Some(i) = i {
-                self.stage("I2D", t.saturating_sub(i));
+                self.stage(I2D, t.saturating_sub(i));
             }
         }
     }
@@ -199,14 +229,14 @@ impl DeviceAnalysis {
         let t = ev.time;
         if let Some(r) = self.requests.remove(&ev.sector) {
             if let Some(d) = r.d {
-                self.stage("D2C", t.saturating_sub(d));
+                self.stage(D2C, t.saturating_sub(d));
             }
             if let Some(q) = r.q {
-                self.stage("Q2C", t.saturating_sub(q));
+                self.stage(Q2C, t.saturating_sub(q));
             }
         } else if let Some(q) = self.pending_q.remove(&ev.sector) {
             // A bio completing on a bio-based device (md, dm).
-            self.stage("Q2C", t.saturating_sub(q));
+            self.stage(Q2C, t.saturating_sub(q));
         }
     }
 }
