@@ -1,0 +1,332 @@
+//! The `[disks.NAME]` tables: kind, size, queue limits (driver values and
+//! sysfs writes), the service model and partitions.
+
+use crate::disk::ServiceModel;
+use crate::genhd::{DiskKind, Queue};
+use crate::limits::{resolve, DriverLimits, Elevator, LimitError, SysfsWrites, Zoned};
+use crate::profile::Behaviour;
+use crate::bio::SECTOR_SHIFT;
+
+use super::tree::{Node, Obj, Origin, ScenarioError, Value};
+
+const DISK_KEYS: &[&str] = &["kind", "size", "queue", "partitions", "model"];
+const PART_KEYS: &[&str] = &["start", "size"];
+const MODEL_KEYS: &[&str] = &[
+    "preset",
+    "read_latency_us",
+    "write_latency_us",
+    "bandwidth",
+    "write_bandwidth",
+    "iops",
+    "parallelism",
+    "discard_latency_us",
+    "discard_us_per_gib",
+    "discard_parallelism",
+    "flush_latency_us",
+    "rpm",
+    "seek_min_us",
+    "seek_max_us",
+];
+/// Keys of `[disks.NAME.queue]`: sysfs names, plus driver values sysfs
+/// does not show but a scenario may need (`queue_depth` lives in
+/// `device/`, `seg_boundary_mask` and `nr_hw_queues` have no file).
+pub const QUEUE_KEYS: &[&str] = &[
+    "logical_block_size",
+    "physical_block_size",
+    "minimum_io_size",
+    "optimal_io_size",
+    "max_sectors_kb",
+    "max_hw_sectors_kb",
+    "max_segments",
+    "max_segment_size",
+    "virt_boundary_mask",
+    "seg_boundary_mask",
+    "dma_alignment",
+    "chunk_sectors",
+    "discard_granularity",
+    "discard_max_bytes",
+    "discard_max_hw_bytes",
+    "max_discard_segments",
+    "write_zeroes_max_bytes",
+    "nr_requests",
+    "queue_depth",
+    "nr_hw_queues",
+    "scheduler",
+    "nomerges",
+    "rotational",
+    "write_cache",
+    "zoned",
+];
+
+/// A partition of a disk.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PartSpec {
+    pub name: String,
+    pub start: u64,
+    pub nr_sectors: u64,
+}
+
+/// A disk with its resolved limits.
+#[derive(Clone, Debug)]
+pub struct DiskSpec {
+    pub name: String,
+    pub kind: DiskKind,
+    pub nr_sectors: u64,
+    pub queue: Queue,
+    pub model: ServiceModel,
+    pub partitions: Vec<PartSpec>,
+}
+
+fn limit_err(q: &Obj, disk: &Obj, e: LimitError) -> ScenarioError {
+    // Point at the key if the scenario set it, else at the disk.
+    match q.node(e.key) {
+        Some(n) => q.err(e.key, &n.at, e.msg),
+        None => disk.err("kind", &disk.at, format!("the preset's {} does not fit: {}", e.key, e.msg)),
+    }
+}
+
+pub(crate) fn read_disks(o: &Obj, beh: &Behaviour) -> Result<Vec<DiskSpec>, ScenarioError> {
+    let Some(t) = o.table("disks")? else { return Ok(Vec::new()) };
+    let mut disks = Vec::new();
+    for name in t.keys() {
+        let d = t.table(&name)?.expect("key listed");
+        disks.push(read_disk(&name, &d, beh)?);
+    }
+    t.finish(&[])?;
+    let mut seen: Vec<&str> = Vec::new();
+    for d in &disks {
+        for p in &d.partitions {
+            if disks.iter().any(|x| x.name == p.name) || seen.contains(&p.name.as_str()) {
+                return Err(o.doc.error(&Origin::File(0), &format!("disks.{}.partitions.{}", d.name, p.name), "a device of this name already exists"));
+            }
+            seen.push(&p.name);
+        }
+    }
+    Ok(disks)
+}
+
+fn read_disk(name: &str, d: &Obj, beh: &Behaviour) -> Result<DiskSpec, ScenarioError> {
+    let (kind_s, kind_n) = d.opt_str("kind")?.ok_or_else(|| d.err("kind", &d.at, format!("missing (one of {})", DiskKind::DISK_NAMES.join(", "))))?;
+    let kind = DiskKind::from_name(&kind_s)
+        .ok_or_else(|| d.err("kind", &kind_n.at, format!("unknown kind '{kind_s}' (one of {})", DiskKind::DISK_NAMES.join(", "))))?;
+    let (size, size_n) = d.opt_size("size")?.ok_or_else(|| d.err("size", &d.at, "missing (e.g. size = \"1TiB\")"))?;
+    let mut drv = kind.driver_limits(beh.limits_model == crate::limits::LimitsModel::Legacy);
+    let mut writes = SysfsWrites::default();
+    let q = d.table("queue")?.unwrap_or_else(|| d.empty("queue"));
+    read_queue(&q, &mut drv, &mut writes)?;
+    q.finish(QUEUE_KEYS)?;
+    let (limits, attrs) = resolve(&drv, &writes, beh.limits_model, beh.def_max_sectors_cap).map_err(|e| limit_err(&q, d, e))?;
+    if size == 0 || size % limits.logical_block_size as u64 != 0 {
+        return Err(d.err("size", &size_n.at, format!("{size} bytes is not a positive multiple of the logical block size ({})", limits.logical_block_size)));
+    }
+    let nr_sectors = size >> SECTOR_SHIFT;
+    let model = read_model(d, kind)?;
+    let partitions = read_partitions(d, nr_sectors, limits.lbs_sectors())?;
+    d.finish(DISK_KEYS)?;
+    Ok(DiskSpec { name: name.to_string(), kind, nr_sectors, queue: Queue { limits, attrs }, model, partitions })
+}
+
+fn u32_of(q: &Obj, key: &str, v: u64, n: &Node) -> Result<u32, ScenarioError> {
+    u32::try_from(v).map_err(|_| q.err(key, &n.at, format!("{v} is too large")))
+}
+
+/// Scenario values for the driver's limits, and the sysfs writes.
+fn read_queue(q: &Obj, drv: &mut DriverLimits, w: &mut SysfsWrites) -> Result<(), ScenarioError> {
+    macro_rules! int {
+        ($key:literal, $field:expr, $conv:expr) => {
+            if let Some((v, n)) = q.opt_u64($key)? {
+                let conv: fn(u64) -> Option<u64> = $conv;
+                let v = conv(v).ok_or_else(|| q.err($key, &n.at, format!("{v} is not a whole number of sectors")))?;
+                $field = u32_of(q, $key, v, n)?;
+            }
+        };
+    }
+    let bytes_to_sectors: fn(u64) -> Option<u64> = |b| (b % 512 == 0).then_some(b >> 9);
+    int!("logical_block_size", drv.logical_block_size, Some);
+    int!("physical_block_size", drv.physical_block_size, Some);
+    int!("minimum_io_size", drv.io_min, Some);
+    int!("optimal_io_size", drv.io_opt, Some);
+    int!("max_hw_sectors_kb", drv.max_hw_sectors, |kb| Some(kb * 2));
+    int!("max_segments", drv.max_segments, Some);
+    int!("max_segment_size", drv.max_segment_size, Some);
+    int!("dma_alignment", drv.dma_alignment, Some);
+    int!("chunk_sectors", drv.chunk_sectors, Some);
+    int!("discard_granularity", drv.discard_granularity, Some);
+    int!("discard_max_hw_bytes", drv.max_hw_discard_sectors, bytes_to_sectors);
+    int!("max_discard_segments", drv.max_discard_segments, Some);
+    int!("write_zeroes_max_bytes", drv.max_write_zeroes_sectors, bytes_to_sectors);
+    int!("queue_depth", drv.queue_depth, Some);
+    int!("nr_hw_queues", drv.nr_hw_queues, Some);
+    if let Some((v, _)) = q.opt_u64("virt_boundary_mask")? {
+        drv.virt_boundary_mask = v;
+    }
+    if let Some((v, _)) = q.opt_u64("seg_boundary_mask")? {
+        drv.seg_boundary_mask = v;
+    }
+    if let Some((s, n)) = q.opt_str("zoned")? {
+        drv.zoned = match s.as_str() {
+            "none" => Zoned::None,
+            "host-aware" => Zoned::HostAware,
+            "host-managed" => Zoned::HostManaged,
+            _ => return Err(q.err("zoned", &n.at, format!("'{s}' is not none, host-aware or host-managed"))),
+        };
+    }
+    w.max_sectors_kb = q.opt_u64("max_sectors_kb")?.map(|x| x.0);
+    if let Some((v, n)) = q.opt_u64("discard_max_bytes")? {
+        if drv.max_hw_discard_sectors == 0 && !q.has("discard_max_hw_bytes") && v != 0 {
+            return Err(q.err("discard_max_bytes", &n.at, "this kind has no discard support by default; set discard_max_hw_bytes (the driver's limit) too"));
+        }
+        w.discard_max_bytes = Some(v);
+    }
+    if let Some((s, n)) = q.opt_str("scheduler")? {
+        w.scheduler = Some(match s.trim_matches(|c| c == '[' || c == ']') {
+            "none" => Elevator::None,
+            "mq-deadline" => Elevator::MqDeadline,
+            "bfq" | "kyber" => return Err(q.err("scheduler", &n.at, format!("'{s}' is not modelled (use none or mq-deadline)"))),
+            _ => return Err(q.err("scheduler", &n.at, format!("unknown scheduler '{s}' (none or mq-deadline)"))),
+        });
+    }
+    w.nr_requests = q.opt_u64("nr_requests")?.map(|x| x.0);
+    if let Some((v, n)) = q.opt_u64("nomerges")? {
+        if v > 2 {
+            return Err(q.err("nomerges", &n.at, format!("{v} is not 0, 1 or 2")));
+        }
+        w.nomerges = Some(v as u8);
+    }
+    w.rotational = q.opt_bool("rotational")?.map(|x| x.0);
+    if let Some(n) = q.node("write_cache") {
+        w.write_cache = Some(match &n.value {
+            Value::Bool(b) => *b,
+            Value::Str(s) if s == "write back" => true,
+            Value::Str(s) if s == "write through" => false,
+            _ => return Err(q.err("write_cache", &n.at, "expected \"write back\" or \"write through\" (or true/false)")),
+        });
+    }
+    Ok(())
+}
+
+fn read_model(d: &Obj, kind: DiskKind) -> Result<ServiceModel, ScenarioError> {
+    let Some(t) = d.table("model")? else { return Ok(ServiceModel::for_kind(kind)) };
+    let mut m = match t.opt_str("preset")? {
+        None => ServiceModel::for_kind(kind),
+        Some((name, n)) => ServiceModel::preset(&name).ok_or_else(|| {
+            let names: Vec<&str> = crate::disk::PRESETS.iter().map(|p| p.0).collect();
+            t.err("preset", &n.at, format!("unknown preset '{name}' (one of {})", names.join(", ")))
+        })?,
+    };
+    let us = |key: &str, field: &mut u64| -> Result<(), ScenarioError> {
+        if let Some((v, n)) = t.opt_f64(key)? {
+            if v < 0.0 {
+                return Err(t.err(key, &n.at, format!("{v} is negative")));
+            }
+            *field = (v * 1000.0) as u64;
+        }
+        Ok(())
+    };
+    us("read_latency_us", &mut m.read_latency_ns)?;
+    us("write_latency_us", &mut m.write_latency_ns)?;
+    us("discard_latency_us", &mut m.discard_latency_ns)?;
+    us("discard_us_per_gib", &mut m.discard_ns_per_gib)?;
+    us("flush_latency_us", &mut m.flush_latency_ns)?;
+    let positive = |key: &str| -> Result<Option<u64>, ScenarioError> {
+        match t.opt_size(key)? {
+            Some((0, n)) => Err(t.err(key, &n.at, "must be positive")),
+            v => Ok(v.map(|x| x.0)),
+        }
+    };
+    if let Some(v) = positive("bandwidth")? {
+        m.bandwidth = v;
+        m.write_bandwidth = v;
+    }
+    if let Some(v) = positive("write_bandwidth")? {
+        m.write_bandwidth = v;
+    }
+    if let Some((v, _)) = t.opt_u64("iops")? {
+        m.iops = v;
+    }
+    if let Some(v) = positive("parallelism")? {
+        m.parallelism = v.min(65536) as u32;
+    }
+    if let Some(v) = positive("discard_parallelism")? {
+        m.discard_parallelism = v.min(65536) as u32;
+    }
+    if let Some(rpm) = positive("rpm")? {
+        let r = m.rotation.get_or_insert(crate::disk::Rotation { rpm: 7200, seek_min_ns: 800_000, seek_max_ns: 16_000_000 });
+        r.rpm = rpm.min(100_000) as u32;
+    }
+    let mut seek = |key: &str, min: bool| -> Result<(), ScenarioError> {
+        if let Some((v, n)) = t.opt_f64(key)? {
+            let Some(r) = m.rotation.as_mut() else {
+                return Err(t.err(key, &n.at, "only for rotating disks: set rpm (or preset = \"hdd-7200\")"));
+            };
+            let ns = (v.max(0.0) * 1000.0) as u64;
+            if min { r.seek_min_ns = ns } else { r.seek_max_ns = ns }
+        }
+        Ok(())
+    };
+    seek("seek_min_us", true)?;
+    seek("seek_max_us", false)?;
+    t.finish(MODEL_KEYS)?;
+    Ok(m)
+}
+
+fn read_partitions(d: &Obj, disk_sectors: u64, lbs: u32) -> Result<Vec<PartSpec>, ScenarioError> {
+    let Some(t) = d.table("partitions")? else { return Ok(Vec::new()) };
+    let mut parts: Vec<PartSpec> = Vec::new();
+    for name in t.keys() {
+        let p = t.table(&name)?.expect("key listed");
+        let (start, sn) = p.opt_u64("start")?.ok_or_else(|| p.err("start", &p.at, "missing (first sector, as /sys/block/DISK/PART/start)"))?;
+        let (size, zn) = p.opt_size("size")?.ok_or_else(|| p.err("size", &p.at, "missing"))?;
+        if start % lbs as u64 != 0 {
+            return Err(p.err("start", &sn.at, format!("sector {start} is not aligned to the logical block size ({lbs} sectors)")));
+        }
+        if size == 0 || size % (lbs as u64 * 512) != 0 {
+            return Err(p.err("size", &zn.at, "is not a positive multiple of the logical block size"));
+        }
+        let nr = size >> SECTOR_SHIFT;
+        if start + nr > disk_sectors {
+            return Err(p.err("size", &zn.at, format!("the partition ends at sector {} beyond the disk's {disk_sectors}", start + nr)));
+        }
+        if let Some(other) = parts.iter().find(|o| start < o.start + o.nr_sectors && o.start < start + nr) {
+            return Err(p.err("start", &sn.at, format!("overlaps partition {}", other.name)));
+        }
+        p.finish(PART_KEYS)?;
+        parts.push(PartSpec { name, start, nr_sectors: nr });
+    }
+    t.finish(&[])?;
+    Ok(parts)
+}
+
+/// A device the workload may address: its size, block size and alignment.
+pub(crate) struct DevInfo {
+    pub nr_sectors: u64,
+    pub lbs: u32,
+    pub dma_alignment: u32,
+}
+
+pub(crate) fn find_dev(disks: &[DiskSpec], name: &str) -> Option<DevInfo> {
+    for d in disks {
+        let info = |nr| DevInfo { nr_sectors: nr, lbs: d.queue.limits.logical_block_size, dma_alignment: d.queue.limits.dma_alignment };
+        if d.name == name {
+            return Some(info(d.nr_sectors));
+        }
+        if let Some(p) = d.partitions.iter().find(|p| p.name == name) {
+            return Some(info(p.nr_sectors));
+        }
+    }
+    None
+}
+
+pub(crate) fn dev_names(disks: &[DiskSpec]) -> String {
+    let mut v = Vec::new();
+    for d in disks {
+        v.push(d.name.clone());
+        v.extend(d.partitions.iter().map(|p| p.name.clone()));
+    }
+    if v.is_empty() {
+        "none defined".into()
+    } else {
+        v.join(", ")
+    }
+}
+

@@ -1,0 +1,296 @@
+//! The `[workload]` table: what submits I/O (`dd`, an explicit bio list).
+
+use crate::bio::{req, BvecBuilder, Op, BIO_MAX_VECS, PAGE_SIZE, SECTOR_SHIFT};
+
+use super::disks::{dev_names, find_dev, DiskSpec};
+use super::tree::{self, Obj, ScenarioError, Value};
+
+const DD_KEYS: &[&str] =
+    &["type", "if", "of", "bs", "count", "skip", "seek", "iflag", "oflag", "buffer_offset", "buffer_fragmentation", "pid", "comm"];
+const BIOS_KEYS: &[&str] = &["type", "device", "iodepth", "batch", "plug", "bio", "pid", "comm"];
+const BIO_KEYS: &[&str] = &["device", "op", "sector", "size", "flags", "bvecs", "repeat", "stride"];
+#[derive(Clone, Debug)]
+pub struct DdSpec {
+    pub input: Option<(String, u64, u32)>,
+    pub output: Option<(String, u64, u32)>,
+    pub bs: u64,
+    pub total: u64,
+    pub buffer_offset: u32,
+    pub fragmentation: f64,
+}
+
+#[derive(Clone, Debug)]
+pub struct BioEntry {
+    pub device: String,
+    pub op: Op,
+    pub flags: u32,
+    pub sector: u64,
+    pub size: u32,
+    pub bvecs: Vec<crate::bio::Bvec>,
+    /// Submitted this many times, `stride` sectors apart.
+    pub repeat: u64,
+    pub stride: u64,
+}
+
+#[derive(Clone, Debug)]
+pub enum WorkloadKind {
+    None,
+    Dd(DdSpec),
+    Bios { bios: Vec<BioEntry>, iodepth: u32, batch: u32, plug: bool },
+}
+
+#[derive(Clone, Debug)]
+pub struct Workload {
+    pub kind: WorkloadKind,
+    pub pid: u32,
+    pub comm: String,
+}
+
+/// A validated scenario.
+pub(crate) fn read_workload(o: &Obj, disks: &[DiskSpec], seed: u64) -> Result<Workload, ScenarioError> {
+    let Some(w) = o.table("workload")? else {
+        return Ok(Workload { kind: WorkloadKind::None, pid: 0, comm: String::new() });
+    };
+    let (ty, tn) = w.opt_str("type")?.ok_or_else(|| w.err("type", &w.at, "missing (\"dd\" or \"bios\")"))?;
+    let (default_comm, keys) = match ty.as_str() {
+        "dd" => ("dd", DD_KEYS),
+        "bios" => ("blkstack", BIOS_KEYS),
+        _ => return Err(w.err("type", &tn.at, format!("unknown workload type '{ty}' (\"dd\" or \"bios\")"))),
+    };
+    let pid = w.opt_u64("pid")?.map(|x| x.0 as u32).unwrap_or(4242);
+    let comm = w.opt_str("comm")?.map(|x| x.0).unwrap_or_else(|| default_comm.to_string());
+    let kind = match ty.as_str() {
+        "dd" => WorkloadKind::Dd(read_dd(&w, disks, seed)?),
+        _ => read_bios(&w, disks)?,
+    };
+    w.finish(keys)?;
+    Ok(Workload { kind, pid, comm })
+}
+
+/// A dd operand naming a file: a scenario device or a pseudo device.
+enum DdFile {
+    Dev(String),
+    Zero,
+    Null,
+}
+
+fn dd_file(w: &Obj, key: &str, disks: &[DiskSpec]) -> Result<Option<DdFile>, ScenarioError> {
+    let Some((path, n)) = w.opt_str(key)? else { return Ok(None) };
+    let name = path.strip_prefix("/dev/").unwrap_or(&path);
+    Ok(Some(match name {
+        "zero" => DdFile::Zero,
+        "null" => DdFile::Null,
+        _ if find_dev(disks, name).is_some() => DdFile::Dev(name.to_string()),
+        _ => return Err(w.err(key, &n.at, format!("'{path}' is not a scenario device (devices: {}) nor /dev/zero or /dev/null", dev_names(disks)))),
+    }))
+}
+
+fn dd_flags(w: &Obj, key: &str) -> Result<(bool, u32), ScenarioError> {
+    let Some((s, n)) = w.opt_str(key)? else { return Ok((false, 0)) };
+    let (mut direct, mut flags) = (false, 0);
+    for f in s.split(',').map(str::trim).filter(|f| !f.is_empty()) {
+        match f {
+            "direct" => direct = true,
+            "sync" | "dsync" if key == "oflag" => flags |= req::FUA,
+            "sync" | "dsync" | "fullblock" | "nocache" | "noatime" => {}
+            _ => return Err(w.err(key, &n.at, format!("unsupported flag '{f}' (direct, sync, dsync, fullblock)"))),
+        }
+    }
+    Ok((direct, flags))
+}
+
+fn read_dd(w: &Obj, disks: &[DiskSpec], seed: u64) -> Result<DdSpec, ScenarioError> {
+    let input = dd_file(w, "if", disks)?;
+    let output = dd_file(w, "of", disks)?;
+    let (bs, bsn) = w.opt_size("bs")?.unwrap_or((512, w.node("type").expect("read")));
+    if bs == 0 {
+        return Err(w.err("bs", &bsn.at, "must be positive"));
+    }
+    let count = w.opt_u64("count")?;
+    let skip = w.opt_u64("skip")?.map(|x| x.0).unwrap_or(0);
+    let seek = w.opt_u64("seek")?.map(|x| x.0).unwrap_or(0);
+    let (idirect, _) = dd_flags(w, "iflag")?;
+    let (odirect, oflags) = dd_flags(w, "oflag")?;
+    let at = |k: &str| w.node(k).map(|n| n.at.clone()).unwrap_or_else(|| w.at.clone());
+    let dev_of = |f: &Option<DdFile>| match f {
+        Some(DdFile::Dev(d)) => Some(d.clone()),
+        _ => None,
+    };
+    let (in_dev, out_dev) = (dev_of(&input), dev_of(&output));
+    if in_dev.is_none() && out_dev.is_none() {
+        return Err(w.err("if", &at("if"), "dd moves no data through a scenario device: set if= or of= to one"));
+    }
+    if matches!(input, None | Some(DdFile::Null)) && out_dev.is_some() {
+        return Err(w.err("if", &at("if"), "a write needs an input: if=/dev/zero or a scenario device"));
+    }
+    // Bytes available from the input side, and room on the output side.
+    let mut total = count.map(|(c, _)| c.saturating_mul(bs));
+    let side = |dev: &Option<String>, blocks: u64, key: &str, flagkey: &str, direct: bool| -> Result<Option<(String, u64, u32)>, ScenarioError> {
+        let Some(name) = dev else { return Ok(None) };
+        let info = find_dev(disks, name).expect("checked");
+        if !direct {
+            return Err(w.err(flagkey, &at(flagkey), format!("buffered I/O through the page cache is not modelled yet: add {flagkey}=direct")));
+        }
+        let start = blocks.saturating_mul(bs);
+        if bs % info.lbs as u64 != 0 {
+            return Err(w.err("bs", &bsn.at, format!("{bs} is not a multiple of {name}'s logical block size ({}): O_DIRECT fails with EINVAL", info.lbs)));
+        }
+        let size = info.nr_sectors << SECTOR_SHIFT;
+        if start >= size {
+            return Err(w.err(key, &at(key), format!("offset {start} is at or beyond the end of {name} ({size} bytes)")));
+        }
+        let _ = info.dma_alignment;
+        Ok(Some((name.clone(), start, info.lbs)))
+    };
+    let input = side(&in_dev, skip, "skip", "iflag", idirect)?;
+    let output = side(&out_dev, seek, "seek", "oflag", odirect)?;
+    for (s, what) in [(&input, "read"), (&output, "write")] {
+        let Some((name, start, _)) = s else { continue };
+        let size = find_dev(disks, name).expect("checked").nr_sectors << SECTOR_SHIFT;
+        match total {
+            Some(t) if start + t > size => {
+                return Err(w.err(
+                    "count",
+                    &at("count"),
+                    format!("dd would {what} {t} bytes from offset {start} but {name} ends at {size}: I/O beyond the end of the device"),
+                ))
+            }
+            Some(_) => {}
+            None => total = Some(size - start),
+        }
+    }
+    let total = total.expect("a device side sets it");
+    let buffer_offset = w.opt_u64("buffer_offset")?;
+    let buffer_offset = match buffer_offset {
+        None => 0,
+        Some((v, n)) => {
+            let align = [&in_dev, &out_dev].iter().filter_map(|d| d.as_ref()).map(|d| find_dev(disks, d).expect("checked").dma_alignment).max().unwrap_or(511);
+            if v >= PAGE_SIZE || v & align as u64 != 0 {
+                return Err(w.err("buffer_offset", &n.at, format!("{v} is not below one page and aligned to dma_alignment + 1 ({}): O_DIRECT fails with EINVAL", align + 1)));
+            }
+            v as u32
+        }
+    };
+    let fragmentation = match w.opt_f64("buffer_fragmentation")? {
+        None => 0.0,
+        Some((p, n)) if !(0.0..=1.0).contains(&p) => return Err(w.err("buffer_fragmentation", &n.at, format!("{p} is not a probability between 0 and 1"))),
+        Some((p, _)) => p,
+    };
+    let _ = seed;
+    Ok(DdSpec { input, output: output.map(|(n, s, l)| (n, s, l | oflags << 16)), bs, total, buffer_offset, fragmentation })
+}
+
+fn read_bios(w: &Obj, disks: &[DiskSpec]) -> Result<WorkloadKind, ScenarioError> {
+    let default_dev = w.opt_str("device")?;
+    let iodepth = w.opt_u64("iodepth")?.map(|x| x.0 as u32);
+    let (items, an) = w.opt_array("bio")?.ok_or_else(|| w.err("bio", &w.at, "missing: add [[workload.bio]] entries"))?;
+    let mut bios = Vec::new();
+    for (i, item) in items.iter().enumerate() {
+        let Value::Table(t) = &item.value else {
+            return Err(w.err("bio", &an.at, format!("entry {} is {}, expected a table", i + 1, tree::describe(&item.value))));
+        };
+        let b = Obj::child(w.doc, format!("{}.bio[{}]", w.path, i), item.at.clone(), t);
+        bios.push(read_bio(&b, default_dev.as_ref().map(|x| x.0.as_str()), disks)?);
+        b.finish(BIO_KEYS)?;
+    }
+    let iodepth = iodepth.unwrap_or(bios.len() as u32).max(1);
+    let batch = w.opt_u64("batch")?.map(|x| x.0.clamp(1, u32::MAX as u64) as u32).unwrap_or(1);
+    let plug = w.opt_bool("plug")?.map(|x| x.0).unwrap_or(false);
+    Ok(WorkloadKind::Bios { bios, iodepth, batch, plug })
+}
+
+/// Where an explicit bio's data sits when it gives no bvecs: at 4 GiB plus
+/// its byte offset on the device, so bios of adjacent sectors are in
+/// adjacent memory, as page-cache pages of consecutive blocks would be.
+const DEFAULT_BIO_PHYS: u64 = 0x1_0000_0000;
+
+fn read_bio(b: &Obj, default_dev: Option<&str>, disks: &[DiskSpec]) -> Result<BioEntry, ScenarioError> {
+    let device = match b.opt_str("device")? {
+        Some((d, _)) => d,
+        None => default_dev.map(str::to_string).ok_or_else(|| b.err("device", &b.at, "missing (here or as workload.device)"))?,
+    };
+    let device = device.strip_prefix("/dev/").unwrap_or(&device).to_string();
+    let info = find_dev(disks, &device).ok_or_else(|| b.err("device", &b.at, format!("'{device}' is not a scenario device ({})", dev_names(disks))))?;
+    let (op_s, opn) = b.opt_str("op")?.ok_or_else(|| b.err("op", &b.at, format!("missing (one of {})", Op::NAMES.join(", "))))?;
+    let op = Op::from_name(&op_s).ok_or_else(|| b.err("op", &opn.at, format!("unknown op '{op_s}' (one of {})", Op::NAMES.join(", "))))?;
+    let (sector, secn) = b.opt_u64("sector")?.ok_or_else(|| b.err("sector", &b.at, "missing"))?;
+    let mut flags = 0;
+    if let Some((arr, fnode)) = b.opt_array("flags")? {
+        for f in arr {
+            let name = match &f.value {
+                Value::Str(s) => s.as_str(),
+                v => return Err(b.err("flags", &fnode.at, format!("expected flag names, found {}", tree::describe(v)))),
+            };
+            let names: Vec<&str> = req::NAMES.iter().map(|x| x.0).collect();
+            flags |= req::from_name(name).ok_or_else(|| b.err("flags", &f.at, format!("unknown flag '{name}' (one of {})", names.join(", "))))?;
+        }
+    }
+    let mut bvecs = Vec::new();
+    if let Some((arr, vn)) = b.opt_array("bvecs")? {
+        if !op.has_data() {
+            return Err(b.err("bvecs", &vn.at, format!("a {} bio carries no data pages", op.name())));
+        }
+        let mut builder = BvecBuilder::new(BIO_MAX_VECS);
+        for v in arr {
+            let pair = match &v.value {
+                Value::Array(p) if p.len() == 2 => (&p[0].value, &p[1].value),
+                _ => return Err(b.err("bvecs", &v.at, "each bvec is [physical_address, length_in_bytes]")),
+            };
+            let (Value::Int(phys), Value::Int(len)) = pair else {
+                return Err(b.err("bvecs", &v.at, "each bvec is [physical_address, length_in_bytes] (integers)"));
+            };
+            if *phys < 0 || *len <= 0 || *len > u32::MAX as i64 {
+                return Err(b.err("bvecs", &v.at, "address must be non-negative and length positive"));
+            }
+            if !builder.add(*phys as u64, *len as u32) {
+                return Err(b.err("bvecs", &v.at, format!("the bio is full: more than {BIO_MAX_VECS} bvecs after merging contiguous ones")));
+            }
+        }
+        bvecs = builder.bvecs;
+    }
+    let size = match (b.opt_size("size")?, bvecs.is_empty()) {
+        (Some((s, sn)), false) if s != bvecs.iter().map(|v| v.len as u64).sum::<u64>() => {
+            return Err(b.err("size", &sn.at, "does not equal the total length of bvecs"));
+        }
+        (Some((s, _)), _) => s,
+        (None, false) => bvecs.iter().map(|v| v.len as u64).sum(),
+        (None, true) if op == Op::Flush => 0,
+        (None, true) => return Err(b.err("size", &b.at, "missing")),
+    };
+    let at_size = b.node("size").map(|n| n.at.clone()).unwrap_or_else(|| b.at.clone());
+    if size > u32::MAX as u64 {
+        return Err(b.err("size", &at_size, "exceeds UINT_MAX bytes (bi_size is 32-bit)"));
+    }
+    if size % info.lbs as u64 != 0 || sector % (info.lbs as u64 / 512) != 0 {
+        return Err(b.err("size", &at_size, format!("sector {sector} + {size} bytes is not aligned to {device}'s logical block size ({})", info.lbs)));
+    }
+    let repeat = match b.opt_u64("repeat")? {
+        Some((0, n)) => return Err(b.err("repeat", &n.at, "must be at least 1")),
+        Some((r, _)) => r,
+        None => 1,
+    };
+    let stride = match b.opt_u64("stride")? {
+        Some((st, n)) if st % (info.lbs as u64 / 512) != 0 => {
+            return Err(b.err("stride", &n.at, format!("{st} sectors is not aligned to {device}'s logical block size ({})", info.lbs)))
+        }
+        Some((st, _)) => st,
+        None => size >> SECTOR_SHIFT,
+    };
+    let last_end = (repeat - 1).checked_mul(stride).and_then(|x| x.checked_add(sector + (size >> SECTOR_SHIFT))).unwrap_or(u64::MAX);
+    if last_end > info.nr_sectors {
+        let at = if repeat > 1 { b.node("repeat").map(|n| n.at.clone()).unwrap_or_else(|| secn.at.clone()) } else { secn.at.clone() };
+        let key = if repeat > 1 { "repeat" } else { "sector" };
+        return Err(b.err(key, &at, format!("I/O beyond the end of {device}: ends at sector {last_end} of {}", info.nr_sectors)));
+    }
+    if op == Op::Flush {
+        // A flush is an empty REQ_OP_WRITE | REQ_PREFLUSH bio.
+        return Ok(BioEntry { device, op: Op::Write, flags: flags | req::PREFLUSH, sector, size: 0, bvecs: Vec::new(), repeat, stride });
+    }
+    if op.has_data() && bvecs.is_empty() && size > 0 {
+        let mut builder = BvecBuilder::new(BIO_MAX_VECS);
+        builder.add(DEFAULT_BIO_PHYS + sector * 512, size as u32);
+        bvecs = builder.bvecs;
+    }
+    Ok(BioEntry { device, op, flags, sector, size: size as u32, bvecs, repeat, stride })
+}
+
