@@ -156,6 +156,17 @@ impl Stack for Engine {
     }
 }
 
+/// How often (in timed events) a run reports progress.
+pub const TICK_EVENTS: u64 = 1 << 16;
+
+/// Progress of a run, for progress displays and interruption.
+#[derive(Clone, Copy, Debug)]
+pub struct Progress {
+    pub sim_time_ns: u64,
+    pub bios: u64,
+    pub wall_s: f64,
+}
+
 /// The outcome of [`Engine::run`].
 #[derive(Clone, Debug)]
 pub struct RunStats {
@@ -391,6 +402,13 @@ impl Engine {
 
     /// Run every job to completion.
     pub fn run(&mut self) -> RunStats {
+        self.run_with(&mut |_| true).expect("never stopped")
+    }
+
+    /// Run every job to completion, calling `tick` every
+    /// [`TICK_EVENTS`] events with the progress so far; `tick` returning
+    /// false stops the run (Ctrl-C) and `None` is returned.
+    pub fn run_with(&mut self, tick: &mut dyn FnMut(&Progress) -> bool) -> Option<RunStats> {
         let wall = Instant::now();
         self.take_sample();
         if let Some(every) = self.sample_every {
@@ -399,20 +417,32 @@ impl Engine {
         for j in 0..self.jobs.len() {
             self.run_job(j);
         }
-        self.run_until_idle();
+        self.reap();
+        let mut events = 0u64;
+        while let Some(ev) = self.core.pop_event() {
+            self.handle(ev);
+            self.reap();
+            events += 1;
+            if events % TICK_EVENTS == 0 {
+                let p = Progress { sim_time_ns: self.core.now, bios: self.core.bios_allocated, wall_s: wall.elapsed().as_secs_f64() };
+                if !tick(&p) {
+                    return None;
+                }
+            }
+        }
         // A trailing sample must not stretch the run.
         self.core.now = self.core.now.min(self.core.last_activity.max(self.samples.last().map_or(0, |s| s.0)));
         if self.samples.last().map(|s| s.0) != Some(self.core.now) {
             self.take_sample();
         }
-        RunStats {
+        Some(RunStats {
             sim_time_ns: self.core.now,
             wall_time_s: wall.elapsed().as_secs_f64(),
             bios: self.core.bios_allocated,
             peak_live_bios: self.core.bios_live_peak,
             units: self.jobs.iter().map(|j| j.units_done).sum(),
             errors: self.jobs.iter().map(|j| j.errors).sum(),
-        }
+        })
     }
 
     /// Run timed events until nothing is pending.

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{json, Map, Value};
 
-use crate::engine::{Engine, RunStats};
+use crate::engine::{Engine, Progress, RunStats};
 use crate::stats::report;
 use crate::scenario::{self, Scenario, ScenarioError};
 use crate::stats::OPS;
@@ -47,6 +47,10 @@ pub struct RunOptions {
 pub enum RunError {
     Scenario(ScenarioError),
     Io(String),
+    /// The reader of an output went away (`blkstack run --trace - | head`).
+    BrokenPipe,
+    /// The progress callback asked to stop.
+    Interrupted,
 }
 
 impl std::fmt::Display for RunError {
@@ -54,6 +58,8 @@ impl std::fmt::Display for RunError {
         match self {
             RunError::Scenario(e) => write!(f, "{e}"),
             RunError::Io(m) => write!(f, "{m}"),
+            RunError::BrokenPipe => write!(f, "broken pipe"),
+            RunError::Interrupted => write!(f, "interrupted"),
         }
     }
 }
@@ -118,6 +124,11 @@ pub fn load_file(path: &str, opts: &RunOptions) -> Result<Scenario, RunError> {
 
 /// Run a scenario file; returns the JSON summary.
 pub fn run_file(path: &str, opts: &RunOptions) -> Result<Value, RunError> {
+    run_file_with(path, opts, &mut |_| true)
+}
+
+/// [`run_file`] with a progress callback that may stop the run.
+pub fn run_file_with(path: &str, opts: &RunOptions, tick: &mut dyn FnMut(&Progress) -> bool) -> Result<Value, RunError> {
     let sc = load_file(path, opts)?;
     let mut engine = sc.build();
     let mut files = Vec::new();
@@ -131,8 +142,11 @@ pub fn run_file(path: &str, opts: &RunOptions) -> Result<Value, RunError> {
     }
     engine.core.tracer.keep_analysis();
     engine.sample_every = opts.interval.map(|s| (s * 1e9) as u64).filter(|&ns| ns > 0);
-    let stats = engine.run();
-    engine.core.tracer.finish().map_err(|e| RunError::Io(format!("writing output: {e}")))?;
+    let stats = engine.run_with(tick).ok_or(RunError::Interrupted)?;
+    engine.core.tracer.finish().map_err(|e| match e.kind() {
+        io::ErrorKind::BrokenPipe => RunError::BrokenPipe,
+        _ => RunError::Io(format!("writing output: {e}")),
+    })?;
     for f in files {
         f.commit()?;
     }

@@ -21,6 +21,7 @@ def run(
     trace: str | None = None,
     requests: str | None = None,
     interval: float | None = None,
+    progress: bool = False,
 ) -> str:
     """Run the scenario TOML file at *path* and return its JSON summary.
 
@@ -36,6 +37,8 @@ def run(
     :param interval: take /proc/diskstats snapshots every *interval*
         seconds of simulated time; ``iostat_intervals`` and the iostat
         report then cover each interval.
+    :param progress: show a progress line on standard error (a terminal
+        only) during runs longer than a second.
     :returns: JSON text of a dict with the keys ``scenario``, ``kernel``,
         ``profile``, ``behaviour`` (switch -> value), ``devices`` (name ->
         ``{"kind", "major", "minor", "bios_queued", "splits", "remaps",
@@ -48,6 +51,8 @@ def run(
         ``iostat``, ``btt``, ``histograms``).
     :raises ScenarioError: on any bad input.
     :raises OSError: an output file cannot be written (or the input read).
+    :raises BrokenPipeError: the reader of standard output went away.
+    :raises KeyboardInterrupt: Ctrl-C during the run.
 
     The trace and requests files are written atomically: they do not exist
     after a failed run.

@@ -406,7 +406,7 @@ def _simulate(scenario: str, kernel: Optional[str], sets: Sequence[str],
               interval: Optional[float] = None) -> Dict[str, Any]:
     # Rust may write the trace to file descriptor 1 itself: flush ours first.
     sys.stdout.flush()
-    text = _core.run(scenario, kernel, list(sets), trace, requests, interval)
+    text = _core.run(scenario, kernel, list(sets), trace, requests, interval, True)
     return json.loads(text)
 
 
