@@ -7,6 +7,17 @@ mod common;
 use blkstack::trace::blkparse::format_event;
 use blkstack::trace::TraceCtx;
 
+/// Run `text` and return its blkparse lines.
+fn blkparse_lines(text: &str) -> Vec<String> {
+    let (e, ev) = common::run_events(text, &[]);
+    let ctx = TraceCtx { topo: &e.core.topo, tasks: &e.core.tasks };
+    let mut out = Vec::new();
+    for (i, x) in ev.iter().enumerate() {
+        format_event(x, i as u64 + 1, &ctx, &mut out).unwrap();
+    }
+    String::from_utf8(out).unwrap().lines().map(str::to_string).collect()
+}
+
 #[test]
 fn lines_match_blkparse_layout() {
     let text = r#"
@@ -30,14 +41,7 @@ op = "read"
 sector = 0
 size = "96KiB"
 "#;
-    let (e, ev) = common::run_events(text, &[]);
-    let ctx = TraceCtx { topo: &e.core.topo, tasks: &e.core.tasks };
-    let mut out = Vec::new();
-    for (i, x) in ev.iter().enumerate() {
-        format_event(x, i as u64 + 1, &ctx, &mut out).unwrap();
-    }
-    let got = String::from_utf8(out).unwrap();
-    let lines: Vec<&str> = got.lines().collect();
+    let lines = blkparse_lines(text);
     // A (partition remap), Q, X (split at 128 sectors, remainder at 2176),
     // G and D of the front, G and D of the remainder, then the completions.
     assert_eq!(lines[0], "  8,0    0        1     0.000000000   843  A   R 2048 + 192 <- (8,1) 0");
@@ -54,14 +58,7 @@ size = "96KiB"
 
     // 6.12 runs each __submit_bio in a plug of its own: P, then U with a
     // depth of one request, before the D. P and U carry no data ("N").
-    let (e, ev) = common::run_events(&text.replace("kernel = \"6.1\"", "kernel = \"6.12\""), &[]);
-    let ctx = TraceCtx { topo: &e.core.topo, tasks: &e.core.tasks };
-    let mut out = Vec::new();
-    for (i, x) in ev.iter().enumerate() {
-        format_event(x, i as u64 + 1, &ctx, &mut out).unwrap();
-    }
-    let got = String::from_utf8(out).unwrap();
-    let lines: Vec<&str> = got.lines().collect();
+    let lines = blkparse_lines(&text.replace("kernel = \"6.1\"", "kernel = \"6.12\""));
     assert_eq!(lines[4], "  8,0    0        5     0.000000000   843  P   N [dd]");
     assert_eq!(lines[5], "  8,0    0        6     0.000000000   843  U   N [dd] 1");
     assert_eq!(lines[6], "  8,0    0        7     0.000000000   843  D   R 2048 + 128 [dd]");
