@@ -6,8 +6,12 @@ use pyo3::create_exception;
 use pyo3::exceptions::{PyBrokenPipeError, PyException, PyKeyboardInterrupt, PyOSError};
 use pyo3::prelude::*;
 
+use pyo3::types::{PyBytes, PyDict};
+
 use crate::engine::Progress;
-use crate::run::{profiles_json, run_file_with, Output, RunError, RunOptions};
+use crate::run::{profiles_json, run_file_full, Output, RunError, RunOptions, RunResult};
+use crate::trace::columns::EventColumns;
+use crate::trace::Action;
 
 create_exception!(_core, ScenarioError, PyException, "A scenario file or option the model cannot accept.");
 
@@ -28,6 +32,32 @@ fn show_progress(p: &Progress) {
     let _ = err.flush();
 }
 
+/// Run with a tick that honours Ctrl-C and, when asked, shows progress.
+fn run_checked(py: Python<'_>, path: &str, opts: &RunOptions, progress: bool) -> PyResult<RunResult> {
+    let show = progress && std::io::stderr().is_terminal();
+    let mut shown = false;
+    let mut tick = |p: &Progress| {
+        if py.check_signals().is_err() {
+            return false;
+        }
+        if show && p.wall_s > 1.0 {
+            show_progress(p);
+            shown = true;
+        }
+        true
+    };
+    let result = run_file_full(path, opts, &mut tick);
+    if shown {
+        eprint!("\r\x1b[K");
+    }
+    result.map_err(to_py)
+}
+
+fn options(kernel: Option<String>, sets: Vec<String>, trace: Option<String>, requests: Option<String>, interval: Option<f64>) -> RunOptions {
+    let out = |s: Option<String>| s.as_deref().map(Output::parse);
+    RunOptions { kernel, sets, trace: out(trace), requests: out(requests), interval, keep_events: false }
+}
+
 /// Run the scenario at `path`; returns the JSON summary as a string.
 /// With `progress`, a line on stderr (a terminal only) follows runs longer
 /// than a second. Ctrl-C stops the run (KeyboardInterrupt).
@@ -44,24 +74,56 @@ fn run(
     interval: Option<f64>,
     progress: bool,
 ) -> PyResult<String> {
-    let opts = RunOptions { kernel, sets, trace: trace.as_deref().map(Output::parse), requests: requests.as_deref().map(Output::parse), interval };
-    let show = progress && std::io::stderr().is_terminal();
-    let mut shown = false;
-    let mut tick = |p: &Progress| {
-        if py.check_signals().is_err() {
-            return false;
-        }
-        if show && p.wall_s > 1.0 {
-            show_progress(p);
-            shown = true;
-        }
-        true
-    };
-    let result = run_file_with(&path, &opts, &mut tick);
-    if shown {
-        eprint!("\r\x1b[K");
+    let opts = options(kernel, sets, trace, requests, interval);
+    Ok(run_checked(py, &path, &opts, progress)?.summary.to_string())
+}
+
+/// Like `run`, and also every event as columns: returns (summary JSON,
+/// {column: bytes}, {table: list}). Columns are little-endian arrays:
+/// time_ns u64, dev u32, action u8, rwbs u16, sector u64, bytes u32,
+/// task u32, error i32, arg u64, from_dev u32.
+#[pyfunction]
+#[pyo3(signature = (path, kernel=None, sets=Vec::new(), interval=None))]
+fn run_columns<'py>(
+    py: Python<'py>,
+    path: String,
+    kernel: Option<String>,
+    sets: Vec<String>,
+    interval: Option<f64>,
+) -> PyResult<(String, Bound<'py, PyDict>, Bound<'py, PyDict>)> {
+    let opts = RunOptions { keep_events: true, ..options(kernel, sets, None, None, interval) };
+    let r = run_checked(py, &path, &opts, false)?;
+    let c = EventColumns::build(&r.events);
+    let cols = PyDict::new(py);
+    for (name, data) in [
+        ("time_ns", &c.time_ns),
+        ("dev", &c.dev),
+        ("action", &c.action),
+        ("rwbs", &c.rwbs),
+        ("sector", &c.sector),
+        ("bytes", &c.bytes),
+        ("task", &c.task),
+        ("error", &c.error),
+        ("arg", &c.arg),
+        ("from_dev", &c.from_dev),
+    ] {
+        cols.set_item(name, PyBytes::new(py, data))?;
     }
-    Ok(result.map_err(to_py)?.to_string())
+    let tables = PyDict::new(py);
+    tables.set_item("devices", r.devices)?;
+    tables.set_item("tasks", r.tasks)?;
+    tables.set_item("actions", Action::ALL.iter().map(|a| a.letter()).collect::<Vec<_>>())?;
+    tables.set_item("rwbs", c.rwbs_names)?;
+    Ok((r.summary.to_string(), cols, tables))
+}
+
+/// Load and validate a scenario without running it; returns JSON of the
+/// resolved profile, switches and devices with their limits.
+#[pyfunction]
+#[pyo3(signature = (path, kernel=None, sets=Vec::new()))]
+fn check(path: String, kernel: Option<String>, sets: Vec<String>) -> PyResult<String> {
+    let opts = options(kernel, sets, None, None, None);
+    Ok(crate::run::check_file(&path, &opts).map_err(to_py)?.to_string())
 }
 
 /// Every kernel profile and behaviour switch, as JSON.
@@ -79,6 +141,8 @@ fn version() -> &'static str {
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("ScenarioError", m.py().get_type::<ScenarioError>())?;
     m.add_function(wrap_pyfunction!(run, m)?)?;
+    m.add_function(wrap_pyfunction!(run_columns, m)?)?;
+    m.add_function(wrap_pyfunction!(check, m)?)?;
     m.add_function(wrap_pyfunction!(profiles, m)?)?;
     m.add_function(wrap_pyfunction!(version, m)?)?;
     Ok(())

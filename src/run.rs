@@ -35,6 +35,8 @@ impl Output {
 
 #[derive(Clone, Debug, Default)]
 pub struct RunOptions {
+    /// Keep every event in memory (for the Python API's columns).
+    pub keep_events: bool,
     pub kernel: Option<String>,
     pub sets: Vec<String>,
     pub trace: Option<Output>,
@@ -129,6 +131,19 @@ pub fn run_file(path: &str, opts: &RunOptions) -> Result<Value, RunError> {
 
 /// [`run_file`] with a progress callback that may stop the run.
 pub fn run_file_with(path: &str, opts: &RunOptions, tick: &mut dyn FnMut(&Progress) -> bool) -> Result<Value, RunError> {
+    run_file_full(path, opts, tick).map(|r| r.summary)
+}
+
+/// A finished run: its summary, and its events when they were kept.
+pub struct RunResult {
+    pub summary: Value,
+    pub events: Vec<crate::trace::Event>,
+    pub devices: Vec<(String, u32, u32)>,
+    pub tasks: Vec<(u32, String)>,
+}
+
+/// Run a scenario file and keep what the caller asked for.
+pub fn run_file_full(path: &str, opts: &RunOptions, tick: &mut dyn FnMut(&Progress) -> bool) -> Result<RunResult, RunError> {
     let sc = load_file(path, opts)?;
     let mut engine = sc.build();
     let mut files = Vec::new();
@@ -141,6 +156,9 @@ pub fn run_file_with(path: &str, opts: &RunOptions, tick: &mut dyn FnMut(&Progre
         engine.core.tracer.add_sink(Box::new(RequestsCsv::new(w)));
     }
     engine.core.tracer.keep_analysis();
+    if opts.keep_events {
+        engine.core.tracer.keep_log();
+    }
     engine.sample_every = opts.interval.map(|s| (s * 1e9) as u64).filter(|&ns| ns > 0);
     let stats = engine.run_with(tick).ok_or(RunError::Interrupted)?;
     engine.core.tracer.finish().map_err(|e| match e.kind() {
@@ -150,7 +168,11 @@ pub fn run_file_with(path: &str, opts: &RunOptions, tick: &mut dyn FnMut(&Progre
     for f in files {
         f.commit()?;
     }
-    Ok(summary(&sc, &engine, &stats))
+    let summary = summary(&sc, &engine, &stats);
+    let events = engine.core.tracer.log.take().map(|l| l.events).unwrap_or_default();
+    let devices = crate::trace::columns::device_table(&engine.core.topo);
+    let tasks = crate::trace::columns::task_table(&engine.core.tasks);
+    Ok(RunResult { summary, events, devices, tasks })
 }
 
 /// The JSON summary of a finished run.
@@ -222,6 +244,21 @@ pub fn summary(sc: &Scenario, engine: &Engine, st: &RunStats) -> Value {
             "histograms": report::histograms_text(engine),
         },
     })
+}
+
+/// Load and build a scenario without running it: the profile, the
+/// behaviour switches and every device with its limits.
+pub fn check_file(path: &str, opts: &RunOptions) -> Result<Value, RunError> {
+    let sc = load_file(path, opts)?;
+    let engine = sc.build();
+    let idle = RunStats { sim_time_ns: 0, wall_time_s: 0.0, bios: 0, peak_live_bios: 0, units: 0, errors: 0 };
+    let mut v = summary(&sc, &engine, &idle);
+    if let Value::Object(m) = &mut v {
+        for k in ["sim_time_ns", "wall_time_s", "bios", "bios_per_s", "peak_live_bios", "io_units", "errors", "iostat_intervals", "reports"] {
+            m.remove(k);
+        }
+    }
+    Ok(v)
 }
 
 /// Every profile and switch, for `blkstack profiles`.

@@ -5,6 +5,7 @@
 //! request list ([`requests`]) or an in-memory log ([`EventLog`]).
 
 pub mod blkparse;
+pub mod columns;
 pub mod requests;
 
 use std::io;
@@ -44,6 +45,23 @@ pub enum Action {
 }
 
 impl Action {
+    /// Every action, in discriminant order.
+    pub const ALL: [Action; 13] = [
+        Action::Queue,
+        Action::Split,
+        Action::Remap,
+        Action::GetRq,
+        Action::Insert,
+        Action::Issue,
+        Action::Complete,
+        Action::Plug,
+        Action::Unplug,
+        Action::UnplugTimer,
+        Action::BackMerge,
+        Action::FrontMerge,
+        Action::Requeue,
+    ];
+
     pub fn letter(self) -> &'static str {
         match self {
             Action::Queue => "Q",
