@@ -5,7 +5,11 @@
 pub mod bios;
 pub mod dd;
 pub mod dio;
+pub mod discard;
+pub mod extents;
+pub mod fio;
 pub mod rng;
+pub mod writeback;
 
 use crate::bio::{Bvec, Op};
 use crate::genhd::DevId;

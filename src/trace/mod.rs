@@ -6,6 +6,7 @@
 
 pub mod blkparse;
 pub mod columns;
+pub mod parse;
 pub mod requests;
 
 use std::io;
