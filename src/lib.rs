@@ -6,9 +6,12 @@
 //! device service-time model), [`genhd`] (disks, partitions, device numbers),
 //! [`source`] (where bios come from), [`trace`] (tracepoints and blkparse
 //! text), [`stats`], [`profile`] (kernel versions and behaviour switches),
-//! [`scenario`] (the TOML scenario format) and [`engine`] (the simulation).
+//! [`scenario`] (the TOML scenario format), [`engine`] (the simulation) and
+//! [`check`] (conservation and integrity checks of every run). md and dm
+//! drivers live in [`md`] and [`dm`].
 
 pub mod bio;
+pub mod check;
 pub mod disk;
 pub mod dm;
 pub mod engine;

@@ -252,7 +252,7 @@ pub fn resolve(
     cap: u32,
 ) -> Result<(QueueLimits, QueueAttrs), LimitError> {
     let lim = validate_driver(drv, model, cap)?;
-    let lim = store_max_sectors_kb(lim, drv, writes.max_sectors_kb, model, cap)?;
+    let lim = store_max_sectors_kb(lim, writes.max_sectors_kb, model, cap)?;
     let lim = store_discard_max_bytes(lim, writes.discard_max_bytes)?;
     let attrs = queue_attrs(drv, writes)?;
     Ok((lim, attrs))
@@ -363,7 +363,6 @@ fn default_max_sectors(hw: u32, io_opt: u32, io_min: u32, model: LimitsModel, ca
 /// A write to `max_sectors_kb` (`queue_max_sectors_store`).
 fn store_max_sectors_kb(
     mut lim: QueueLimits,
-    drv: &DriverLimits,
     kb: Option<u64>,
     model: LimitsModel,
     cap: u32,
@@ -397,8 +396,15 @@ fn store_max_sectors_kb(
             lim.max_sectors = round_down(lim.max_sectors, lim.lbs_sectors());
         }
     }
-    let _ = drv;
     Ok(lim)
+}
+
+/// The `max_sectors_kb` and `discard_max_bytes` writes on a queue that is
+/// already set up (a stacked md/dm device after it stacked its members),
+/// exactly as `queue_max_sectors_store` / `queue_discard_max_store` apply them.
+pub fn store_queue_writes(lim: QueueLimits, writes: &SysfsWrites, model: LimitsModel, cap: u32) -> Result<QueueLimits, LimitError> {
+    let lim = store_max_sectors_kb(lim, writes.max_sectors_kb, model, cap)?;
+    store_discard_max_bytes(lim, writes.discard_max_bytes)
 }
 
 /// A write to `discard_max_bytes` (`queue_discard_max_store`).

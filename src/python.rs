@@ -14,6 +14,7 @@ use crate::trace::columns::EventColumns;
 use crate::trace::Action;
 
 create_exception!(_core, ScenarioError, PyException, "A scenario file or option the model cannot accept.");
+create_exception!(_core, CheckError, PyException, "The run finished but a conservation or integrity check failed.");
 
 fn to_py(e: RunError) -> PyErr {
     match e {
@@ -21,6 +22,7 @@ fn to_py(e: RunError) -> PyErr {
         RunError::Io(m) => PyOSError::new_err(m),
         RunError::BrokenPipe => PyBrokenPipeError::new_err("broken pipe"),
         RunError::Interrupted => PyKeyboardInterrupt::new_err(()),
+        RunError::Check(m) => CheckError::new_err(m),
     }
 }
 
@@ -55,14 +57,24 @@ fn run_checked(py: Python<'_>, path: &str, opts: &RunOptions, progress: bool) ->
 
 fn options(kernel: Option<String>, sets: Vec<String>, trace: Option<String>, requests: Option<String>, interval: Option<f64>) -> RunOptions {
     let out = |s: Option<String>| s.as_deref().map(Output::parse);
-    RunOptions { kernel, sets, trace: out(trace), requests: out(requests), interval, keep_events: false }
+    RunOptions { kernel, sets, trace: out(trace), requests: out(requests), interval, keep_events: false, check_integrity: false }
+}
+
+/// `check`: "integrity" turns the integrity oracle on (conservation is
+/// always checked); anything else is refused.
+fn with_check(opts: RunOptions, check: Option<String>) -> PyResult<RunOptions> {
+    match check.as_deref() {
+        None => Ok(opts),
+        Some("integrity") => Ok(RunOptions { check_integrity: true, ..opts }),
+        Some(other) => Err(ScenarioError::new_err(format!("--check {other}: unknown check (integrity)"))),
+    }
 }
 
 /// Run the scenario at `path`; returns the JSON summary as a string.
 /// With `progress`, a line on stderr (a terminal only) follows runs longer
 /// than a second. Ctrl-C stops the run (KeyboardInterrupt).
 #[pyfunction]
-#[pyo3(signature = (path, kernel=None, sets=Vec::new(), trace=None, requests=None, interval=None, progress=false))]
+#[pyo3(signature = (path, kernel=None, sets=Vec::new(), trace=None, requests=None, interval=None, progress=false, check=None))]
 #[allow(clippy::too_many_arguments)]
 fn run(
     py: Python<'_>,
@@ -73,8 +85,9 @@ fn run(
     requests: Option<String>,
     interval: Option<f64>,
     progress: bool,
+    check: Option<String>,
 ) -> PyResult<String> {
-    let opts = options(kernel, sets, trace, requests, interval);
+    let opts = with_check(options(kernel, sets, trace, requests, interval), check)?;
     Ok(run_checked(py, &path, &opts, progress)?.summary.to_string())
 }
 
@@ -83,15 +96,16 @@ fn run(
 /// time_ns u64, dev u32, action u8, rwbs u16, sector u64, bytes u32,
 /// task u32, error i32, arg u64, from_dev u32.
 #[pyfunction]
-#[pyo3(signature = (path, kernel=None, sets=Vec::new(), interval=None))]
+#[pyo3(signature = (path, kernel=None, sets=Vec::new(), interval=None, check=None))]
 fn run_columns<'py>(
     py: Python<'py>,
     path: String,
     kernel: Option<String>,
     sets: Vec<String>,
     interval: Option<f64>,
+    check: Option<String>,
 ) -> PyResult<(String, Bound<'py, PyDict>, Bound<'py, PyDict>)> {
-    let opts = RunOptions { keep_events: true, ..options(kernel, sets, None, None, interval) };
+    let opts = RunOptions { keep_events: true, ..with_check(options(kernel, sets, None, None, interval), check)? };
     let r = run_checked(py, &path, &opts, false)?;
     let c = EventColumns::build(&r.events);
     let cols = PyDict::new(py);
@@ -140,6 +154,7 @@ fn version() -> &'static str {
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("ScenarioError", m.py().get_type::<ScenarioError>())?;
+    m.add("CheckError", m.py().get_type::<CheckError>())?;
     m.add_function(wrap_pyfunction!(run, m)?)?;
     m.add_function(wrap_pyfunction!(run_columns, m)?)?;
     m.add_function(wrap_pyfunction!(check, m)?)?;

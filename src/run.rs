@@ -43,6 +43,9 @@ pub struct RunOptions {
     pub requests: Option<Output>,
     /// iostat interval, in seconds of simulated time.
     pub interval: Option<f64>,
+    /// `--check integrity`: run the integrity oracle (conservation is
+    /// always checked).
+    pub check_integrity: bool,
 }
 
 #[derive(Debug)]
@@ -53,6 +56,8 @@ pub enum RunError {
     BrokenPipe,
     /// The progress callback asked to stop.
     Interrupted,
+    /// The run finished but a conservation or integrity check failed: the report.
+    Check(String),
 }
 
 impl std::fmt::Display for RunError {
@@ -62,6 +67,7 @@ impl std::fmt::Display for RunError {
             RunError::Io(m) => write!(f, "{m}"),
             RunError::BrokenPipe => write!(f, "broken pipe"),
             RunError::Interrupted => write!(f, "interrupted"),
+            RunError::Check(m) => write!(f, "{m}"),
         }
     }
 }
@@ -160,13 +166,20 @@ pub fn run_file_full(path: &str, opts: &RunOptions, tick: &mut dyn FnMut(&Progre
         engine.core.tracer.keep_log();
     }
     engine.sample_every = opts.interval.map(|s| (s * 1e9) as u64).filter(|&ns| ns > 0);
+    if opts.check_integrity {
+        engine.core.check.enable_oracle();
+    }
     let stats = engine.run_with(tick).ok_or(RunError::Interrupted)?;
     engine.core.tracer.finish().map_err(|e| match e.kind() {
         io::ErrorKind::BrokenPipe => RunError::BrokenPipe,
         _ => RunError::Io(format!("writing output: {e}")),
     })?;
+    // A failed check is a finished run: its outputs are what explain it.
     for f in files {
         f.commit()?;
+    }
+    if let Some(report) = engine.core.check.failure_report() {
+        return Err(RunError::Check(format!("{}: {report}", sc.file)));
     }
     let summary = summary(&sc, &engine, &stats);
     let events = engine.core.tracer.log.take().map(|l| l.events).unwrap_or_default();
@@ -237,6 +250,12 @@ pub fn summary(sc: &Scenario, engine: &Engine, st: &RunStats) -> Value {
         "peak_live_bios": st.peak_live_bios,
         "io_units": st.units,
         "errors": st.errors,
+        "checks": {
+            "conservation": "passed",
+            "integrity": if engine.core.check.oracle_enabled() { "passed" } else { "off" },
+            "roots_checked": engine.core.check.roots_checked,
+            "roots_unchecked": engine.core.check.roots_unchecked,
+        },
         "iostat_intervals": report::intervals_json(engine),
         "reports": {
             "iostat": report::iostat_text(engine),

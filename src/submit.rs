@@ -11,6 +11,7 @@ use std::collections::{BinaryHeap, VecDeque};
 use std::cmp::Reverse;
 
 use crate::bio::{bvec_iter_advance, req, Bio, BioId, Op, SECTOR_SHIFT};
+use crate::check::Checker;
 use crate::genhd::{DevId, Driver, Topology};
 use crate::mq::{Submit, Waiter};
 use crate::plug::Plug;
@@ -61,6 +62,8 @@ pub struct RootDone {
 struct BioLists {
     l0: VecDeque<BioId>,
     l1: VecDeque<BioId>,
+    /// Scratch for the reassembly (kept to avoid allocating per bio).
+    same: VecDeque<BioId>,
 }
 
 pub struct BlockCore {
@@ -86,14 +89,20 @@ pub struct BlockCore {
     /// Submitters that got a tag back: (queue, what they were allocating
     /// for, the tags they now hold).
     pub woken: Vec<(u32, Waiter, (bool, bool))>,
-    /// (time, class, sequence): at equal times samples (class 1) come
-    /// after everything else, so a snapshot sees all that happened by then.
-    events: BinaryHeap<Reverse<(u64, u8, u64, SimEvent)>>,
+    /// Keyed by time, class and sequence packed into one integer
+    /// (`time << 64 | class << 63 | sequence`): at equal times samples
+    /// (class 1) come after everything else, so a snapshot sees all that
+    /// happened by then.
+    events: BinaryHeap<Reverse<(u128, SimEvent)>>,
     /// Events other than samples still pending.
     real_events: usize,
     /// Time of the last event that was not a sample.
     pub last_activity: u64,
     event_seq: u64,
+    /// Conservation (always) and integrity (on request) checks.
+    pub check: Checker,
+    /// Bios failed so far (the checks skip roots during which any failed).
+    pub errors_total: u64,
 }
 
 impl BlockCore {
@@ -120,6 +129,8 @@ impl BlockCore {
             real_events: 0,
             last_activity: 0,
             event_seq: 0,
+            check: Checker::new(),
+            errors_total: 0,
         }
     }
 
@@ -171,6 +182,9 @@ impl BlockCore {
             parent: None,
             remaining: 1,
             in_request: false,
+            // Accounting lives with the I/O being accounted (md_io_acct,
+            // dm_io, r10bio), never with a clone.
+            acct: None,
             ..b.clone()
         };
         self.alloc_bio(clone)
@@ -183,7 +197,7 @@ impl BlockCore {
         let bytes = sectors << SECTOR_SHIFT;
         let b = self.bio(id);
         assert!(sectors > 0 && bytes < b.iter.size, "bio_split of {sectors} sectors out of range");
-        let mut front = Bio { parent: None, remaining: 1, in_request: false, ..b.clone() };
+        let mut front = Bio { parent: None, remaining: 1, in_request: false, acct: None, ..b.clone() };
         front.iter.size = bytes;
         let b = self.bio_mut(id);
         let bvecs = b.bvecs.clone();
@@ -303,6 +317,9 @@ impl BlockCore {
             s.queued += 1;
             s.sectors_queued[op as usize] += sectors;
             self.trace_bio(Action::Queue, id, 0, 0);
+            if let Driver::Mq(_) = self.topo.dev(dev).driver {
+                self.check_leaf(id);
+            }
         }
         let head = split && self.beh.split_remainder == SplitRemainder::Head;
         match &mut self.bio_list {
@@ -347,6 +364,57 @@ impl BlockCore {
         }
     }
 
+    /// The reassembly of `current->bio_list` in `__submit_bio_noacct`
+    /// after a bio of queue `q`: L0 sorted into bios for other queues
+    /// ("lower") and for `q` ("same"), then joined with the pending L1 per
+    /// the version; returns the next bio to handle.
+    fn reassemble_bio_list(&mut self, q: DevId) -> Option<BioId> {
+        let BlockCore { bio_list, topo, bios, beh, .. } = self;
+        let BioLists { l0, l1: pending, same } = bio_list.as_mut().expect("loop active");
+        // Sort L0 into lower (kept in L0, in order) and same (scratch), in place.
+        for _ in 0..l0.len() {
+            let b = l0.pop_front().expect("counted");
+            if topo.dev(bios[b as usize].dev).whole == q {
+                same.push_back(b);
+            } else {
+                l0.push_back(b);
+            }
+        }
+        match beh.bio_list_assembly {
+            BioListAssembly::LowerSamePending => {
+                l0.extend(same.drain(..));
+                l0.extend(pending.drain(..));
+            }
+            BioListAssembly::PendingLowerSame => {
+                pending.extend(l0.drain(..));
+                pending.extend(same.drain(..));
+                std::mem::swap(l0, pending);
+            }
+        }
+        l0.pop_front()
+    }
+
+    // ---- checks --------------------------------------------------------
+
+    /// The end of a bio's completion chain: the submitter's bio.
+    fn root_of(&self, mut id: BioId) -> BioId {
+        while let Some(p) = self.bios[id as usize].parent {
+            id = p;
+        }
+        id
+    }
+
+    /// A submitter's bio enters the stack.
+    pub fn check_root(&mut self, id: BioId) {
+        self.check.root_submitted(&self.topo, &self.bios[id as usize], id, self.errors_total);
+    }
+
+    /// A bio object is queued on a request-based disk for the first time.
+    fn check_leaf(&mut self, id: BioId) {
+        let root = self.root_of(id);
+        self.check.leaf_queued(&self.topo, &self.bios[id as usize], root);
+    }
+
     // ---- bio-based accounting (md, dm) ------------------------------------
 
     /// `bio_start_io_acct` for the device the bio is on: the I/O is
@@ -375,6 +443,7 @@ impl BlockCore {
     pub fn bio_io_error(&mut self, id: BioId, status: i32) {
         let dev = self.bio(id).dev;
         self.stats[dev as usize].errors += 1;
+        self.errors_total += 1;
         self.bio_endio(id, status);
     }
 
@@ -402,6 +471,9 @@ impl BlockCore {
                 self.trace_bio(Action::Complete, id, 0, 0);
                 self.current = saved;
             }
+            if parent.is_none() {
+                self.check.root_done(&self.topo, id, status, self.errors_total);
+            }
             self.bio_put(id);
             match parent {
                 Some(p) => id = p,
@@ -419,11 +491,13 @@ impl BlockCore {
         self.event_seq += 1;
         let class = (ev == SimEvent::Sample) as u8;
         self.real_events += 1 - class as usize;
-        self.events.push(Reverse((at.max(self.now), class, self.event_seq, ev)));
+        let key = (at.max(self.now) as u128) << 64 | (class as u128) << 63 | self.event_seq as u128;
+        self.events.push(Reverse((key, ev)));
     }
 
     pub fn pop_event(&mut self) -> Option<SimEvent> {
-        let Reverse((t, class, _, ev)) = self.events.pop()?;
+        let Reverse((key, ev)) = self.events.pop()?;
+        let (t, class) = ((key >> 64) as u64, (key >> 63) as u8 & 1);
         self.now = t;
         if class == 0 {
             self.real_events -= 1;
@@ -481,6 +555,7 @@ pub struct Suspended {
 /// start the loop that matches the device. Returns the suspended loop if the
 /// task went to sleep before the loop finished.
 pub fn submit_bio<S: Stack>(stack: &mut S, id: BioId) -> Option<Suspended> {
+    stack.core().check_root(id);
     let id = stack.core().submit_bio_noacct(id)?;
     let core = stack.core();
     let driver = core.topo.dev(core.bio(id).dev).driver;
@@ -538,7 +613,8 @@ fn bio_based_loop<S: Stack>(stack: &mut S, mut step: Step) -> Option<Suspended> 
                 let core = stack.core();
                 let q = core.topo.dev(core.bio(id).dev).whole;
                 let lists = core.bio_list.as_mut().expect("loop active");
-                lists.l1 = std::mem::take(&mut lists.l0);
+                // L1 is empty after each reassembly: park L0 there, reuse L1's buffer.
+                std::mem::swap(&mut lists.l0, &mut lists.l1);
                 if stack.__submit_bio(id) == Submit::Blocked {
                     return suspend(stack.core(), LoopKind::BioBased, q);
                 }
@@ -546,17 +622,7 @@ fn bio_based_loop<S: Stack>(stack: &mut S, mut step: Step) -> Option<Suspended> 
             }
             Step::Finish(q) => q,
         };
-        let core = stack.core();
-        let mut lists = core.bio_list.take().expect("loop active");
-        let (same, lower): (VecDeque<BioId>, VecDeque<BioId>) =
-            lists.l0.drain(..).partition(|&b| core.topo.dev(core.bio(b).dev).whole == q);
-        let pending = std::mem::take(&mut lists.l1);
-        lists.l0 = match core.beh.bio_list_assembly {
-            BioListAssembly::LowerSamePending => lower.into_iter().chain(same).chain(pending).collect(),
-            BioListAssembly::PendingLowerSame => pending.into_iter().chain(lower).chain(same).collect(),
-        };
-        let next = lists.l0.pop_front();
-        core.bio_list = Some(lists);
+        let next = stack.core().reassemble_bio_list(q);
         match next {
             Some(id) => step = Step::Submit(id),
             None => break,

@@ -14,6 +14,10 @@ class ScenarioError(Exception):
         --set KEY: what is wrong        (the error is in a --set override)
     """
 
+class CheckError(Exception):
+    """The run finished, but the conservation check or the integrity oracle
+    found the stack issuing what it should not (the message is the report)."""
+
 def run(
     path: str,
     kernel: str | None = None,
@@ -22,6 +26,7 @@ def run(
     requests: str | None = None,
     interval: float | None = None,
     progress: bool = False,
+    check: str | None = None,
 ) -> str:
     """Run the scenario TOML file at *path* and return its JSON summary.
 
@@ -39,6 +44,8 @@ def run(
         report then cover each interval.
     :param progress: show a progress line on standard error (a terminal
         only) during runs longer than a second.
+    :param check: ``"integrity"`` also runs the integrity oracle (the
+        conservation check always runs).
     :returns: JSON text of a dict with the keys ``scenario``, ``kernel``,
         ``profile``, ``behaviour`` (switch -> value), ``devices`` (name ->
         ``{"kind", "major", "minor", "bios_queued", "splits", "remaps",
@@ -53,6 +60,7 @@ def run(
     :raises OSError: an output file cannot be written (or the input read).
     :raises BrokenPipeError: the reader of standard output went away.
     :raises KeyboardInterrupt: Ctrl-C during the run.
+    :raises CheckError: a conservation or integrity check failed.
 
     The trace and requests files are written atomically: they do not exist
     after a failed run.

@@ -23,12 +23,14 @@ import textwrap
 from typing import Any, Dict, List, NoReturn, Optional, Sequence, TextIO
 
 from blkstack import ScenarioError, __version__, _core
+from blkstack._core import CheckError
 
 PROG = "blkstack"
 KNOWN_KERNELS = ("6.1", "6.12", "7.2")
 EXIT_OK = 0
 EXIT_INTERNAL = 1
 EXIT_USAGE = 2
+EXIT_CHECK = 3
 EXIT_SIGINT = 130
 EXIT_SIGPIPE = 141  # what a shell reports for a process killed by SIGPIPE
 
@@ -403,10 +405,10 @@ def _check_sets(sets: Sequence[str]) -> None:
 
 def _simulate(scenario: str, kernel: Optional[str], sets: Sequence[str],
               trace: Optional[str], requests: Optional[str],
-              interval: Optional[float] = None) -> Dict[str, Any]:
+              interval: Optional[float] = None, check: Optional[str] = None) -> Dict[str, Any]:
     # Rust may write the trace to file descriptor 1 itself: flush ours first.
     sys.stdout.flush()
-    text = _core.run(scenario, kernel, list(sets), trace, requests, interval, True)
+    text = _core.run(scenario, kernel, list(sets), trace, requests, interval, True, check)
     return json.loads(text)
 
 
@@ -433,7 +435,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     if args.interval is not None and args.interval <= 0:
         raise UsageError(f"--interval {args.interval}: must be a positive number of seconds")
-    summary = _simulate(args.scenario, args.kernel, sets, args.trace, args.requests, args.interval)
+    summary = _simulate(args.scenario, args.kernel, sets, args.trace, args.requests, args.interval, args.check)
 
     if args.json == "-":
         sys.stdout.write(json.dumps(summary, indent=2) + "\n")
@@ -623,6 +625,10 @@ def build_parser() -> ArgumentParser:
                    help="print btt's stage latencies (Q2G, G2I, I2D, D2C, Q2C...) and merge information")
     p.add_argument("--histograms", action="store_true",
                    help="print the seek-distance and request-size histograms of each disk")
+    p.add_argument("--check", choices=["integrity"], metavar="integrity",
+                   help="also run the integrity oracle: every copy of every written block is tracked, and a "
+                        "missed copy, a stale read or a discard outside its range fails the run (exit status 3); "
+                        "the conservation check always runs")
     p.add_argument("-q", "--quiet", action="store_true", help="do not print the human-readable summary")
     p.set_defaults(func=cmd_run)
 
@@ -709,6 +715,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     except ScenarioError as exc:
         _say(sys.stderr, f"{PROG}: error: {_one_line(str(exc)) or 'invalid scenario'}")
         return EXIT_USAGE
+    except CheckError as exc:
+        _say(sys.stderr, f"{PROG}: check failed: {exc}")
+        return EXIT_CHECK
     except OSError as exc:
         if _stdout_is_broken():
             # The engine wrote the trace to a closed pipe (`--trace - | head`)

@@ -14,6 +14,8 @@
 //! write zeroes are cloned once per `num_discard_bios` (1 for linear, one
 //! per stripe for striped) and each clone maps its own piece.
 //!
+//! The driver that does this with real bios is [`target::MappedDevice`].
+//!
 //! The striped target's queue-limit hints are `dm_stripe_io_hints` in
 //! [`crate::limits`].
 
@@ -21,6 +23,7 @@ use std::fmt;
 
 pub mod linear;
 pub mod stripe;
+pub mod target;
 
 use linear::LinearC;
 use stripe::StripeC;

@@ -1,6 +1,6 @@
-//! md personalities: the pure mapping arithmetic of drivers/md.
+//! md: the pure mapping arithmetic of drivers/md, and the driver built on it.
 //!
-//! Each submodule holds the geometry of one personality and the functions
+//! The arithmetic modules hold the geometry of one personality and the functions
 //! that turn an array sector (or a bio's range) into member sectors, named
 //! after the kernel function that does the same sum:
 //!
@@ -14,19 +14,28 @@
 //! * [`superblock`]: where mdadm puts the superblock and the data (the data
 //!   offset every member mapping adds), from mdadm's super0.c/super1.c.
 //!
-//! Nothing here submits bios or keeps time: the functions return what the
-//! kernel would compute, and the engine decides what to do with it. All
+//! The arithmetic submits no bios and keeps no time: the functions return
+//! what the kernel would compute, and the driver decides what to do. All
 //! sizes are in 512-byte sectors. Inputs that come from a scenario (member
 //! sizes, layouts, chunk sizes, sectors) are validated and never panic;
 //! a sector past the end of an array maps to `None`.
+//!
+//! [`personality`] is the driver itself: `md_submit_bio` and the bio paths
+//! of each personality (`raid0_io`, `raid1_io`, `raid10_io`, `raid5_io`),
+//! built on the arithmetic above.
 //!
 //! Queue limits of md devices (`raid0_limits`, `raid10_limits`,
 //! `raid5_limits`) live with the rest of the limits code in
 //! [`crate::limits`].
 
+pub mod personality;
 pub mod raid0;
+mod raid0_io;
+pub mod raid1_io;
 pub mod raid10;
+mod raid10_io;
 pub mod raid5;
+mod raid5_io;
 pub mod superblock;
 
 /// A range of an array's own sectors (a piece of a bio that md splits off

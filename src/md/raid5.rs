@@ -283,6 +283,17 @@ impl R5Conf {
         }
     }
 
+    /// `raid5_compute_blocknr`: the array sector of the unit that member
+    /// `disk` holds in the stripe_head at member sector `sh_sector` (data
+    /// offset excluded); `None` for the parity members (the kernel returns
+    /// 0 there). The inverse of [`R5Conf::raid5_compute_sector`] on a row.
+    pub fn raid5_compute_blocknr(&self, sh_sector: u64, disk: u32) -> Option<u64> {
+        let chunk = self.chunk_sectors as u64;
+        let (row, chunk_off) = (sh_sector / chunk, sh_sector % chunk);
+        let dd = self.data_disks() as u64;
+        (0..dd).map(|i| (row * dd + i) * chunk + chunk_off).find(|&s| self.raid5_compute_sector(s).dd_idx == disk)
+    }
+
     /// The split in `chunk_aligned_read`: a read crossing a chunk boundary
     /// is cut at it (the remainder is resubmitted to md). Returns the
     /// front's size, `None` if the read stays in one chunk.
@@ -537,6 +548,16 @@ mod tests {
         assert_eq!(setup_conf(5, 4, 96, 2, vec![0; 4]).unwrap_err(), Raid5Error::Chunk(96));
         assert_eq!(setup_conf(5, 4, 4, 2, vec![0; 4]).unwrap_err(), Raid5Error::Chunk(4));
         assert_eq!(setup_conf(5, 4, 128, 2, vec![0; 2]).unwrap_err(), Raid5Error::DataOffsets { raid_disks: 4, given: 2 });
+    }
+
+    #[test]
+    fn compute_blocknr_inverts_compute_sector() {
+        // 4 members LS, chunk 128. Row 1 (member sector 128..255): P on 2, D3 on 3, D4 on 0, D5 on 1.
+        // Member 0 at member sector 133 holds D4 + 5 = 4·128 + 5 = 517; member 2 is parity.
+        let c = conf(5, 4, 128, 2);
+        assert_eq!(c.raid5_compute_blocknr(133, 0), Some(517));
+        assert_eq!(c.raid5_compute_blocknr(133, 3), Some(3 * 128 + 5));
+        assert_eq!(c.raid5_compute_blocknr(133, 2), None);
     }
 
     #[test]

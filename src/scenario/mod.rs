@@ -8,6 +8,7 @@
 //! [`disks`] and [`workload`].
 
 pub mod disks;
+pub mod stack;
 pub mod tree;
 pub mod workload;
 
@@ -20,11 +21,12 @@ use crate::source::dio::UserBuffer;
 use crate::source::BioSpec;
 
 pub use disks::{DiskSpec, PartSpec};
+pub use stack::{StackBody, StackSpec};
 pub use tree::ScenarioError;
 use tree::{apply_set, Doc, Obj, Value};
 pub use workload::{BioEntry, DdSpec, Workload, WorkloadKind};
 
-const ROOT_KEYS: &[&str] = &["name", "description", "kernel", "seed", "behaviour", "disks", "workload"];
+const ROOT_KEYS: &[&str] = &["name", "description", "kernel", "seed", "behaviour", "disks", "md", "dm", "workload"];
 
 #[derive(Clone, Debug)]
 pub struct Scenario {
@@ -35,6 +37,8 @@ pub struct Scenario {
     pub beh: Behaviour,
     pub seed: u64,
     pub disks: Vec<DiskSpec>,
+    /// md arrays and dm devices, each after the devices it is built on.
+    pub stacked: Vec<StackSpec>,
     pub workload: Workload,
 }
 
@@ -53,9 +57,12 @@ pub fn load(file: &str, text: &str, kernel: Option<&str>, sets: &[String]) -> Re
     let profile = read_profile(&o, kernel)?;
     let beh = read_behaviour(&o, &profile)?;
     let disks = disks::read_disks(&o, &beh)?;
-    let workload = workload::read_workload(&o, &disks, seed)?;
+    let stacked = stack::read_stack(&o, &disks, &beh)?;
+    // Stacked devices are workload targets too.
+    let targets: Vec<DiskSpec> = disks.iter().cloned().chain(stacked.iter().map(StackSpec::as_target)).collect();
+    let workload = workload::read_workload(&o, &targets, seed)?;
     o.finish(ROOT_KEYS)?;
-    Ok(Scenario { file: file.to_string(), name, description, profile, beh, seed, disks, workload })
+    Ok(Scenario { file: file.to_string(), name, description, profile, beh, seed, disks, stacked, workload })
 }
 
 fn profile_names() -> String {
@@ -116,7 +123,16 @@ impl Scenario {
                 b.add_partition(id, &p.name, i as u32 + 1, p.start, p.nr_sectors);
             }
         }
+        for s in &self.stacked {
+            let driver = s.driver(b.topo());
+            b.add_bio_device(&s.name, s.kind, s.nr_sectors, s.queue.clone(), driver);
+        }
         let mut engine = b.build();
+        for s in &self.stacked {
+            let dev = engine.core.topo.by_name(&s.name).expect("built");
+            let layout = s.layout(&engine.core.topo);
+            engine.core.check.set_layout(dev, layout);
+        }
         let dev = |e: &Engine, name: &str| -> DevId { e.core.topo.by_name(name).expect("validated device") };
         match &self.workload.kind {
             WorkloadKind::None => {}

@@ -1,0 +1,207 @@
+//! Conservation: every sector a submitter sends to the top of the stack
+//! reaches the leaf disks exactly as often as the layout says, on the right
+//! disk at the right sector, and nothing else is issued.
+//!
+//! Per root bio (one a job submitted) the check keeps what reached the leaf
+//! disks (each bio object queued on a request-based disk, after the
+//! partition remap, counted once — split fronts and resubmitted remainders
+//! of it are the same sectors), coalesced per disk and op. When the root
+//! completes without error, that is compared with the root's reference
+//! runs ([`super::layout::Runs`]): copies of a write, discard or write zeroes exactly once
+//! (raid4/5/6: every touched 4 KiB unit and its parity at least once,
+//! pre-reads only inside the touched stripe_heads, discards at most once
+//! per whole stripe row). Reads and data writes are also checked piece by
+//! piece as they are queued: a bio carrying the submitter's pages carries
+//! specific top sectors (its position in those pages says which), and must
+//! sit where a copy of exactly those sectors lives. The read pieces of one
+//! root must tile its range exactly once.
+
+use crate::bio::Op;
+use crate::genhd::{DevId, Topology};
+
+use super::layout::{Bounds, Run};
+
+/// Leaf pieces of one root: per (disk, op), ranges in arrival order, each
+/// extended when the next piece continues it.
+#[derive(Debug, Default)]
+pub struct Issued {
+    keys: Vec<Pieces>,
+}
+
+/// One disk's ranges of one op.
+type Pieces = (DevId, Op, Vec<(u64, u64)>);
+
+impl Issued {
+    pub fn push(&mut self, leaf: DevId, op: Op, start: u64, end: u64) {
+        let i = match self.keys.iter().position(|k| k.0 == leaf && k.1 == op) {
+            Some(i) => i,
+            None => {
+                self.keys.push((leaf, op, Vec::new()));
+                self.keys.len() - 1
+            }
+        };
+        let ranges = &mut self.keys[i].2;
+        match ranges.last_mut() {
+            Some(last) if last.1 == start => last.1 = end,
+            _ => ranges.push((start, end)),
+        }
+    }
+
+    pub fn keys(&self) -> impl Iterator<Item = (DevId, Op, &[(u64, u64)])> {
+        self.keys.iter().map(|(d, o, r)| (*d, *o, r.as_slice()))
+    }
+}
+
+/// A leaf range hit a number of times the layout does not allow.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Miscount {
+    pub leaf: DevId,
+    pub op: Op,
+    pub start: u64,
+    pub end: u64,
+    pub count: u32,
+    /// Allowed counts: at least `min`, at most `max` (`None`: no bound).
+    pub min: u32,
+    pub max: Option<u32>,
+}
+
+/// Compare one root's leaf pieces with its reference runs; `op` is the
+/// root's op (its reads, if any, are pre-reads checked against the runs
+/// marked `read`).
+pub fn compare(issued: &Issued, expected: &[Run], op: Op, out: &mut Vec<Miscount>) {
+    let mut leaves: Vec<DevId> = expected.iter().map(|r| r.leaf).chain(issued.keys().map(|k| k.0)).collect();
+    leaves.sort_unstable();
+    leaves.dedup();
+    for leaf in leaves {
+        for (kind, read) in [(op, false), (Op::Read, true)] {
+            if read && op == Op::Read {
+                continue;
+            }
+            let got: Vec<(u64, u64)> = issued.keys().filter(|k| k.0 == leaf && k.1 == kind).flat_map(|k| k.2.iter().copied()).collect();
+            let want: Vec<(u64, u64, Bounds)> = expected.iter().filter(|r| r.leaf == leaf && r.read == read).map(|r| (r.phys, r.phys + r.len, r.bounds)).collect();
+            sweep(leaf, kind, &got, &want, out);
+        }
+    }
+}
+
+/// One pass over the boundaries of both lists: each elementary piece's
+/// issue count against the bounds of the runs covering it (overlapping
+/// runs add up; no run means "never").
+fn sweep(leaf: DevId, op: Op, got: &[(u64, u64)], want: &[(u64, u64, Bounds)], out: &mut Vec<Miscount>) {
+    // (position, issued delta, min delta, max delta, unbounded delta)
+    let mut ev: Vec<(u64, i32, i32, i32, i32)> = Vec::with_capacity(2 * (got.len() + want.len()));
+    for &(s, e) in got {
+        ev.push((s, 1, 0, 0, 0));
+        ev.push((e, -1, 0, 0, 0));
+    }
+    for &(s, e, b) in want {
+        let inf = (b.max == 0) as i32;
+        ev.push((s, 0, b.min as i32, b.max as i32, inf));
+        ev.push((e, 0, -(b.min as i32), -(b.max as i32), -inf));
+    }
+    ev.sort_unstable_by_key(|e| e.0);
+    let (mut c, mut min, mut max, mut inf, mut at) = (0i32, 0i32, 0i32, 0i32, 0u64);
+    for (x, dc, dmin, dmax, dinf) in ev {
+        if x > at && (c != 0 || min != 0) {
+            let bad = c < min || (inf == 0 && c > max);
+            if bad {
+                let max = (inf == 0).then_some(max as u32);
+                push_miscount(out, Miscount { leaf, op, start: at, end: x, count: c as u32, min: min as u32, max });
+            }
+        }
+        (c, min, max, inf, at) = (c + dc, min + dmin, max + dmax, inf + dinf, x);
+    }
+}
+
+/// Append, joining a piece that continues the previous one with the same counts.
+fn push_miscount(out: &mut Vec<Miscount>, m: Miscount) {
+    if let Some(p) = out.last_mut() {
+        if p.leaf == m.leaf && p.op == m.op && p.end == m.start && p.count == m.count && p.min == m.min && p.max == m.max {
+            p.end = m.end;
+            return;
+        }
+    }
+    out.push(m);
+}
+
+/// Do the read pieces (top sector, length) tile [start, end) exactly once?
+/// Returns the first gap or overlap as (sector, what).
+pub fn reads_tile(pieces: &mut [(u64, u64)], start: u64, end: u64) -> Option<(u64, &'static str)> {
+    pieces.sort_unstable();
+    let mut at = start;
+    for &(s, n) in pieces.iter() {
+        if s > at {
+            return Some((at, "never read"));
+        }
+        if s < at {
+            return Some((s, "read twice"));
+        }
+        at = s + n;
+    }
+    (at < end).then_some((at, "never read"))
+}
+
+/// What the layout allows, in words.
+fn expected_text(min: u32, max: Option<u32>) -> String {
+    match (min, max) {
+        (0, Some(0)) => "expected none (no copy of the range lives there)".into(),
+        (n, Some(m)) if n == m => format!("expected {n}"),
+        (0, Some(m)) => format!("expected at most {m}"),
+        (n, None) => format!("expected at least {n}"),
+        (n, Some(m)) => format!("expected {n} to {m}"),
+    }
+}
+
+/// One line for a miscount, e.g. "sdc sectors [6144, 6248): written 0
+/// time(s), expected 1".
+pub fn describe(topo: &Topology, m: &Miscount) -> String {
+    let verb = match m.op {
+        Op::Read => "read",
+        Op::Discard => "discarded",
+        Op::WriteZeroes => "zeroed",
+        Op::SecureErase => "erased",
+        _ => "written",
+    };
+    format!("{} sectors [{}, {}): {verb} {} time(s), {}", topo.dev(m.leaf).name, m.start, m.end, m.count, expected_text(m.min, m.max))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(leaf: DevId, phys: u64, len: u64, bounds: Bounds) -> Run {
+        Run { leaf, phys, len, logical: 0, read: false, bounds }
+    }
+
+    #[test]
+    fn exact_copies_written_once_pass() {
+        // Two copies of 8 sectors on leaves 1 and 2, each written once (in two pieces on leaf 1).
+        let mut is = Issued::default();
+        is.push(1, Op::Write, 100, 104);
+        is.push(1, Op::Write, 104, 108);
+        is.push(2, Op::Write, 200, 208);
+        let mut out = Vec::new();
+        compare(&is, &[run(1, 100, 8, Bounds::EXACT), run(2, 200, 8, Bounds::EXACT)], Op::Write, &mut out);
+        assert_eq!(out, vec![]);
+    }
+
+    #[test]
+    fn missed_copy_double_write_and_stray_write_are_reported() {
+        // Leaf 1 [100,108) twice, leaf 2 never, leaf 3 [0,8) not a copy.
+        let mut is = Issued::default();
+        is.push(1, Op::Write, 100, 108);
+        is.push(1, Op::Write, 100, 108);
+        is.push(3, Op::Write, 0, 8);
+        let mut out = Vec::new();
+        compare(&is, &[run(1, 100, 8, Bounds::EXACT), run(2, 200, 8, Bounds::EXACT)], Op::Write, &mut out);
+        let got: Vec<(DevId, u64, u64, u32, u32, Option<u32>)> = out.iter().map(|m| (m.leaf, m.start, m.end, m.count, m.min, m.max)).collect();
+        assert_eq!(got, vec![(1, 100, 108, 2, 1, Some(1)), (2, 200, 208, 0, 1, Some(1)), (3, 0, 8, 1, 0, Some(0))]);
+    }
+
+    #[test]
+    fn reads_must_tile() {
+        assert_eq!(reads_tile(&mut [(8, 8), (0, 8)], 0, 16), None);
+        assert_eq!(reads_tile(&mut [(0, 8), (4, 12)], 0, 16), Some((4, "read twice")));
+        assert_eq!(reads_tile(&mut [(0, 8)], 0, 16), Some((8, "never read")));
+    }
+}

@@ -1,0 +1,297 @@
+//! Reference layouts: where a range of a device's sectors must end up on
+//! the request-based disks below, worked out from the pure mapping
+//! arithmetic ([`crate::md`], [`crate::dm`]) sector range by sector range,
+//! independently of the drivers' bio handling (splits, remainders, clones,
+//! chaining, discard decomposition). The checks compare what the drivers
+//! issued against these.
+//!
+//! A device's layout is composed through the stack: a partition adds its
+//! start, an md array or dm device maps to its members, which map further
+//! down, so a range of the top device becomes [`Run`]s on leaf disks, each
+//! with the top-device sector it holds and how often it must be hit.
+
+use crate::bio::Op;
+use crate::dm::DmTarget;
+use crate::genhd::{DevId, Driver, Topology};
+use crate::md::personality::{MdMember, Personality};
+use crate::md::raid5::{R5Conf, STRIPE_SECTORS};
+
+/// How a device maps its sectors onto the devices below.
+#[derive(Clone, Debug)]
+pub enum Layout {
+    /// A request-based whole disk: the end of the stack.
+    Disk,
+    /// A partition: its disk, from `start`.
+    Partition { whole: DevId, start: u64 },
+    /// An md array: personality and members.
+    Md { pers: Personality, members: Vec<MdMember> },
+    /// A dm device: its table and each target's devices.
+    Dm { targets: Vec<DmTarget>, devs: Vec<Vec<DevId>> },
+    /// A bio-based device the checks know nothing about (a test driver):
+    /// bios submitted to it are not checked.
+    Unknown,
+}
+
+/// How many times a leaf range may be hit: `min..=max` (`max` 0 = no bound).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Bounds {
+    pub min: u32,
+    pub max: u32,
+}
+
+impl Bounds {
+    /// Every copy of every sector: exactly once.
+    pub const EXACT: Bounds = Bounds { min: 1, max: 1 };
+    /// raid4/5/6 write units (md may split inside a stripe unit, and the
+    /// unit is written for each part): at least once.
+    pub const AT_LEAST_ONCE: Bounds = Bounds { min: 1, max: 0 };
+    /// raid4/5/6 discards of whole stripe rows (md's own discard split may
+    /// leave a row partial): at most once.
+    pub const AT_MOST_ONCE: Bounds = Bounds { min: 0, max: 1 };
+    /// Pre-reads of raid4/5/6 writes: any number.
+    pub const ANY: Bounds = Bounds { min: 0, max: 0 };
+
+    /// The looser of two bounds (a raid5 below a mirror, ...).
+    fn loosest(self, o: Bounds) -> Bounds {
+        let max = if self.max == 0 || o.max == 0 { 0 } else { self.max.max(o.max) };
+        Bounds { min: self.min.min(o.min), max }
+    }
+
+    pub fn allows(self, n: u32) -> bool {
+        n >= self.min && (self.max == 0 || n <= self.max)
+    }
+}
+
+/// A piece of a leaf disk a range maps to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Run {
+    pub leaf: DevId,
+    /// Whole-disk sector.
+    pub phys: u64,
+    pub len: u64,
+    /// Top-device sector the run's first sector holds (data runs only).
+    pub logical: u64,
+    /// A read the op may do (raid4/5/6 pre-reads) rather than the op itself.
+    pub read: bool,
+    pub bounds: Bounds,
+}
+
+/// The runs of one mapping, each extended in place when the next piece
+/// continues it on the same leaf (and, for `logical` mappings, with the
+/// next top sectors), so sequential layouts stay a handful of runs.
+pub struct Runs {
+    pub runs: Vec<Run>,
+    logical: bool,
+    /// Index of the last run per leaf (a few leaves: a linear scan).
+    last: Vec<(DevId, usize)>,
+}
+
+impl Runs {
+    pub fn new(logical: bool) -> Runs {
+        Runs { runs: Vec::new(), logical, last: Vec::new() }
+    }
+
+    fn push(&mut self, r: Run) {
+        let slot = self.last.iter().position(|&(l, _)| l == r.leaf);
+        if let Some(i) = slot.map(|s| self.last[s].1) {
+            let p = &mut self.runs[i];
+            let joins = p.phys + p.len == r.phys && p.read == r.read && p.bounds == r.bounds && (!self.logical || p.logical + p.len == r.logical);
+            if joins {
+                p.len += r.len;
+                return;
+            }
+        }
+        self.runs.push(r);
+        let i = self.runs.len() - 1;
+        match slot {
+            Some(s) => self.last[s].1 = i,
+            None => self.last.push((r.leaf, i)),
+        }
+    }
+}
+
+/// Maps ranges through the layouts of a topology for one op.
+pub struct Mapper<'a> {
+    pub layouts: &'a [Layout],
+    pub topo: &'a Topology,
+    pub op: Op,
+}
+
+impl Mapper<'_> {
+    /// Where [start, start+len) of `dev` (top sector `logical`) must go.
+    #[allow(clippy::too_many_arguments)]
+    pub fn map(&self, dev: DevId, start: u64, len: u64, logical: u64, bounds: Bounds, read: bool, out: &mut Runs) {
+        if len == 0 {
+            return;
+        }
+        match &self.layouts[dev as usize] {
+            Layout::Disk => self.leaf(dev, start, len, logical, bounds, read, out),
+            Layout::Partition { whole, start: s } => self.map(*whole, start + s, len, logical, bounds, read, out),
+            Layout::Md { pers, members } => self.map_md(pers, members, start, len, logical, bounds, read, out),
+            Layout::Dm { targets, devs } => self.map_dm(targets, devs, start, len, logical, bounds, read, out),
+            Layout::Unknown => {}
+        }
+    }
+
+    /// A leaf run; a discard-like op drops runs on disks without it (md
+    /// and dm send them nothing).
+    #[allow(clippy::too_many_arguments)]
+    fn leaf(&self, dev: DevId, start: u64, len: u64, logical: u64, bounds: Bounds, read: bool, out: &mut Runs) {
+        let lim = self.topo.limits(dev);
+        let supported = match self.op {
+            Op::Discard => lim.max_discard_sectors != 0,
+            Op::SecureErase => lim.max_secure_erase_sectors != 0,
+            _ => true,
+        };
+        if supported || read {
+            out.push(Run { leaf: dev, phys: start, len, logical, read, bounds });
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn map_md(&self, pers: &Personality, members: &[MdMember], start: u64, len: u64, logical: u64, bounds: Bounds, read: bool, out: &mut Runs) {
+        let end = start + len;
+        match pers {
+            Personality::Raid1 { .. } => {
+                // A read may come from any mirror: each is a possible source.
+                for m in members {
+                    self.map(m.dev, start + m.data_offset, len, logical, bounds, read, out);
+                }
+            }
+            Personality::Raid0(conf) => {
+                let chunk = conf.chunk_sectors as u64;
+                for (s, n) in pieces(start, end, chunk) {
+                    let Some(m) = conf.map_sector(s) else { return };
+                    self.map(members[m.disk as usize].dev, m.sector, n, logical + (s - start), bounds, read, out);
+                }
+            }
+            Personality::Raid10(conf) => {
+                let mut copies = Vec::new();
+                for (s, n) in pieces(start, end, conf.geo.chunk_sectors as u64) {
+                    copies.clear();
+                    conf.geo.raid10_find_phys(s, &mut copies);
+                    for c in &copies {
+                        let at = c.addr + conf.data_offset[c.devnum as usize];
+                        self.map(members[c.devnum as usize].dev, at, n, logical + (s - start), bounds, read, out);
+                    }
+                }
+            }
+            Personality::Raid456 { conf, .. } => self.map_raid5(conf, members, start, len, logical, bounds, read, out),
+        }
+    }
+
+    /// raid4/5/6: a read (or the data view) goes to the data member; a
+    /// write touches whole 4 KiB units — data and parity at least once,
+    /// pre-reads anywhere in the stripe_head; a discard whole stripe rows
+    /// at most once.
+    #[allow(clippy::too_many_arguments)]
+    fn map_raid5(&self, conf: &R5Conf, members: &[MdMember], start: u64, len: u64, logical: u64, bounds: Bounds, read: bool, out: &mut Runs) {
+        let end = start + len;
+        let chunk = conf.chunk_sectors as u64;
+        match self.op {
+            Op::Read => {
+                for (s, n) in pieces(start, end, chunk) {
+                    let m = conf.raid5_compute_sector(s);
+                    let d = members[m.dd_idx as usize];
+                    self.map(d.dev, m.sector + d.data_offset, n, logical + (s - start), bounds, read, out);
+                }
+            }
+            Op::Discard | Op::SecureErase => {
+                let stripe = chunk * conf.data_disks() as u64;
+                let b = bounds.loosest(Bounds::AT_MOST_ONCE);
+                for row in start.div_ceil(stripe)..end / stripe {
+                    for d in members {
+                        self.map(d.dev, row * chunk + d.data_offset, chunk, 0, b, read, out);
+                    }
+                }
+            }
+            _ => self.map_raid5_write(conf, members, start, end, bounds, read, out),
+        }
+    }
+
+    /// A write: each touched 4 KiB unit on its data member; each touched
+    /// stripe_head's parity once; pre-reads anywhere in those stripe_heads.
+    #[allow(clippy::too_many_arguments)]
+    fn map_raid5_write(&self, conf: &R5Conf, members: &[MdMember], start: u64, end: u64, bounds: Bounds, read: bool, out: &mut Runs) {
+        let b = bounds.loosest(Bounds::AT_LEAST_ONCE);
+        let mut heads = Vec::new();
+        let mut u = start - start % STRIPE_SECTORS;
+        while u < end {
+            let m = conf.raid5_compute_sector(u);
+            let d = members[m.dd_idx as usize];
+            self.map(d.dev, m.sector + d.data_offset, STRIPE_SECTORS, 0, b, read, out);
+            heads.push((m.sector, m.pd_idx, m.qd_idx));
+            u += STRIPE_SECTORS;
+        }
+        heads.sort_unstable();
+        heads.dedup();
+        for (sh, pd, qd) in heads {
+            for disk in std::iter::once(pd).chain(qd) {
+                let p = members[disk as usize];
+                self.map(p.dev, sh + p.data_offset, STRIPE_SECTORS, 0, b, read, out);
+            }
+            for d in members {
+                self.map(d.dev, sh + d.data_offset, STRIPE_SECTORS, 0, Bounds::ANY, true, out);
+            }
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn map_dm(&self, targets: &[DmTarget], devs: &[Vec<DevId>], start: u64, len: u64, logical: u64, bounds: Bounds, read: bool, out: &mut Runs) {
+        let end = start + len;
+        let mut s = start;
+        while s < end {
+            let Some(t) = targets.iter().position(|t| s >= t.begin && s - t.begin < t.len) else { return };
+            let ti = &targets[t];
+            // max_io_len with no queue cap: to the target end or next chunk.
+            let n = ti.max_io_len(s, u32::MAX).expect("inside").min(end - s);
+            let m = ti.map_sector(s).expect("inside");
+            self.map(devs[t][m.dev as usize], m.sector, n, logical + (s - start), bounds, read, out);
+            s += n;
+        }
+    }
+}
+
+/// [start, end) cut at multiples of `chunk`: (sector, length) pieces.
+fn pieces(start: u64, end: u64, chunk: u64) -> impl Iterator<Item = (u64, u64)> {
+    let mut s = start;
+    std::iter::from_fn(move || {
+        if s >= end {
+            return None;
+        }
+        let n = (chunk - s % chunk).min(end - s);
+        let p = (s, n);
+        s += n;
+        Some(p)
+    })
+}
+
+/// The layout a device has by itself (disks and partitions), from the
+/// topology: stacked devices get theirs from the scenario.
+pub fn default_layout(topo: &Topology, dev: DevId) -> Layout {
+    let d = topo.dev(dev);
+    match d.driver {
+        _ if d.whole != dev => Layout::Partition { whole: d.whole, start: d.start_sect },
+        Driver::Mq(_) => Layout::Disk,
+        Driver::BioBased(_) => Layout::Unknown,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pieces_cut_at_chunk_boundaries() {
+        // [1000, 2100) with chunk 1024: 24 to 1024, a whole chunk, then 52.
+        assert_eq!(pieces(1000, 2100, 1024).collect::<Vec<_>>(), vec![(1000, 24), (1024, 1024), (2048, 52)]);
+    }
+
+    #[test]
+    fn bounds_combine_to_the_loosest() {
+        assert_eq!(Bounds::EXACT.loosest(Bounds::AT_LEAST_ONCE), Bounds::AT_LEAST_ONCE);
+        assert_eq!(Bounds::AT_MOST_ONCE.loosest(Bounds::AT_LEAST_ONCE), Bounds::ANY);
+        assert!(Bounds::EXACT.allows(1) && !Bounds::EXACT.allows(2) && !Bounds::EXACT.allows(0));
+        assert!(Bounds::AT_LEAST_ONCE.allows(3) && Bounds::AT_MOST_ONCE.allows(0));
+    }
+}

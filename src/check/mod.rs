@@ -1,0 +1,319 @@
+//! Run-time checks of what the stack does with every submitted bio.
+//!
+//! * [`conservation`] (always on, cheap): each root bio's sectors reach the
+//!   leaf disks as often as the layout says, at the right place, and
+//!   nothing else is issued.
+//! * [`oracle`] (`--check integrity`): versions of data per member
+//!   location; missed copies, stale reads and over-reaching discards.
+//!
+//! Both compare the drivers against reference [`layout`]s built from the
+//! pure mapping arithmetic. [`Checker`] is the part the block core calls:
+//! when a submitter's bio enters the stack ([`Checker::root_submitted`]),
+//! when a bio object is first queued on a request-based disk
+//! ([`Checker::leaf_queued`]; its root is found through the completion
+//! chain) and when the root completes ([`Checker::root_done`]). Roots on
+//! devices the checks know nothing about, and roots during which any bio
+//! failed, are not checked.
+
+pub mod conservation;
+pub mod intervals;
+pub mod layout;
+pub mod oracle;
+
+use std::rc::Rc;
+
+use crate::bio::{Bio, BioId, Bvec, BvecIter, Op, SECTOR_SHIFT};
+use crate::genhd::{DevId, Topology};
+
+use conservation::{Issued, Miscount};
+use layout::{default_layout, Bounds, Layout, Mapper, Run, Runs};
+use oracle::Oracle;
+
+/// Violations kept word for word (the count goes on).
+const MAX_REPORTED: usize = 20;
+
+/// What the checks know of one root bio while it is in flight.
+struct RootState {
+    /// The root's number (1 for a run's first bio), for reports.
+    seq: u64,
+    dev: DevId,
+    op: Op,
+    start: u64,
+    sectors: u64,
+    /// The submitter's pages, and where the root starts in them (bytes).
+    bvecs: Rc<[Bvec]>,
+    base: u64,
+    errors_at_start: u64,
+    issued: Issued,
+    /// Read roots: (top sector, sectors) of each piece.
+    reads: Vec<(u64, u64)>,
+    /// Oracle: the version of a write-like root.
+    version: u32,
+    /// Oracle: where the root's data lives (computed on first need).
+    copies: Option<Vec<Run>>,
+    /// Oracle: the root's reference runs (discards).
+    expected: Option<Vec<Run>>,
+}
+
+/// The checks' state for a run; lives in the block core.
+#[derive(Default)]
+pub struct Checker {
+    /// Layouts given by the scenario (stacked devices).
+    given: Vec<(DevId, Layout)>,
+    /// Every device's layout, resolved on first use.
+    layouts: Vec<Layout>,
+    roots: Vec<Option<RootState>>,
+    next_seq: u64,
+    oracle: Option<Oracle>,
+    /// Roots compared at completion, and roots left unchecked.
+    pub roots_checked: u64,
+    pub roots_unchecked: u64,
+    pub violations: Vec<String>,
+    pub violation_count: u64,
+}
+
+/// Byte offset of `iter` in a bvec table.
+fn data_offset(bvecs: &[Bvec], iter: &BvecIter) -> u64 {
+    bvecs[..(iter.idx as usize).min(bvecs.len())].iter().map(|b| b.len as u64).sum::<u64>() + iter.bvec_done as u64
+}
+
+/// Is `op` one that changes what the disks hold?
+fn writes_data(op: Op) -> bool {
+    matches!(op, Op::Write | Op::WriteZeroes | Op::Discard | Op::SecureErase | Op::ZoneAppend)
+}
+
+impl Checker {
+    pub fn new() -> Checker {
+        Checker::default()
+    }
+
+    /// The reference layout of a stacked device (set before the run).
+    pub fn set_layout(&mut self, dev: DevId, layout: Layout) {
+        self.given.push((dev, layout));
+        self.layouts.clear();
+    }
+
+    /// Turn the integrity oracle on.
+    pub fn enable_oracle(&mut self) {
+        self.oracle = Some(Oracle::new());
+    }
+
+    pub fn oracle_enabled(&self) -> bool {
+        self.oracle.is_some()
+    }
+
+    fn resolve(&mut self, topo: &Topology) {
+        if self.layouts.len() == topo.devs.len() {
+            return;
+        }
+        self.layouts = (0..topo.devs.len() as DevId).map(|d| default_layout(topo, d)).collect();
+        for (d, l) in &self.given {
+            if let Some(slot) = self.layouts.get_mut(*d as usize) {
+                *slot = l.clone();
+            }
+        }
+    }
+
+    fn violation(&mut self, msg: String) {
+        self.violation_count += 1;
+        if self.violations.len() < MAX_REPORTED {
+            self.violations.push(msg);
+        }
+    }
+
+    /// The report a failed run prints, if anything failed.
+    pub fn failure_report(&self) -> Option<String> {
+        if self.violation_count == 0 {
+            return None;
+        }
+        let mut s = format!("{} check violation(s)", self.violation_count);
+        for v in &self.violations {
+            s.push_str("\n  ");
+            s.push_str(v);
+        }
+        if self.violation_count as usize > self.violations.len() {
+            s.push_str(&format!("\n  ... and {} more", self.violation_count as usize - self.violations.len()));
+        }
+        Some(s)
+    }
+
+    fn mapper<'a>(&'a self, topo: &'a Topology, op: Op) -> Mapper<'a> {
+        Mapper { layouts: &self.layouts, topo, op }
+    }
+
+    // ---- hooks ---------------------------------------------------------
+
+    /// A submitter's bio enters the stack (before `submit_bio_noacct`).
+    pub fn root_submitted(&mut self, topo: &Topology, bio: &Bio, id: BioId, errors: u64) {
+        self.resolve(topo);
+        self.next_seq += 1;
+        if matches!(self.layouts[bio.dev as usize], Layout::Unknown) {
+            return;
+        }
+        let (start, sectors) = (bio.iter.sector, bio.sectors() as u64);
+        let version = match &mut self.oracle {
+            Some(o) if writes_data(bio.op) && sectors > 0 => o.begin(bio.dev, bio.op, start, start + sectors, self.next_seq),
+            _ => 0,
+        };
+        let st = RootState {
+            seq: self.next_seq,
+            dev: bio.dev,
+            op: bio.op,
+            start,
+            sectors,
+            bvecs: Rc::clone(&bio.bvecs),
+            base: data_offset(&bio.bvecs, &bio.iter),
+            errors_at_start: errors,
+            issued: Issued::default(),
+            reads: Vec::new(),
+            version,
+            copies: None,
+            expected: None,
+        };
+        let i = id as usize;
+        if self.roots.len() <= i {
+            self.roots.resize_with(i + 1, || None);
+        }
+        self.roots[i] = Some(st);
+    }
+
+    /// A bio object is queued on a request-based disk for the first time
+    /// (after the partition remap). `root` is the end of its chain.
+    pub fn leaf_queued(&mut self, topo: &Topology, bio: &Bio, root: BioId) {
+        let n = bio.sectors() as u64;
+        let Some(Some(st)) = self.roots.get_mut(root as usize) else { return };
+        if n == 0 {
+            return;
+        }
+        let (leaf, phys) = (bio.dev, bio.iter.sector);
+        st.issued.push(leaf, bio.op, phys, phys + n);
+        let allowed = bio.op == st.op || (bio.op == Op::Read && st.op == Op::Write);
+        let attributed = bio.op.has_data() && Rc::ptr_eq(&bio.bvecs, &st.bvecs);
+        let logical = attributed.then(|| st.start + ((data_offset(&bio.bvecs, &bio.iter) - st.base) >> SECTOR_SHIFT));
+        let (seq, dev, op) = (st.seq, st.dev, st.op);
+        if !allowed {
+            let name = &topo.dev(leaf).name;
+            self.violation(format!("{} #{seq} of {}: a {} reached {name} sectors [{phys}, {})", op.name(), topo.dev(dev).name, bio.op.name(), phys + n));
+            return;
+        }
+        if let Some(l) = logical {
+            self.check_placement(topo, root, leaf, phys, n, l);
+        } else if bio.op == Op::Read && op == Op::Read {
+            self.violation(format!("read #{seq} of {}: {} sectors [{phys}, {}) were read into pages that are not the submitter's", topo.dev(dev).name, topo.dev(leaf).name, phys + n));
+        }
+        if self.oracle.is_some() {
+            self.oracle_piece(topo, root, bio.op, leaf, phys, n, logical);
+        }
+    }
+
+    /// A piece carrying top sectors [l, l+n) must sit where a copy of
+    /// exactly those sectors lives; a read piece is also noted for tiling.
+    fn check_placement(&mut self, topo: &Topology, root: BioId, leaf: DevId, phys: u64, n: u64, l: u64) {
+        let st = self.roots[root as usize].as_ref().expect("root");
+        let (dev, seq, op) = (st.dev, st.seq, st.op);
+        let mut runs = Runs::new(true);
+        self.mapper(topo, Op::Read).map(dev, l, n, l, Bounds::EXACT, false, &mut runs);
+        let ok = runs.runs.iter().any(|r| r.leaf == leaf && r.phys <= phys && phys + n <= r.phys + r.len && r.logical + (phys - r.phys) == l);
+        if op == Op::Read {
+            self.roots[root as usize].as_mut().expect("root").reads.push((l, n));
+        }
+        if !ok {
+            let homes: Vec<String> = runs.runs.iter().take(4).map(|r| format!("{} [{}, {})", topo.dev(r.leaf).name, r.phys, r.phys + r.len)).collect();
+            self.violation(format!(
+                "{} #{seq} of {}: {} sectors [{phys}, {}) got its sectors [{l}, {}), which live at {}",
+                op.name(),
+                topo.dev(dev).name,
+                topo.dev(leaf).name,
+                phys + n,
+                l + n,
+                homes.join(", ")
+            ));
+        }
+    }
+
+    /// A submitter's bio completed with `status`; `errors` is the block
+    /// core's count of failed bios so far.
+    pub fn root_done(&mut self, topo: &Topology, root: BioId, status: i32, errors: u64) {
+        let Some(mut st) = self.roots.get_mut(root as usize).and_then(Option::take) else { return };
+        if status != 0 || errors != st.errors_at_start {
+            self.roots_unchecked += 1;
+            return;
+        }
+        self.roots_checked += 1;
+        if st.op == Op::Read {
+            self.check_read_tiling(topo, &mut st);
+        } else if st.sectors > 0 {
+            self.check_counts(topo, &mut st);
+        }
+        if self.oracle.is_some() && writes_data(st.op) && st.sectors > 0 {
+            let version = st.version;
+            let copies = self.copies(topo, &mut st);
+            let mut out = Vec::new();
+            self.oracle.as_mut().expect("on").complete(topo, version, copies, &mut out);
+            out.into_iter().for_each(|m| self.violation(m));
+        }
+    }
+
+    fn check_read_tiling(&mut self, topo: &Topology, st: &mut RootState) {
+        if let Some((at, what)) = conservation::reads_tile(&mut st.reads, st.start, st.start + st.sectors) {
+            self.violation(format!("read #{} of {} [{}, {}): sector {at} {what}", st.seq, topo.dev(st.dev).name, st.start, st.start + st.sectors));
+        }
+    }
+
+    fn check_counts(&mut self, topo: &Topology, st: &mut RootState) {
+        self.expected(topo, st);
+        let mut bad: Vec<Miscount> = Vec::new();
+        conservation::compare(&st.issued, st.expected.as_deref().expect("computed"), st.op, &mut bad);
+        for m in bad.iter().take(4) {
+            let msg = format!("{} #{} of {} [{}, {}): {}", st.op.name(), st.seq, topo.dev(st.dev).name, st.start, st.start + st.sectors, conservation::describe(topo, m));
+            self.violation(msg);
+        }
+        self.violation_count += bad.len().saturating_sub(4) as u64;
+    }
+
+    /// The root's reference runs for its own op.
+    fn expected<'s>(&self, topo: &Topology, st: &'s mut RootState) -> &'s [Run] {
+        if st.expected.is_none() {
+            let mut runs = Runs::new(false);
+            self.mapper(topo, st.op).map(st.dev, st.start, st.sectors, st.start, Bounds::EXACT, false, &mut runs);
+            st.expected = Some(runs.runs);
+        }
+        st.expected.as_deref().expect("set")
+    }
+
+    /// Where the root's sectors live, with the top sector of each run.
+    fn copies<'s>(&self, topo: &Topology, st: &'s mut RootState) -> &'s [Run] {
+        if st.copies.is_none() {
+            let mut runs = Runs::new(true);
+            self.mapper(topo, Op::Read).map(st.dev, st.start, st.sectors, st.start, Bounds::EXACT, false, &mut runs);
+            st.copies = Some(runs.runs);
+        }
+        st.copies.as_deref().expect("set")
+    }
+
+    /// Feed one leaf piece to the oracle.
+    #[allow(clippy::too_many_arguments)]
+    fn oracle_piece(&mut self, topo: &Topology, root: BioId, op: Op, leaf: DevId, phys: u64, n: u64, logical: Option<u64>) {
+        let mut st = self.roots[root as usize].take().expect("root");
+        let mut out = Vec::new();
+        match op {
+            Op::Read => {
+                if let (Some(l), Op::Read) = (logical, st.op) {
+                    self.oracle.as_ref().expect("on").read_piece(topo, st.dev, st.seq, leaf, phys, n, l, &mut out);
+                }
+            }
+            Op::Write | Op::ZoneAppend => {
+                let version = st.version;
+                let copies = self.copies(topo, &mut st);
+                self.oracle.as_mut().expect("on").write_piece(leaf, phys, n, version, copies);
+            }
+            _ => {
+                let version = st.version;
+                let allowed = self.expected(topo, &mut st);
+                self.oracle.as_mut().expect("on").erase_piece(topo, leaf, phys, n, version, allowed, &mut out);
+            }
+        }
+        self.roots[root as usize] = Some(st);
+        out.into_iter().for_each(|m| self.violation(m));
+    }
+}

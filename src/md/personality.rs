@@ -1,0 +1,314 @@
+//! The md driver as the block layer sees it (drivers/md/md.c): the
+//! `->submit_bio` of an array, `md_submit_bio` → `md_handle_request` →
+//! `pers->make_request`, and the helpers every personality shares —
+//! `md_flush_request`, `md_account_bio`, `md_submit_discard_bio`, the
+//! open-coded split and the remap of a clone onto a member.
+//!
+//! The personalities live beside it, one file each: `raid0_io`,
+//! [`super::raid1_io`], `raid10_io` and `raid5_io` (raid4/5/6). They take
+//! their arithmetic from the pure modules ([`super::raid0`],
+//! [`super::raid10`], [`super::raid5`]) and only add what the kernel does
+//! with bios: splitting, cloning, chaining, tracing and submitting.
+//!
+//! What is simplified (and why it does not change which member sectors a
+//! clean, non-degraded array without a write-intent bitmap reads and
+//! writes): no barriers, bad blocks, reshape, replacement devices or failed
+//! members; member writes are submitted at once (`raid1_add_bio_to_plug`
+//! does so without a bitmap); `nr_pending` is the member's in-flight I/O and
+//! `head_position` moves when everything sent to the member has completed.
+//! Two simplifications change timing and request shapes, not sectors:
+//! raid456 stripe work runs inside the submitting call instead of raid5d
+//! (whose plug merges a stripe row's 4 KiB writes into chunk-sized requests
+//! on a real machine), and a stripe_head's writes go out right after its
+//! pre-reads instead of when they complete; `md_flush_request` submits the
+//! data right after the member flushes instead of when they complete.
+
+use std::rc::Rc;
+
+use crate::bio::{req, Bio, BioId, BvecIter, Op, SECTOR_SHIFT};
+use crate::genhd::DevId;
+use crate::profile::{MdAccounting, SplitRemainder};
+use crate::source::discard::{blkdev_issue_discard, DiscardChopping, DiscardLimits};
+use crate::submit::{BioDriver, BlockCore};
+use crate::trace::Action;
+
+use super::raid0::R0Conf;
+use super::raid10::R10Conf;
+use super::raid5::{R5Conf, RmwLevel};
+
+/// One member of an array (`struct md_rdev`): the device (a disk, a
+/// partition or another stacked device) and where the array's data starts
+/// on it (`rdev->data_offset`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MdMember {
+    pub dev: DevId,
+    pub data_offset: u64,
+}
+
+/// The personality and its geometry (`mddev->pers` + `mddev->private`).
+#[derive(Clone, Debug)]
+pub enum Personality {
+    Raid0(R0Conf),
+    /// raid1: every member holds the whole array of `sectors` sectors.
+    Raid1 { sectors: u64 },
+    Raid10(R10Conf),
+    /// raid4/5/6 (`conf.level` says which), with the `rmw_level` sysfs value.
+    Raid456 { conf: R5Conf, rmw_level: RmwLevel },
+}
+
+/// Per-member state of `read_balance` (`struct raid1_info` /
+/// `struct raid10_info`).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Mirror {
+    /// Where the member's last completed I/O ended (`head_position`).
+    pub head_position: u64,
+    /// Where the last I/O sent to it ends: it becomes the head once the
+    /// member has nothing in flight (the kernel moves the head at each
+    /// completion; the model sees completions only as the in-flight count).
+    pub sent_head: Option<u64>,
+    /// raid1: where the last read md sent it ended, and where that
+    /// sequential stream began.
+    pub next_seq_sect: u64,
+    pub seq_start: u64,
+}
+
+impl Default for Mirror {
+    fn default() -> Self {
+        Mirror { head_position: 0, sent_head: None, next_seq_sect: 0, seq_start: u64::MAX }
+    }
+}
+
+/// An md array: a [`BioDriver`] whose `->submit_bio` is `md_submit_bio`.
+pub struct Mddev {
+    pub pers: Personality,
+    /// Members in slot order (`rdev->raid_disk`).
+    pub members: Vec<MdMember>,
+    pub(crate) mirrors: Vec<Mirror>,
+    /// Scratch for the copies of a raid10 bio (kept to avoid an allocation per bio).
+    pub(crate) copies: Vec<super::raid10::R10Copy>,
+}
+
+impl Mddev {
+    pub fn new(pers: Personality, members: Vec<MdMember>) -> Mddev {
+        let mirrors = vec![Mirror::default(); members.len()];
+        Mddev { pers, members, mirrors, copies: Vec::new() }
+    }
+
+    /// `pers->make_request`.
+    fn make_request(&mut self, core: &mut BlockCore, bio: BioId) {
+        match &self.pers {
+            Personality::Raid0(_) => self.raid0_make_request(core, bio),
+            Personality::Raid1 { .. } => self.raid1_make_request(core, bio),
+            Personality::Raid10(_) => self.raid10_make_request(core, bio),
+            Personality::Raid456 { .. } => self.raid5_make_request(core, bio),
+        }
+    }
+
+    /// `md_flush_request`: an empty `REQ_PREFLUSH` write to every member,
+    /// chained to `bio`; an empty flush is then done (true), a flush with
+    /// data goes on without the flag (false). (The kernel resubmits the
+    /// data once the member flushes complete; here it goes on at once.)
+    pub(crate) fn md_flush_request(&self, core: &mut BlockCore, bio: BioId) -> bool {
+        for m in &self.members {
+            let flush = alloc_bio(core, bio, m.dev, Op::Write, req::PREFLUSH, 0, 0);
+            core.bio_chain(flush, bio);
+            core.submit_bio_noacct(flush);
+        }
+        if core.bio(bio).iter.size == 0 {
+            core.bio_endio(bio, 0);
+            return true;
+        }
+        core.bio_mut(bio).flags &= !req::PREFLUSH;
+        false
+    }
+
+    /// `rdev->nr_pending` as the model sees it: the I/O in flight on the
+    /// member's disk (md's own reads and writes are what is in flight there).
+    pub(crate) fn pending(&self, core: &BlockCore, disk: u32) -> u64 {
+        let dev = self.members[disk as usize].dev;
+        core.stats[core.topo.dev(dev).whole as usize].disk.inflight()
+    }
+
+    /// `head_position` of member `disk` as of now (see [`Mirror::sent_head`]).
+    pub(crate) fn head(&mut self, core: &BlockCore, disk: u32) -> u64 {
+        if self.pending(core, disk) == 0 {
+            if let Some(h) = self.mirrors[disk as usize].sent_head.take() {
+                self.mirrors[disk as usize].head_position = h;
+            }
+        }
+        self.mirrors[disk as usize].head_position
+    }
+
+    /// An I/O to member `disk` ending at `end` was sent (`update_head_pos`
+    /// runs when it completes).
+    pub(crate) fn sent(&mut self, disk: u32, end: u64) {
+        self.mirrors[disk as usize].sent_head = Some(end);
+    }
+
+    pub(crate) fn nonrot(&self, core: &BlockCore, disk: u32) -> bool {
+        !core.topo.queue(self.members[disk as usize].dev).attrs.rotational
+    }
+}
+
+impl BioDriver for Mddev {
+    /// `md_submit_bio`: split to md's own limits, clear `REQ_NOMERGE` ("bio
+    /// could be mergeable after passing to underlayer"), account per the
+    /// version, and hand the bio to the personality.
+    fn submit_bio(&mut self, core: &mut BlockCore, bio: BioId) {
+        let Some((bio, _)) = core.bio_split_to_limits(bio) else { return };
+        core.bio_mut(bio).flags &= !req::NOMERGE;
+        let b = core.bio(bio);
+        let (dev, op, flags, sectors) = (b.dev, b.op, b.flags, b.sectors() as u64);
+        if core.beh.md_accounting == MdAccounting::SubmitBio && b.acct.is_none() && sectors != 0 {
+            core.bio_start_io_acct(bio);
+        }
+        self.make_request(core, bio);
+        // ≤5.8 md_make_request: counts after make_request, no time.
+        if core.beh.md_accounting == MdAccounting::Inline && sectors != 0 {
+            core.stats[dev as usize].disk.count_io(op, flags, sectors);
+        }
+    }
+}
+
+/// `md_account_bio` (6.12+; `bio_start_io_acct` on r1/r10 bios in 6.1):
+/// the bio is accounted until it completes, when the personality is where
+/// md accounts (5.14+).
+pub(crate) fn md_account_bio(core: &mut BlockCore, bio: BioId) {
+    if core.beh.md_accounting == MdAccounting::Personality && core.bio(bio).acct.is_none() {
+        core.bio_start_io_acct(bio);
+    }
+}
+
+/// The open-coded split of md personalities (raid1/raid10 read and write,
+/// raid5 `chunk_aligned_read`, raid0 before 6.5): `bio_split` + `bio_chain`,
+/// `trace_block_split` from 6.12, and the remainder resubmitted — with
+/// `submit_bio_noacct` (tail of `current->bio_list`) up to 6.17, with
+/// `bio_submit_split_bioset` (head) from 6.18. Returns the front.
+pub(crate) fn md_split(core: &mut BlockCore, bio: BioId, sectors: u32) -> BioId {
+    let front = md_split_front(core, bio, sectors);
+    match core.beh.split_remainder {
+        SplitRemainder::Tail => core.submit_bio_noacct(bio),
+        SplitRemainder::Head => core.submit_bio_noacct_nocheck(bio, true),
+    };
+    front
+}
+
+/// `bio_split` + `bio_chain` (+ 'X' from 6.12) without resubmitting the
+/// remainder: for the callers that resubmit a particular piece themselves.
+pub(crate) fn md_split_front(core: &mut BlockCore, bio: BioId, sectors: u32) -> BioId {
+    let front = core.bio_split(bio, sectors);
+    core.bio_chain(front, bio);
+    if core.beh.md_split_trace {
+        let dev = core.bio(bio).dev;
+        core.stats[dev as usize].splits += 1;
+        let rest = core.bio(bio).iter.sector;
+        core.trace_bio(Action::Split, front, rest, 0);
+    }
+    front
+}
+
+/// Clone `bio` onto `member` at member sector `sector` with `flags`,
+/// chain it to `bio`, trace the remap (`mddev_trace_remap`, from
+/// `from_sector` of the array) and submit it. The clone covers `bio`'s
+/// whole range; [`clone_part`] takes a piece.
+pub(crate) fn md_remap(core: &mut BlockCore, bio: BioId, member: DevId, sector: u64, flags: u32, from_sector: u64) -> BioId {
+    let clone = core.bio_alloc_clone(bio, member);
+    let c = core.bio_mut(clone);
+    c.iter.sector = sector;
+    c.flags = flags;
+    submit_remapped(core, bio, clone, from_sector)
+}
+
+/// Chain an already remapped `clone` to `parent`, trace and submit it.
+pub(crate) fn submit_remapped(core: &mut BlockCore, parent: BioId, clone: BioId, from_sector: u64) -> BioId {
+    core.bio_chain(clone, parent);
+    let md = core.bio(parent).dev;
+    core.trace_bio_remap(clone, md, from_sector);
+    core.submit_bio_noacct(clone);
+    clone
+}
+
+/// A clone of `sectors` of `bio` starting `skip` sectors into it, on
+/// `dev` at `sector` (not yet chained or submitted): its pages are the
+/// bio's own, as `bio_alloc_clone` + `bio_advance` + `bio_trim` give.
+pub(crate) fn clone_part(core: &mut BlockCore, bio: BioId, dev: DevId, skip: u32, sectors: u32, sector: u64, flags: u32) -> BioId {
+    let clone = core.bio_alloc_clone(bio, dev);
+    let c = core.bio_mut(clone);
+    let bvecs = Rc::clone(&c.bvecs);
+    crate::bio::bvec_iter_advance(&bvecs, &mut c.iter, skip << SECTOR_SHIFT);
+    c.iter.size = sectors << SECTOR_SHIFT;
+    c.iter.sector = sector;
+    c.flags = flags;
+    clone
+}
+
+/// A new bio of `sectors` on `dev` at `sector`, with no pages unless it is
+/// a data bio, which gets one page-aligned buffer of its own at `phys`
+/// (a stripe-cache page). Owner and cookie come from `like` (for reports).
+pub(crate) fn alloc_bio(core: &mut BlockCore, like: BioId, dev: DevId, op: Op, flags: u32, sector: u64, sectors: u32) -> BioId {
+    alloc_bio_at(core, like, dev, op, flags, sector, sectors, None)
+}
+
+/// [`alloc_bio`] with a buffer at `phys` for a data bio.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn alloc_bio_at(core: &mut BlockCore, like: BioId, dev: DevId, op: Op, flags: u32, sector: u64, sectors: u32, phys: Option<u64>) -> BioId {
+    let l = core.bio(like);
+    let (owner, cookie) = (l.owner, l.cookie);
+    let size = sectors << SECTOR_SHIFT;
+    let bvecs: Rc<[crate::bio::Bvec]> = match phys {
+        Some(p) if size > 0 => Rc::from(vec![crate::bio::Bvec { phys: p, len: size }]),
+        _ => Rc::from(Vec::new()),
+    };
+    core.alloc_bio(Bio {
+        dev,
+        op,
+        flags,
+        iter: BvecIter { sector, size, idx: 0, bvec_done: 0 },
+        bvecs,
+        traced: false,
+        remapped: false,
+        parent: None,
+        remaining: 1,
+        in_request: false,
+        owner,
+        cookie,
+        acct: None,
+    })
+}
+
+/// Does the member's queue take discards (`bdev_max_discard_sectors`)?
+pub(crate) fn member_discards(core: &BlockCore, dev: DevId) -> bool {
+    core.topo.limits(dev).max_discard_sectors != 0
+}
+
+/// `md_submit_discard_bio` (5.13+): `__blkdev_issue_discard` on the
+/// member cuts [start, start+sectors) into bios (each previous one chained
+/// to the next and submitted as the next is made); the last is chained to
+/// `bio`, traced as a remap from `bio`'s sector and submitted. A member
+/// without discard gets nothing.
+pub(crate) fn md_submit_discard_bio(core: &mut BlockCore, bio: BioId, member: DevId, start: u64, sectors: u64) {
+    let d = core.topo.dev(member);
+    let lim = core.topo.limits(member);
+    let dl = DiscardLimits {
+        logical_block_size: lim.logical_block_size,
+        discard_granularity: lim.discard_granularity,
+        discard_alignment: lim.discard_alignment,
+        max_discard_sectors: lim.max_discard_sectors,
+        start_sect: d.start_sect,
+    };
+    let Ok(pieces) = blkdev_issue_discard(DiscardChopping::BioDiscardLimit, &dl, start, sectors) else { return };
+    let mut prev: Option<BioId> = None;
+    for (sector, n) in pieces {
+        let next = alloc_bio(core, bio, member, Op::Discard, 0, sector, n);
+        if let Some(p) = prev {
+            // blk_next_bio: chain the previous one to the new one and submit it.
+            core.bio_chain(p, next);
+            core.submit_bio_noacct(p);
+        }
+        prev = Some(next);
+    }
+    if let Some(last) = prev {
+        let from = core.bio(bio).iter.sector;
+        submit_remapped(core, bio, last, from);
+    }
+}
