@@ -79,7 +79,9 @@ impl From<ScenarioError> for RunError {
 }
 
 /// A file written under a temporary name and renamed on [`AtomicFile::commit`];
-/// dropped uncommitted, it is removed.
+/// dropped uncommitted, it is removed. An existing file that is not a
+/// regular file (`/dev/null`, a FIFO, a terminal) is written in place:
+/// renaming over it would replace the device node.
 pub struct AtomicFile {
     tmp: PathBuf,
     path: PathBuf,
@@ -88,6 +90,10 @@ pub struct AtomicFile {
 
 impl AtomicFile {
     pub fn create(path: &Path) -> Result<(AtomicFile, File), RunError> {
+        if fs::metadata(path).is_ok_and(|m| !m.is_file()) {
+            let file = fs::OpenOptions::new().write(true).open(path).map_err(|e| RunError::Io(format!("{}: {e}", path.display())))?;
+            return Ok((AtomicFile { tmp: path.to_path_buf(), path: path.to_path_buf(), committed: true }, file));
+        }
         let dir = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
         let name = path.file_name().ok_or_else(|| RunError::Io(format!("{}: not a file name", path.display())))?;
         let tmp = dir.join(format!(".{}.{}.tmp", name.to_string_lossy(), std::process::id()));
@@ -96,8 +102,10 @@ impl AtomicFile {
     }
 
     pub fn commit(mut self) -> Result<(), RunError> {
-        fs::rename(&self.tmp, &self.path).map_err(|e| RunError::Io(format!("{}: {e}", self.path.display())))?;
-        self.committed = true;
+        if !self.committed {
+            fs::rename(&self.tmp, &self.path).map_err(|e| RunError::Io(format!("{}: {e}", self.path.display())))?;
+            self.committed = true;
+        }
         Ok(())
     }
 }

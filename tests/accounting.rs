@@ -93,3 +93,18 @@ fn littles_law_on_a_closed_loop() {
     assert!((aqu - 8.0).abs() < 0.1, "aqu-sz {aqu}");
     assert!(util > 98.0, "%util {util}");
 }
+
+#[test]
+fn device_files_are_written_in_place() {
+    // `--trace /dev/null` must write to the device, not rename a temporary
+    // file over the device node.
+    let dir = std::env::temp_dir().join(format!("blkstack-devnull-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("s.toml");
+    std::fs::write(&path, SLOW_READS).unwrap();
+    let opts = RunOptions { trace: Some(blkstack::run::Output::File("/dev/null".into())), ..Default::default() };
+    run_file(path.to_str().unwrap(), &opts).unwrap();
+    use std::os::unix::fs::FileTypeExt;
+    assert!(std::fs::metadata("/dev/null").unwrap().file_type().is_char_device());
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -300,7 +300,17 @@ def write_atomic(path: str, text: str) -> None:
     """Write *text* to *path*: a temp file in the same directory, then rename.
 
     Readers see either the old file or the complete new one, never a part.
+    A target that exists and is not a regular file (``/dev/null``, a FIFO)
+    is written in place: renaming over it would replace the device node.
     """
+    try:
+        special = not stat.S_ISREG(os.stat(path).st_mode)
+    except OSError:
+        special = False
+    if special:
+        with open(path, "w", encoding="utf-8", newline="\n") as fh:
+            fh.write(text)
+        return
     directory = os.path.dirname(os.path.abspath(path))
     mode = _new_file_mode(path)
     fd, tmp = tempfile.mkstemp(dir=directory, prefix=f".{os.path.basename(path)}.", suffix=".tmp")
@@ -504,6 +514,161 @@ def cmd_scenarios(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _split_events(text: str) -> List[str]:
+    from blkstack.diff import EVENT_NAMES
+    events = [e.strip() for e in text.split(",") if e.strip()]
+    for e in events:
+        if e not in EVENT_NAMES:
+            raise UsageError(f"--events {text}: unknown event '{e}' (one or more of {', '.join(EVENT_NAMES)})")
+    if not events:
+        raise UsageError("--events: empty list (e.g. --events D or --events Q,X,D)")
+    return events
+
+
+def _write_json_output(option: str, path: Optional[str], data: Any) -> None:
+    if path is None:
+        return
+    text = json.dumps(data, indent=2) + "\n"
+    if path == "-":
+        sys.stdout.write(text)
+    else:
+        write_atomic(path, text)
+
+
+def cmd_diff(args: argparse.Namespace) -> int:
+    from blkstack.diff import TraceFileError, diff_files, limits_by_devno, parse_devno
+    for path in (args.real, args.sim):
+        _check_input(path)
+    if args.json not in (None, "-"):
+        _check_output("--json", args.json)
+    mapping: Dict[str, str] = {}
+    for item in args.map:
+        left, eq, right = item.partition("=")
+        try:
+            if not eq:
+                raise ValueError("expected REAL=SIM")
+            mapping[parse_devno(left)] = parse_devno(right)
+        except ValueError as exc:
+            raise UsageError(f"--map {item}: {exc} (e.g. --map 254,0=8,0)")
+    if args.context < 0:
+        raise UsageError(f"--context {args.context}: must be 0 or more")
+    if args.scenario and args.sim_limits:
+        raise UsageError("--scenario and --sim-limits both give the model's limits: use one")
+    if args.kernel and not args.scenario:
+        raise UsageError("--kernel needs --scenario (the model's limits come from the scenario)")
+    try:
+        real_limits = limits_by_devno(args.real_limits) if args.real_limits else None
+        sim_limits = limits_by_devno(args.sim_limits) if args.sim_limits else None
+        if args.scenario:
+            _check_input(args.scenario)
+            data = json.loads(_core.check(args.scenario, args.kernel, []))
+            sim_limits = {}
+            for name, dev in (data.get("devices") or {}).items():
+                if dev.get("limits"):
+                    sim_limits[name] = dev["limits"]
+                    sim_limits[f"{dev.get('major')},{dev.get('minor')}"] = dev["limits"]
+        report = diff_files(args.real, args.sim, events=_split_events(args.events), mapping=mapping,
+                            ignore_flags=args.ignore_flags, real_limits=real_limits,
+                            sim_limits=sim_limits if real_limits is not None else None, context=args.context)
+    except TraceFileError as exc:
+        raise UsageError(str(exc))
+    if args.json == "-":
+        _write_json_output("--json", "-", report.to_json())
+    else:
+        sys.stdout.write(report.text())
+        _write_json_output("--json", args.json, report.to_json())
+    return EXIT_OK if report.identical else 1
+
+
+def _expand_scenarios(items: Sequence[str]) -> List[str]:
+    out: List[str] = []
+    for item in items:
+        if os.path.isdir(item):
+            found = sorted(os.path.join(item, f) for f in os.listdir(item) if f.endswith(".toml"))
+            if not found:
+                raise UsageError(f"{item}: no .toml scenarios in this directory")
+            out += found
+        else:
+            _check_input(item)
+            out.append(item)
+    return out
+
+
+def cmd_validate(args: argparse.Namespace) -> int:
+    from blkstack import validate as V
+    scenarios = _expand_scenarios(args.scenario)
+    kernels: List[Optional[str]] = []
+    for k in args.kernel or [None]:
+        if k == "all":
+            kernels += list(V.KERNELS)
+        elif k is not None and k not in V.KERNELS:
+            raise UsageError(f"--kernel {k}: Debian ships {' and '.join(V.KERNELS)} (or 'all')")
+        else:
+            kernels.append(k)
+    if args.timeout <= 0:
+        raise UsageError(f"--timeout {args.timeout}: must be a positive number of seconds")
+    if args.json not in (None, "-"):
+        _check_output("--json", args.json)
+    events = _split_events(args.events)
+    runs = [(s, k) for s in scenarios for k in kernels]
+    single = len(runs) == 1
+    results = []
+    failures = 0
+    for scenario, kernel in runs:
+        out_dir = None
+        if args.out:
+            kname = V.scenario_kernel(scenario, kernel)
+            stem = os.path.splitext(os.path.basename(scenario))[0]
+            out_dir = args.out if single else os.path.join(args.out, f"{stem}-{kname}")
+        try:
+            v = V.validate(scenario, kernel, cache=args.cache, out_dir=out_dir, timeout=args.timeout,
+                           events=events, rebuild=args.rebuild, ignore_flags=args.ignore_flags)
+        except V.ValidationError as exc:
+            if single:
+                raise UsageError(str(exc))
+            _say(sys.stderr, f"{PROG}: error: {scenario} ({kernel or 'its kernel'}): {_one_line(str(exc))}")
+            failures += 1
+            results.append({"scenario": scenario, "kernel": kernel, "error": _one_line(str(exc))})
+            continue
+        if args.json != "-" and not args.summary:
+            sys.stdout.write(v.text())
+            if not single:
+                sys.stdout.write("\n")
+            sys.stdout.flush()
+        results.append(v)
+    rows = []
+    unexpected = failures
+    for r in results:
+        if isinstance(r, dict):
+            rows.append([os.path.basename(r["scenario"]), str(r["kernel"] or "-"), "error", "-", "-", "error"])
+            continue
+        exp = r.expectation
+        if exp is None:
+            ok = r.report.identical
+            status = "exact" if ok else "differs"
+        else:
+            ok = bool(r.meets_expectation)
+            status = "as expected" if ok else "NOT as expected"
+            if ok and not exp.exact and r.match_percent > exp.percent + 0.05:
+                status = "at least as expected"
+        if args.check and not ok:
+            unexpected += 1
+        rows.append([os.path.basename(r.scenario), r.kernel, f"{r.match_percent:.1f}%",
+                     f"{r.report.ops_match_percent:.1f}%",
+                     "-" if exp is None else ("exact" if exp.exact else f"{exp.percent:.1f}%"), status])
+    if args.json is not None:
+        _write_json_output("--json", args.json, [r if isinstance(r, dict) else r.to_json() for r in results])
+    if not single or args.summary:
+        stream = sys.stderr if args.json == "-" else sys.stdout
+        print("validation summary (requests issued to each disk, in order):", file=stream)
+        for line in _table(["SCENARIO", "KERNEL", "MATCH", "OPS ONLY", "EXPECTED", "STATUS"], rows,
+                           [False, False, True, True, True, False]):
+            print("  " + line, file=stream)
+    if args.check and unexpected:
+        return 1
+    return EXIT_OK if not failures else EXIT_USAGE
+
+
 # --------------------------------------------------------------------------
 # Parser
 # --------------------------------------------------------------------------
@@ -520,6 +685,8 @@ examples:
   blkstack run my.toml                           # simulate it, print a summary
   blkstack run my.toml --kernel 6.1 --trace -    # blkparse-style trace on stdout
   blkstack profiles                              # kernel profiles and switches
+  blkstack validate my.toml --kernel 6.1         # the same scenario on a real kernel (qemu)
+  blkstack diff real.txt sim.txt                 # compare two block traces
 
 Run 'blkstack COMMAND --help' for the details of one command."""
 
@@ -592,6 +759,73 @@ examples:
   blkstack scenarios demo --show > my.toml && blkstack run my.toml"""
 
 
+VALIDATE_DESCRIPTION = """\
+Run a scenario on a real Linux kernel and in blkstack, and compare them.
+
+A Debian kernel (6.1 or 6.12) boots under qemu (TCG) with the scenario's
+disks; the guest builds the stack (partitions, md arrays, dm tables, sysfs
+writes), runs the workload for real and records the block tracepoints and
+every /sys/block/*/queue/* value. blkstack then runs the same scenario with
+the matching profile, and the requests issued to each disk are compared in
+order, with the queue limits that differ.
+
+The first run downloads the kernel and a few packages from Debian's mirror
+(about 80-110 MB per kernel) into the cache and builds a guest; later runs
+reuse them. A guest takes 10-60 s per scenario. Needs qemu-system-x86_64,
+apt-get, dpkg and a C compiler with a static libc (gcc, libc6-dev).
+
+A scenario may state what it should reach, in comment lines:
+  # expect: exact
+  # expect 6.12: 87.5% -- why it differs (issue #N)
+--check makes the exit status 1 when a result falls short of that (or,
+without such a line, is not exact)."""
+
+VALIDATE_EPILOG = """\
+examples:
+  blkstack validate validate/scenarios/split-max-sectors.toml --kernel 6.1
+  blkstack validate my.toml --kernel all               # 6.1 and 6.12
+  blkstack validate validate/scenarios --kernel all --check --summary
+  blkstack validate my.toml --out run/ --events Q,X,D  # keep the traces in run/
+  blkstack diff run/trace.txt run/sim-trace.txt        # compare them again
+
+Output files (in --out, else CACHE/runs/SCENARIO-KERNEL): trace.txt (the
+guest's ftrace text), sim-trace.txt (blkstack's blkparse text), sysfs.txt,
+devices.txt, job.sh, job.log, console.log, diff.txt, diff.json.
+
+environment:
+  BLKSTACK_VALIDATE_CACHE   cache directory (default ~/.cache/blkstack/validate)
+  BLKSTACK_QEMU             qemu binary (default qemu-system-x86_64)
+  BLKSTACK_DEBIAN_MIRROR    Debian mirror (default http://deb.debian.org/debian)"""
+
+DIFF_DESCRIPTION = """\
+Compare two block traces device by device: the requests issued to each
+device (or other events, --events), aligned in order. Prints the match
+percentage per device, the first divergence with the events around it, and
+the queue limits that differ when both sides' limits are given.
+
+Each trace may be blkparse's default text (blkparse -i DEV, or blkstack run
+--trace) or the kernel's tracepoint text (/sys/kernel/tracing/trace with
+the block_* events enabled, 6.1 or 6.12 layout). Devices are paired by
+device number; --map pairs numbers that differ (a single device on each side
+is paired anyway).
+
+Exit status: 0 when the streams are identical, 1 when they differ, 2 on
+bad input."""
+
+DIFF_EPILOG = """\
+examples:
+  blkstack diff real.txt sim.txt
+  blkstack diff real.txt sim.txt --map 254,0=8,0 --events Q,X,D
+  blkstack diff real.txt sim.txt --ignore-flags --json -
+  blkstack diff real.txt sim.txt --real-limits limits.txt --scenario my.toml --kernel 6.1
+
+On a real machine:
+  cd /sys/kernel/tracing && echo 1 > events/block/enable && echo > trace
+  ... run the workload ...
+  cat trace > real.txt
+  grep -r . /sys/block/*/dev /sys/block/*/queue/ > limits.txt 2>/dev/null"""
+
+
 def build_parser() -> ArgumentParser:
     fmt = argparse.RawDescriptionHelpFormatter
     parser = ArgumentParser(prog=PROG, description=MAIN_DESCRIPTION, epilog=MAIN_EPILOG,
@@ -648,6 +882,50 @@ def build_parser() -> ArgumentParser:
     p.add_argument("name", nargs="?", metavar="NAME", help="a built-in scenario (e.g. demo)")
     p.add_argument("--show", action="store_true", help="print the scenario file NAME")
     p.set_defaults(func=cmd_scenarios)
+
+    p = sub.add_parser("validate", help="run a scenario on a real kernel (qemu) and compare with blkstack",
+                       description=VALIDATE_DESCRIPTION, epilog=VALIDATE_EPILOG, formatter_class=fmt)
+    p.add_argument("scenario", nargs="+", metavar="SCENARIO.toml",
+                   help="scenario files, or directories of them (a suite)")
+    p.add_argument("--kernel", action="append", metavar="6.1|6.12|all",
+                   help="Debian kernel to boot and profile to model (default: the scenario's); may be repeated")
+    p.add_argument("--cache", metavar="DIR", help="download and guest cache (default $BLKSTACK_VALIDATE_CACHE "
+                                                  "or ~/.cache/blkstack/validate)")
+    p.add_argument("--out", metavar="DIR", help="where to keep the traces and reports (one subdirectory per run "
+                                                "when there are several)")
+    p.add_argument("--events", default="D", metavar="LIST",
+                   help="events to compare, comma-separated blkparse letters (default D: issued requests)")
+    p.add_argument("--ignore-flags", action="store_true",
+                   help="compare only the operation of each event, not its FUA/sync/meta/readahead letters")
+    p.add_argument("--timeout", type=float, default=900.0, metavar="SECONDS",
+                   help="give up on a guest after this long (default 900)")
+    p.add_argument("--rebuild", action="store_true", help="rebuild the cached guest")
+    p.add_argument("--check", action="store_true",
+                   help="exit with status 1 when a result does not meet its scenario's '# expect' line")
+    p.add_argument("--summary", action="store_true", help="print only the summary table")
+    p.add_argument("--json", metavar="FILE|-", help="write every result as JSON to FILE ('-' for standard output)")
+    p.set_defaults(func=cmd_validate)
+
+    p = sub.add_parser("diff", help="compare two block traces (blkparse or kernel tracepoint text)",
+                       description=DIFF_DESCRIPTION, epilog=DIFF_EPILOG, formatter_class=fmt)
+    p.add_argument("real", metavar="REAL", help="the reference trace (e.g. from a real kernel)")
+    p.add_argument("sim", metavar="SIM", help="the trace to compare with it (e.g. blkstack run --trace)")
+    p.add_argument("--map", action="append", default=[], metavar="REAL=SIM",
+                   help="pair device REAL of the first trace with SIM of the second (MAJ,MIN=MAJ,MIN); may be repeated")
+    p.add_argument("--events", default="D", metavar="LIST",
+                   help="events to compare, comma-separated blkparse letters (default D: issued requests)")
+    p.add_argument("--ignore-flags", action="store_true",
+                   help="compare only the operation of each event, not its FUA/sync/meta/readahead letters")
+    p.add_argument("--context", type=int, default=3, metavar="N",
+                   help="events shown around the first divergence (default 3)")
+    p.add_argument("--real-limits", metavar="FILE",
+                   help="queue limits of the first trace's machine: 'grep -r . /sys/block/*/dev /sys/block/*/queue/' output")
+    p.add_argument("--sim-limits", metavar="FILE",
+                   help="queue limits of the second: a sysfs snapshot or a 'blkstack run --json' summary")
+    p.add_argument("--scenario", metavar="SCENARIO.toml", help="take the second side's limits from this scenario")
+    p.add_argument("--kernel", choices=kernels, metavar=kernel_metavar, help="profile for --scenario")
+    p.add_argument("--json", metavar="FILE|-", help="write the comparison as JSON to FILE ('-' for standard output)")
+    p.set_defaults(func=cmd_diff)
     return parser
 
 
@@ -694,7 +972,7 @@ def _dispatch(argv: Optional[Sequence[str]]) -> int:
         where = f"{PROG} {args.command}" if args.command else PROG
         raise UsageError(f"unrecognized arguments: {' '.join(extras)} (see '{where} --help')")
     if args.command is None:
-        raise UsageError("missing COMMAND: one of run, demo, profiles, scenarios (see 'blkstack --help')")
+        raise UsageError("missing COMMAND: one of run, demo, profiles, scenarios, validate, diff (see 'blkstack --help')")
     status = args.func(args)
     sys.stdout.flush()
     return status

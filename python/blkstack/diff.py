@@ -1,0 +1,534 @@
+"""Compare two block traces: what each device was asked to do, in order.
+
+Either trace may be blkparse's default text (``blkparse -i sda``, or
+``blkstack run --trace``) or the kernel's ftrace text of the ``block_*``
+tracepoints (``/sys/kernel/tracing/trace``, ``trace-cmd report`` in its
+default layout); 6.1's and 6.12's field layouts are both read (the parser is
+the engine's, ``blkstack._core.parse_trace``).
+
+For each device the chosen events (by default ``D``, the requests issued to
+the driver) form a stream of (RWBS, sector, sectors). The two streams are
+aligned in order (the longest matching runs first, as ``diff`` does); the
+report gives the share of events that line up, the share that match when
+order is ignored, and the first divergence with the events around it. When
+both sides' queue limits are known (a sysfs snapshot of the real machine,
+the model's resolved limits), the values that differ are listed too.
+
+    from blkstack.diff import diff_files
+    report = diff_files("real.txt", "sim.txt")
+    print(report.text())
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import os
+import re
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
+
+from blkstack import _core
+
+ABSENT_U64 = (1 << 64) - 1
+ABSENT_I32 = -(1 << 31)
+
+# Event names accepted by --events, as blkparse prints them.
+EVENT_NAMES = {
+    "Q": "queued bios", "X": "splits", "A": "remaps", "G": "requests allocated", "I": "inserts",
+    "D": "issued requests", "C": "completions", "M": "back merges", "F": "front merges",
+    "P": "plugs", "U": "unplugs", "UT": "timer unplugs", "R": "requeues",
+}
+
+
+class TraceFileError(Exception):
+    """A trace that cannot be read or holds no block events (one line)."""
+
+
+@dataclass(frozen=True)
+class Event:
+    """One event of a stream."""
+
+    rwbs: str
+    sector: Optional[int]
+    nr_sectors: int
+    line: int
+
+    def key(self, ignore_flags: bool = False) -> Tuple[str, Optional[int], int]:
+        return (op_letters(self.rwbs) if ignore_flags else self.rwbs, self.sector, self.nr_sectors)
+
+    def __str__(self) -> str:
+        if self.sector is None:
+            return f"{self.rwbs}"
+        return f"{self.rwbs} {self.sector} + {self.nr_sectors}"
+
+
+def op_letters(rwbs: str) -> str:
+    """The operation part of an RWBS string: a leading preflush ``F`` and
+    the op (``R``, ``W``, ``D``, ``DE``, ``F``, ``N``), without FUA, sync,
+    meta or readahead letters."""
+    m = re.match(r"^(F?)(DE|[RWDFN])", rwbs)
+    if not m:
+        return rwbs
+    return m.group(1) + m.group(2)
+
+
+class Trace:
+    """A parsed trace file: per device and action, its events in order."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        if not os.path.exists(path):
+            raise TraceFileError(f"{path}: no such file")
+        if os.path.isdir(path):
+            raise TraceFileError(f"{path}: is a directory")
+        cols, tables, skipped, bad = _core.parse_trace(path)
+        self.skipped: int = skipped
+        self.bad: List[Tuple[int, str, str]] = list(bad)
+        self.devices: List[str] = list(tables["devices"])
+        actions: List[str] = list(tables["actions"])
+        rwbs: List[str] = list(tables["rwbs"])
+        line = memoryview(cols["line"]).cast("Q")
+        dev = memoryview(cols["dev"]).cast("I")
+        act = memoryview(cols["action"]).cast("B")
+        rw = memoryview(cols["rwbs"]).cast("I")
+        sector = memoryview(cols["sector"]).cast("Q")
+        nr = memoryview(cols["nr_sectors"]).cast("I")
+        self.count = len(line)
+        self.events: Dict[Tuple[str, str], List[Event]] = {}
+        for i in range(self.count):
+            s = sector[i]
+            ev = Event(rwbs[rw[i]], None if s == ABSENT_U64 else s, nr[i], line[i])
+            key = (self.devices[dev[i]], actions[act[i]])
+            self.events.setdefault(key, []).append(ev)
+
+    def device_numbers(self) -> List[str]:
+        """Devices that have events, in order of first appearance (ftrace's
+        plug/unplug events name none and are left out)."""
+        seen: Dict[str, None] = {}
+        for (dev, _act) in self.events:
+            if dev:
+                seen.setdefault(dev, None)
+        return list(seen)
+
+    def stream(self, dev: str, action: str) -> List[Event]:
+        return self.events.get((dev, action), [])
+
+
+# ---------------------------------------------------------------------------
+# Alignment
+
+
+@dataclass
+class StreamDiff:
+    """Two event streams of one device compared."""
+
+    real_dev: str
+    sim_dev: str
+    action: str
+    real: List[Event]
+    sim: List[Event]
+    matched: int
+    set_matched: int
+    # (tag, real from, real to, sim from, sim to) as difflib's opcodes.
+    opcodes: List[Tuple[str, int, int, int, int]]
+    real_name: str = ""
+    sim_name: str = ""
+    # Events that line up when only the operation is compared (no flags).
+    ops_matched: Optional[int] = None
+
+    @property
+    def identical(self) -> bool:
+        return self.matched == len(self.real) == len(self.sim)
+
+    @property
+    def match_percent(self) -> float:
+        """Events that line up in order, over the longer stream (100 when
+        both are empty)."""
+        n = max(len(self.real), len(self.sim))
+        return 100.0 if n == 0 else 100.0 * self.matched / n
+
+    @property
+    def set_match_percent(self) -> float:
+        n = max(len(self.real), len(self.sim))
+        return 100.0 if n == 0 else 100.0 * self.set_matched / n
+
+    @property
+    def ops_match_percent(self) -> float:
+        n = max(len(self.real), len(self.sim))
+        m = self.matched if self.ops_matched is None else self.ops_matched
+        return 100.0 if n == 0 else 100.0 * m / n
+
+    def first_divergence(self) -> Optional[Tuple[str, int, int, int, int]]:
+        for op in self.opcodes:
+            if op[0] != "equal":
+                return op
+        return None
+
+    def to_json(self) -> Dict[str, Any]:
+        first = self.first_divergence()
+        return {
+            "real_device": self.real_dev, "sim_device": self.sim_dev,
+            "real_name": self.real_name or None, "sim_name": self.sim_name or None,
+            "event": self.action, "real_events": len(self.real), "sim_events": len(self.sim),
+            "matched": self.matched, "match_percent": round(self.match_percent, 3),
+            "set_matched": self.set_matched, "set_match_percent": round(self.set_match_percent, 3),
+            "ops_matched": self.matched if self.ops_matched is None else self.ops_matched,
+            "ops_match_percent": round(self.ops_match_percent, 3),
+            "first_divergence": None if first is None else {
+                "real_index": first[1], "sim_index": first[3],
+                "real": [str(e) for e in self.real[first[1]:first[2]][:5]],
+                "sim": [str(e) for e in self.sim[first[3]:first[4]][:5]],
+                "real_line": self.real[first[1]].line if first[1] < len(self.real) else None,
+                "sim_line": self.sim[first[3]].line if first[3] < len(self.sim) else None,
+            },
+        }
+
+
+def align(real: Sequence[Event], sim: Sequence[Event], ignore_flags: bool = False
+          ) -> Tuple[int, int, List[Tuple[str, int, int, int, int]]]:
+    """(events aligned in order, events in common ignoring order, opcodes)."""
+    a = [e.key(ignore_flags) for e in real]
+    b = [e.key(ignore_flags) for e in sim]
+    # The common prefix and suffix first: most streams are nearly equal,
+    # and difflib is quadratic in what is left.
+    pre = 0
+    while pre < len(a) and pre < len(b) and a[pre] == b[pre]:
+        pre += 1
+    suf = 0
+    while suf < len(a) - pre and suf < len(b) - pre and a[len(a) - 1 - suf] == b[len(b) - 1 - suf]:
+        suf += 1
+    mid_a, mid_b = a[pre:len(a) - suf], b[pre:len(b) - suf]
+    ops: List[Tuple[str, int, int, int, int]] = []
+    if pre:
+        ops.append(("equal", 0, pre, 0, pre))
+    if mid_a or mid_b:
+        sm = difflib.SequenceMatcher(None, mid_a, mid_b, autojunk=False)
+        for tag, i1, i2, j1, j2 in sm.get_opcodes():
+            ops.append((tag, i1 + pre, i2 + pre, j1 + pre, j2 + pre))
+    if suf:
+        ops.append(("equal", len(a) - suf, len(a), len(b) - suf, len(b)))
+    matched = sum(i2 - i1 for tag, i1, i2, _j1, _j2 in ops if tag == "equal")
+    common = sum((Counter(a) & Counter(b)).values())
+    return matched, common, ops
+
+
+# ---------------------------------------------------------------------------
+# Queue limits
+
+
+# sysfs files compared (those the model resolves); values are compared as text
+# after normalising (the scheduler's "[mq-deadline] none" is "mq-deadline").
+LIMIT_KEYS = (
+    "logical_block_size", "physical_block_size", "minimum_io_size", "optimal_io_size",
+    "max_hw_sectors_kb", "max_sectors_kb", "max_segments", "max_segment_size", "virt_boundary_mask",
+    "chunk_sectors", "discard_granularity", "discard_max_bytes", "discard_max_hw_bytes",
+    "max_discard_segments", "write_zeroes_max_bytes", "nr_requests", "scheduler", "nomerges",
+    "rotational", "zoned", "dma_alignment",
+)
+
+
+def read_sysfs_snapshot(path: str) -> Dict[str, Dict[str, str]]:
+    """Queue limits per device from a snapshot of /sys/block/*/queue/*.
+
+    The format is what ``grep -r . /sys/block/*/dev /sys/block/*/queue/``
+    prints on any Linux machine: ``/sys/block/sda/queue/max_sectors_kb:1280``,
+    one file a line; a device's ``dev`` line (``/sys/block/sda/dev:8:0``) is
+    kept as ``"dev": "8,0"``. A ``PATH VALUE`` layout and a JSON object
+    ``{device: {file: value}}`` are read too."""
+    try:
+        with open(path, encoding="utf-8", errors="replace") as fh:
+            text = fh.read()
+    except OSError as exc:
+        raise TraceFileError(f"{path}: {exc.strerror or exc}")
+    if text.lstrip().startswith("{"):
+        try:
+            data = json.loads(text)
+        except ValueError as exc:
+            raise TraceFileError(f"{path}: not valid JSON: {exc}")
+        return {str(d): {str(k): str(v) for k, v in (vals or {}).items()} for d, vals in data.items()}
+    out: Dict[str, Dict[str, str]] = {}
+    for raw in text.splitlines():
+        m = re.match(r"^/sys/(?:block|class/block)/([^/]+)/queue/([^/:\s]+)[:\s](.*)$", raw.strip())
+        if m:
+            out.setdefault(m.group(1), {})[m.group(2)] = m.group(3).strip()
+            continue
+        # /sys/block/sda/dev:8:0 names the device's number.
+        m = re.match(r"^/sys/(?:block|class/block)/([^/]+)/dev[:\s]\s*(\d+):(\d+)$", raw.strip())
+        if m:
+            out.setdefault(m.group(1), {})["dev"] = f"{m.group(2)},{m.group(3)}"
+    if not any(k != "dev" for vals in out.values() for k in vals):
+        raise TraceFileError(f"{path}: no /sys/block/DEV/queue/FILE:VALUE lines "
+                             "(make one with: grep -r . /sys/block/*/dev /sys/block/*/queue/)")
+    return out
+
+
+def normalise_limit(key: str, value: Any) -> str:
+    text = str(value).strip()
+    if key == "scheduler":
+        m = re.search(r"\[([^\]]+)\]", text)
+        if m:
+            return m.group(1)
+    if isinstance(value, bool):
+        return "1" if value else "0"
+    return text
+
+
+def limit_differences(real: Mapping[str, Any], sim: Mapping[str, Any]) -> List[Tuple[str, str, str]]:
+    """(file, real value, model value) for every compared file both know
+    and whose values differ."""
+    out = []
+    for key in LIMIT_KEYS:
+        if key in real and key in sim:
+            r, s = normalise_limit(key, real[key]), normalise_limit(key, sim[key])
+            if r != s:
+                out.append((key, r, s))
+    return out
+
+
+# ---------------------------------------------------------------------------
+# The whole comparison
+
+
+@dataclass
+class DiffReport:
+    real_path: str
+    sim_path: str
+    events: List[str]
+    streams: List[StreamDiff] = field(default_factory=list)
+    unpaired_real: List[str] = field(default_factory=list)
+    unpaired_sim: List[str] = field(default_factory=list)
+    limits: Dict[str, List[Tuple[str, str, str]]] = field(default_factory=dict)
+    notes: List[str] = field(default_factory=list)
+    context: int = 3
+
+    @property
+    def identical(self) -> bool:
+        return all(s.identical for s in self.streams) and not self.unpaired_real and not self.unpaired_sim
+
+    @property
+    def matched(self) -> int:
+        return sum(s.matched for s in self.streams)
+
+    @property
+    def total(self) -> int:
+        return sum(max(len(s.real), len(s.sim)) for s in self.streams)
+
+    @property
+    def match_percent(self) -> float:
+        return 100.0 if self.total == 0 else 100.0 * self.matched / self.total
+
+    @property
+    def ops_match_percent(self) -> float:
+        """The match when only operations are compared, not RWBS flags."""
+        m = sum(s.matched if s.ops_matched is None else s.ops_matched for s in self.streams)
+        return 100.0 if self.total == 0 else 100.0 * m / self.total
+
+    def to_json(self) -> Dict[str, Any]:
+        return {
+            "real": self.real_path, "sim": self.sim_path, "events": self.events,
+            "identical": self.identical, "matched": self.matched, "total": self.total,
+            "match_percent": round(self.match_percent, 3),
+            "ops_match_percent": round(self.ops_match_percent, 3),
+            "streams": [s.to_json() for s in self.streams],
+            "unpaired_real": self.unpaired_real, "unpaired_sim": self.unpaired_sim,
+            "limits": {dev: [{"file": k, "real": r, "sim": s} for k, r, s in diffs] for dev, diffs in self.limits.items()},
+            "notes": self.notes,
+        }
+
+    def text(self) -> str:
+        lines: List[str] = [f"real: {self.real_path}", f"sim:  {self.sim_path}", ""]
+        for s in self.streams:
+            lines += _stream_text(s, self.context)
+            lines.append("")
+        for dev in self.unpaired_real:
+            lines.append(f"{dev}: only in the real trace")
+        for dev in self.unpaired_sim:
+            lines.append(f"{dev}: only in the simulated trace")
+        if self.unpaired_real or self.unpaired_sim:
+            lines.append("  (pair devices with --map REAL=SIM, e.g. --map 254,0=8,0)")
+            lines.append("")
+        if self.limits:
+            lines.append("queue limits that differ (real / model):")
+            for dev, diffs in self.limits.items():
+                if not diffs:
+                    continue
+                for key, r, s in diffs:
+                    lines.append(f"  {dev}: {key}: {r} / {s}")
+            if not any(self.limits.values()):
+                lines.append("  none")
+            lines.append("")
+        lines += self.notes
+        verdict = "identical" if self.identical else "different"
+        lines.append(f"total: {self.matched} of {self.total} events match in order "
+                     f"({self.match_percent:.1f}%): {verdict}")
+        return "\n".join(lines).rstrip() + "\n"
+
+
+def _label(dev: str, name: str) -> str:
+    return f"{name} ({dev})" if name else dev
+
+
+def _stream_text(s: StreamDiff, context: int) -> List[str]:
+    what = EVENT_NAMES.get(s.action, s.action)
+    left, right = _label(s.real_dev, s.real_name), _label(s.sim_dev, s.sim_name)
+    head = left if left == right else f"{left} <-> {right}"
+    lines = [f"{head}: {what} ({s.action}): real {len(s.real)}, sim {len(s.sim)}; "
+             f"{s.matched} match in order ({s.match_percent:.1f}%), "
+             f"{s.set_match_percent:.1f}% ignoring order"]
+    if s.ops_matched is not None and s.ops_matched != s.matched:
+        lines.append(f"  ({s.ops_matched} match in order ({s.ops_match_percent:.1f}%) comparing operations only, "
+                     "without FUA/sync/meta/readahead letters)")
+    first = s.first_divergence()
+    if first is None:
+        return lines
+    tag, i1, i2, j1, j2 = first
+    lines.append(f"  first divergence at real event {i1 + 1}, sim event {j1 + 1}:")
+    rows: List[Tuple[str, str, str]] = []
+    for k in range(max(0, i1 - context), i1):
+        # Before the divergence both sides are equal, offset by j1 - i1.
+        rows.append(("  ", _ev(s.real, k), _ev(s.sim, k + (j1 - i1))))
+    width = max(i2 - i1, j2 - j1)
+    shown = min(width, context + 2)
+    for k in range(shown):
+        r = _ev(s.real, i1 + k) if i1 + k < i2 else ""
+        m = _ev(s.sim, j1 + k) if j1 + k < j2 else ""
+        rows.append(("> ", r, m))
+    if width > shown:
+        rows.append(("  ", f"... {i2 - i1 - min(i2 - i1, shown)} more", f"... {j2 - j1 - min(j2 - j1, shown)} more"))
+    # What follows, if the streams meet again.
+    nxt = s.opcodes[s.opcodes.index(first) + 1:]
+    if nxt and nxt[0][0] == "equal":
+        _t, a1, a2, b1, _b2 = nxt[0]
+        for k in range(min(context, a2 - a1)):
+            rows.append(("  ", _ev(s.real, a1 + k), _ev(s.sim, b1 + k)))
+    wl = max([len(r[1]) for r in rows] + [len("real")])
+    lines.append(f"    {'real'.ljust(wl)}   sim")
+    for mark, r, m in rows:
+        lines.append(f"  {mark}{r.ljust(wl)}   {m}".rstrip())
+    return lines
+
+
+def _ev(events: Sequence[Event], i: int) -> str:
+    if 0 <= i < len(events):
+        e = events[i]
+        return f"{str(e)}  [line {e.line}]"
+    return ""
+
+
+def pair_devices(real: Sequence[str], sim: Sequence[str], mapping: Mapping[str, str]
+                 ) -> Tuple[List[Tuple[str, str]], List[str], List[str]]:
+    """Pairs (real device, sim device): *mapping* first, then equal device
+    numbers, then, if one device is left on each side, those two."""
+    pairs: List[Tuple[str, str]] = []
+    left_r, left_s = list(real), list(sim)
+    for r, s in mapping.items():
+        pairs.append((r, s))
+        if r in left_r:
+            left_r.remove(r)
+        if s in left_s:
+            left_s.remove(s)
+    for r in list(left_r):
+        if r in left_s:
+            pairs.append((r, r))
+            left_r.remove(r)
+            left_s.remove(r)
+    if len(left_r) == 1 and len(left_s) == 1:
+        pairs.append((left_r[0], left_s[0]))
+        left_r, left_s = [], []
+    return pairs, left_r, left_s
+
+
+def parse_devno(text: str) -> str:
+    m = re.fullmatch(r"\s*(\d+)\s*[,:]\s*(\d+)\s*", text)
+    if not m:
+        raise ValueError(f"'{text}' is not a device number MAJOR,MINOR")
+    return f"{int(m.group(1))},{int(m.group(2))}"
+
+
+def diff_traces(real: Trace, sim: Trace, events: Sequence[str] = ("D",), mapping: Optional[Mapping[str, str]] = None,
+                names: Optional[Mapping[str, Tuple[str, str]]] = None, ignore_flags: bool = False,
+                real_limits: Optional[Mapping[str, Mapping[str, Any]]] = None,
+                sim_limits: Optional[Mapping[str, Mapping[str, Any]]] = None,
+                context: int = 3, devices: Optional[Sequence[str]] = None) -> DiffReport:
+    """Compare two parsed traces.
+
+    *mapping*: real device number -> sim device number (``"254,0"``);
+    *names*: real device number -> (real name, sim name), for the report
+    and to look up limits; *real_limits*/*sim_limits*: queue limits by
+    device name (or device number when there are no names); *devices*:
+    compare only these real device numbers."""
+    report = DiffReport(real.path, sim.path, list(events), context=context)
+    mapping = dict(mapping or {})
+    names = dict(names or {})
+    pairs, ur, us = pair_devices(real.device_numbers(), sim.device_numbers(), mapping)
+    if devices is not None:
+        pairs = [p for p in pairs if p[0] in devices]
+        ur = [d for d in ur if d in devices]
+        us = []
+    report.unpaired_real, report.unpaired_sim = ur, us
+    for rdev, sdev in pairs:
+        rname, sname = names.get(rdev, ("", ""))
+        for act in events:
+            a, b = real.stream(rdev, act), sim.stream(sdev, act)
+            if not a and not b and act != "D":
+                continue
+            if not a and not b:
+                # A device with events, but none of this kind (a bio-based
+                # device has no issued requests): nothing to compare.
+                continue
+            matched, common, ops = align(a, b, ignore_flags)
+            ops_matched = matched if ignore_flags or matched == len(a) == len(b) else align(a, b, True)[0]
+            report.streams.append(StreamDiff(rdev, sdev, act, a, b, matched, common, ops, rname, sname, ops_matched))
+        if real_limits is not None and sim_limits is not None:
+            rl = real_limits.get(rname) or real_limits.get(rdev)
+            sl = sim_limits.get(sname) or sim_limits.get(sdev)
+            if rl is not None and sl is not None:
+                report.limits[_label(rdev, rname)] = limit_differences(rl, sl)
+    for t, side in ((real, "real"), (sim, "sim")):
+        if t.bad:
+            line, text, reason = t.bad[0]
+            report.notes.append(f"{side} trace: {len(t.bad)} line(s) not understood, first: line {line}: {reason}")
+    return report
+
+
+def diff_files(real_path: str, sim_path: str, **kwargs: Any) -> DiffReport:
+    real, sim = Trace(real_path), Trace(sim_path)
+    for t in (real, sim):
+        if t.count == 0:
+            raise TraceFileError(f"{t.path}: no block trace events found (expected blkparse text or the kernel's block_* trace)")
+    return diff_traces(real, sim, **kwargs)
+
+
+def limits_by_devno(path: str) -> Dict[str, Dict[str, Any]]:
+    """Queue limits keyed by device number ("8,0") and by name, from a sysfs
+    snapshot (see :func:`read_sysfs_snapshot`) or a ``blkstack run --json``
+    summary."""
+    try:
+        with open(path, encoding="utf-8", errors="replace") as fh:
+            text = fh.read()
+    except OSError as exc:
+        raise TraceFileError(f"{path}: {exc.strerror or exc}")
+    out: Dict[str, Dict[str, Any]] = {}
+    if text.lstrip().startswith("{"):
+        try:
+            data = json.loads(text)
+        except ValueError as exc:
+            raise TraceFileError(f"{path}: not valid JSON: {exc}")
+        if isinstance(data, dict) and isinstance(data.get("devices"), dict):
+            for name, dev in data["devices"].items():
+                limits = dict(dev.get("limits") or {})
+                if not limits:
+                    continue
+                out[name] = limits
+                if dev.get("major") is not None:
+                    out[f"{dev['major']},{dev.get('minor')}"] = limits
+            if not out:
+                raise TraceFileError(f"{path}: the summary has no device limits")
+            return out
+    for name, vals in read_sysfs_snapshot(path).items():
+        out[name] = vals
+        if "dev" in vals:
+            out[vals["dev"]] = vals
+    return out

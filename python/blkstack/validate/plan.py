@@ -1,0 +1,644 @@
+"""A scenario, turned into what the guest does: qemu disks, a partition
+table written into each disk image, and the job script that builds the
+stack (md arrays, dm tables, sysfs writes), traces the workload and brings
+everything out through the 9p share.
+
+How each part of a scenario is reproduced (docs/validation.md says the
+same for users):
+
+* disks: ``virtio`` is virtio-blk-pci, ``scsi`` a scsi-hd on virtio-scsi,
+  ``nvme`` one qemu nvme controller per disk, ``sata`` an ide-hd on an AHCI
+  controller; each backed by a sparse raw file with ``discard=unmap``.
+  Driver values qemu can set (block sizes, io sizes, discard granularity
+  and maximum, write-zeroes maximum, virtqueue size, nvme MDTS) become
+  device properties; the others cannot be reproduced and are reported.
+* partitions: an MBR (GPT past four partitions or 2 TiB) written into the
+  image before boot; the kernel reads it when the disk appears.
+* queue sysfs writes: written in the guest before tracing starts
+  (scheduler first, since switching it resets nr_requests). Writeback
+  throttling is switched off (``wbt_lat_usec = 0``): blkstack does not
+  model it.
+* md: ``mdadm --create --assume-clean --bitmap=none`` (no resync, no
+  bitmap writes); arrays with redundancy get ``safe_mode_delay = 0`` and
+  one 4 KiB write at their end before tracing, so the superblock is
+  already dirty and the traced workload triggers no superblock writes.
+* dm: ``dmsetup create NAME --table ...`` with the scenario's device names
+  replaced by the guest's.
+* ``dd``: the ``blkio dd`` helper (coreutils dd's loop, with O_DIRECT).
+* ``bios``: ``blkio bios``: one O_DIRECT pread/pwritev2 per entry at
+  iodepth 1, Linux AIO (io_submit, ``batch`` iocbs per call) above it;
+  discard, secure_erase and write_zeroes are the BLKDISCARD,
+  BLKSECDISCARD and BLKZEROOUT ioctls, flush is fsync(2).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shlex
+import struct
+import zlib
+from dataclasses import dataclass, field
+from typing import Any, Dict, List, Optional, Sequence, Tuple
+
+try:  # Python 3.11+
+    import tomllib  # type: ignore[import-not-found]
+except ImportError:  # pragma: no cover
+    tomllib = None  # type: ignore[assignment]
+
+TRACE_EVENTS = (
+    "block_bio_queue", "block_split", "block_bio_remap", "block_getrq", "block_rq_insert", "block_rq_issue",
+    "block_rq_complete", "block_bio_complete", "block_plug", "block_unplug", "block_bio_backmerge",
+    "block_bio_frontmerge", "block_rq_merge",
+)
+
+# Sysfs writes, in the order the guest applies them.
+SYSFS_WRITES = ("scheduler", "nr_requests", "max_sectors_kb", "discard_max_bytes", "nomerges", "rotational", "write_cache")
+STACK_SYSFS_WRITES = ("max_sectors_kb", "discard_max_bytes")
+
+GUEST_KINDS = ("virtio", "scsi", "nvme", "sata", "ssd")
+
+
+class PlanError(Exception):
+    """A scenario the guest cannot reproduce (one line)."""
+
+
+def parse_size(value: Any) -> int:
+    """A size as scenarios write it: bytes, or a string with a unit."""
+    if isinstance(value, bool):
+        raise PlanError(f"{value!r} is not a size")
+    if isinstance(value, int):
+        return value
+    text = str(value).strip()
+    m = re.fullmatch(r"([0-9.]+)\s*([A-Za-z]*)", text)
+    if not m:
+        raise PlanError(f"'{text}' is not a size")
+    units = {"": 1, "b": 1, "B": 1, "s": 512, "k": 1 << 10, "K": 1 << 10, "KiB": 1 << 10, "kiB": 1 << 10,
+             "m": 1 << 20, "M": 1 << 20, "MiB": 1 << 20, "g": 1 << 30, "G": 1 << 30, "GiB": 1 << 30,
+             "t": 1 << 40, "T": 1 << 40, "TiB": 1 << 40, "p": 1 << 50, "P": 1 << 50, "PiB": 1 << 50,
+             "kB": 10**3, "KB": 10**3, "MB": 10**6, "GB": 10**9, "TB": 10**12, "PB": 10**15}
+    if m.group(2) not in units:
+        raise PlanError(f"'{text}' has an unknown unit")
+    return int(float(m.group(1)) * units[m.group(2)])
+
+
+def parse_dd_number(value: Any) -> int:
+    """dd's numbers: ``1M``, ``4480k``, ``512``, ``2x4``..."""
+    if isinstance(value, int):
+        return value
+    text = str(value).strip()
+    total = 1
+    for part in text.split("x"):
+        m = re.fullmatch(r"(\d+)([cwbkKMGT]?)(B|iB)?", part)
+        if not m:
+            raise PlanError(f"'{text}' is not a dd number")
+        mult = {"": 1, "c": 1, "w": 2, "b": 512, "k": 1024, "K": 1024, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}[m.group(2)]
+        if m.group(3) == "B":
+            mult = {"k": 1000, "K": 1000, "M": 10**6, "G": 10**9, "T": 10**12}.get(m.group(2), mult)
+        total *= int(m.group(1)) * mult
+    return total
+
+
+@dataclass
+class Disk:
+    name: str
+    kind: str
+    size: int
+    serial: str
+    image: str
+    lbs: int = 512
+    partitions: List[Tuple[str, int, int, int]] = field(default_factory=list)  # (name, number, start, sectors)
+    props: Dict[str, Any] = field(default_factory=dict)
+    writes: Dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class Plan:
+    scenario: str
+    kernel: str
+    disks: List[Disk]
+    qemu_args: List[str]
+    job: str
+    bios_file: Optional[str]
+    warnings: List[str]
+    # Every scenario device name: disks, partitions, md, dm.
+    devices: List[str]
+
+    def save(self, share: str) -> None:
+        with open(os.path.join(share, "job.sh"), "w") as fh:
+            fh.write(self.job)
+        if self.bios_file is not None:
+            with open(os.path.join(share, "bios.txt"), "w") as fh:
+                fh.write(self.bios_file)
+
+
+def load_toml(path: str) -> Dict[str, Any]:
+    if tomllib is None:  # pragma: no cover
+        raise PlanError("blkstack validate needs Python 3.11 or later (tomllib)")
+    try:
+        with open(path, "rb") as fh:
+            return tomllib.load(fh)
+    except OSError as exc:
+        raise PlanError(f"{path}: {exc.strerror or exc}")
+    except tomllib.TOMLDecodeError as exc:
+        raise PlanError(f"{path}: {exc}")
+
+
+# ---------------------------------------------------------------------------
+# Partition tables
+
+
+def partition_table(size: int, lbs: int, parts: Sequence[Tuple[int, int, int]]) -> List[Tuple[int, bytes]]:
+    """(byte offset, data) writes of a partition table holding *parts*,
+    each (number, first 512-byte sector, sectors): an MBR when every
+    partition fits one, else a GPT."""
+    per = lbs // 512
+    lba = [(n, start // per, count // per) for n, start, count in parts]
+    for n, start, count in parts:
+        if start % per or count % per:
+            raise PlanError(f"partition {n}: start {start} and size {count} must be multiples of the logical block size")
+    if all(1 <= n <= 4 for n, _s, _c in lba) and all(s + c < 1 << 32 for _n, s, c in lba) and size // lbs < 1 << 32:
+        mbr = bytearray(512)
+        for n, start, count in lba:
+            off = 446 + 16 * (n - 1)
+            mbr[off:off + 16] = struct.pack("<B3sB3sII", 0, b"\xfe\xff\xff", 0x83, b"\xfe\xff\xff", start, count)
+        mbr[510:512] = b"\x55\xaa"
+        return [(0, bytes(mbr))]
+    return _gpt(size, lbs, lba)
+
+
+def _gpt(size: int, lbs: int, parts: Sequence[Tuple[int, int, int]]) -> List[Tuple[int, bytes]]:
+    nblocks = size // lbs
+    entries = bytearray(128 * 128)
+    linux = bytes.fromhex("AF3DC60F838472478E793D69D8477DE4")  # 0FC63DAF-8483-4772-8E79-3D69D8477DE4, mixed-endian
+    for n, start, count in parts:
+        if not 1 <= n <= 128:
+            raise PlanError(f"partition number {n} is not between 1 and 128")
+        uniq = struct.pack("<QQ", 0x626C6B737461636B, n)
+        entries[(n - 1) * 128:n * 128] = linux + uniq + struct.pack("<QQQ", start, start + count - 1, 0) + b"\0" * 72
+    ecrc = zlib.crc32(entries) & 0xFFFFFFFF
+    eblocks = (len(entries) + lbs - 1) // lbs
+    first, last = 2 + eblocks, nblocks - 2 - eblocks
+
+    def header(cur: int, backup: int, entries_lba: int) -> bytes:
+        h = bytearray(struct.pack("<8sIIIIQQQQ16sQIII", b"EFI PART", 0x00010000, 92, 0, 0, cur, backup, first, last,
+                                  struct.pack("<QQ", 0x626C6B737461636B, 0), entries_lba, 128, 128, ecrc))
+        crc = zlib.crc32(bytes(h)) & 0xFFFFFFFF
+        h[16:20] = struct.pack("<I", crc)
+        return bytes(h) + b"\0" * (lbs - len(h))
+
+    pmbr = bytearray(lbs)
+    pmbr[446:462] = struct.pack("<B3sB3sII", 0, b"\x00\x02\x00", 0xEE, b"\xff\xff\xff", 1, min(nblocks - 1, 0xFFFFFFFF))
+    pmbr[510:512] = b"\x55\xaa"
+    return [(0, bytes(pmbr)), (lbs, header(1, nblocks - 1, 2)), (2 * lbs, bytes(entries)),
+            ((nblocks - 1 - eblocks) * lbs, bytes(entries)), ((nblocks - 1) * lbs, header(nblocks - 1, 1, nblocks - 1 - eblocks))]
+
+
+def make_image(disk: Disk) -> None:
+    with open(disk.image, "wb") as fh:
+        fh.truncate(disk.size)
+        if disk.partitions:
+            for off, data in partition_table(disk.size, disk.lbs, [(n, s, c) for _name, n, s, c in disk.partitions]):
+                fh.seek(off)
+                fh.write(data)
+
+
+# ---------------------------------------------------------------------------
+# Disks and qemu
+
+
+def _qemu_disk(d: Disk, index: int, warnings: List[str], controllers: Dict[str, bool]) -> List[str]:
+    drive = f"file={d.image},format=raw,if=none,id=d{index},cache=unsafe,discard=unmap,aio=threads"
+    args = ["-drive", drive]
+    p = d.props
+    common = []
+    for key, prop in (("logical_block_size", "logical_block_size"), ("physical_block_size", "physical_block_size"),
+                      ("minimum_io_size", "min_io_size"), ("optimal_io_size", "opt_io_size"),
+                      ("discard_granularity", "discard_granularity")):
+        if key in p:
+            common.append(f"{prop}={int(p.pop(key))}")
+    if d.kind == "virtio":
+        dev = [f"virtio-blk-pci,drive=d{index},serial={d.serial},addr={0x10 + index:#x}"] + common
+        if "discard_max_hw_bytes" in p:
+            v = int(p.pop("discard_max_hw_bytes"))
+            dev.append("discard=off" if v == 0 else f"max-discard-sectors={v // 512}")
+        if "write_zeroes_max_bytes" in p:
+            v = int(p.pop("write_zeroes_max_bytes"))
+            dev.append("write-zeroes=off" if v == 0 else f"max-write-zeroes-sectors={v // 512}")
+        qsize = None
+        if "max_segments" in p:
+            qsize = int(p.pop("max_segments")) + 2
+        if "queue_depth" in p:
+            q = int(p.pop("queue_depth"))
+            if qsize is not None and qsize != q:
+                warnings.append(f"{d.name}: virtio-blk's max_segments is its queue size - 2; queue_depth {q} is not reproduced")
+            qsize = qsize or q
+        if qsize is not None:
+            if qsize & (qsize - 1) or not 4 <= qsize <= 1024:
+                warnings.append(f"{d.name}: virtqueue size {qsize} (max_segments + 2 or queue_depth) is not a power of two "
+                                "from 4 to 1024: qemu's default 256 is used")
+            else:
+                dev.append(f"queue-size={qsize}")
+        if "nr_hw_queues" in p:
+            n = int(p.pop("nr_hw_queues"))
+            if n != 1:
+                warnings.append(f"{d.name}: nr_hw_queues {n}: the guest has one CPU, so virtio-blk uses one queue")
+        args += ["-device", ",".join(dev)]
+    elif d.kind == "scsi":
+        if not controllers.get("scsi"):
+            args += ["-device", "virtio-scsi-pci,id=scsi0,addr=0x8"]
+            controllers["scsi"] = True
+        dev = [f"scsi-hd,drive=d{index},bus=scsi0.0,channel=0,scsi-id={index},lun=0,serial={d.serial}"] + common
+        if "discard_max_hw_bytes" in p:
+            dev.append(f"max_unmap_size={int(p.pop('discard_max_hw_bytes'))}")
+        args += ["-device", ",".join(dev)]
+    elif d.kind == "nvme":
+        dev = [f"nvme,drive=d{index},serial={d.serial},addr={0x10 + index:#x}"] + common
+        if "max_hw_sectors_kb" in p:
+            kb = int(p.pop("max_hw_sectors_kb"))
+            mdts = max(0, (kb // 4).bit_length() - 1)
+            if 4 << mdts != kb:
+                warnings.append(f"{d.name}: max_hw_sectors_kb {kb} is not 4 KiB times a power of two (nvme MDTS): using {4 << mdts}")
+            dev.append(f"mdts={mdts}")
+        args += ["-device", ",".join(dev)]
+    elif d.kind in ("sata", "ssd"):
+        if not controllers.get("ahci"):
+            args += ["-device", "ahci,id=ahci0,addr=0x9"]
+            controllers["ahci"] = True
+        port = controllers.get("ahci_port", 0)
+        controllers["ahci_port"] = port + 1
+        dev = [f"ide-hd,drive=d{index},bus=ahci0.{port},serial={d.serial},rotation_rate=1"] + common
+        args += ["-device", ",".join(dev)]
+    for key in sorted(p):
+        warnings.append(f"{d.name}: driver value {key} = {p[key]} cannot be set on qemu's {d.kind} device: "
+                        "the guest keeps its own (see the limits below)")
+    return args
+
+
+# ---------------------------------------------------------------------------
+# The job script
+
+
+JOB_HEAD = r"""# blkstack validation job (generated)
+set -u
+export MDADM_NO_UDEV=1 DM_DISABLE_UDEV=1
+T=/sys/kernel/tracing
+[ -d $T/events ] || T=/sys/kernel/debug/tracing
+mkdir -p /dev/blkstack
+fail() { echo "blkstack-job: $*"; echo "$*" > /out/job.error; exit 1; }
+# find_disk SERIAL: the block device whose serial is SERIAL
+find_disk() {
+    for b in /sys/block/*; do
+        for f in $b/serial $b/device/serial $b/device/vpd_pg80 $b/device/wwid; do
+            if [ -r $f ] && grep -q "$1" $f 2>/dev/null; then echo ${b##*/}; return 0; fi
+        done
+    done
+    return 1
+}
+# wait_disk SERIAL: find_disk, waiting up to 20 s for an asynchronous scan
+wait_disk() {
+    i=0
+    while [ $i -lt 200 ]; do
+        n=$(find_disk "$1") && { echo $n; return 0; }
+        usleep 100000; i=$((i + 1))
+    done
+    return 1
+}
+# part_of DISK NUMBER: the partition's name
+part_of() {
+    for p in /sys/block/$1/*/partition; do
+        [ "$(cat $p)" = "$2" ] && { p=${p%/partition}; echo ${p##*/}; return 0; }
+    done
+    return 1
+}
+record() { echo "$1 $2 $(cat /sys/class/block/$2/dev)" >> /out/devices.txt; ln -sf /dev/$2 /dev/blkstack/$1; }
+: > /out/devices.txt
+"""
+
+
+def _dev_path(name: str) -> str:
+    return f"/dev/blkstack/{name}"
+
+
+def _strip_dev(name: str) -> str:
+    return name[5:] if name.startswith("/dev/") else name
+
+
+def build_plan(path: str, kernel: str, workdir: str, resolved: Dict[str, Any]) -> Plan:
+    """*resolved*: ``blkstack._core.check`` of the scenario (sizes, limits)."""
+    doc = load_toml(path)
+    warnings: List[str] = []
+    if doc.get("behaviour"):
+        warnings.append("the scenario overrides behaviour switches ([behaviour]): the model is not plain "
+                        f"profile {kernel}, so differences from the real kernel are expected")
+    res_devs = resolved.get("devices") or {}
+    disks: List[Disk] = []
+    names: List[str] = []
+    for i, (name, spec) in enumerate((doc.get("disks") or {}).items()):
+        kind = str(spec.get("kind", "")).lower()
+        if kind not in GUEST_KINDS:
+            raise PlanError(f"disks.{name}.kind: '{kind}' cannot be reproduced in the qemu guest "
+                            "(validate supports virtio, scsi, nvme and sata disks)")
+        rd = res_devs.get(name) or {}
+        size = int(rd.get("size_bytes") or parse_size(spec.get("size", 0)))
+        q = dict(spec.get("queue") or {})
+        lbs = int((rd.get("limits") or {}).get("logical_block_size", q.get("logical_block_size", 512)))
+        d = Disk(name, "sata" if kind == "ssd" else kind, size, f"BLKSTACK{i:02d}Z", os.path.join(workdir, f"{name}.img"), lbs)
+        for key in SYSFS_WRITES:
+            if key in q:
+                d.writes[key] = q.pop(key)
+        for key in ("zoned",):
+            if q.get(key, "none") != "none":
+                raise PlanError(f"disks.{name}.queue.zoned: zoned disks cannot be reproduced in the guest")
+            q.pop(key, None)
+        d.props = q
+        for j, (pname, pspec) in enumerate((spec.get("partitions") or {}).items()):
+            start = int(pspec.get("start", 0))
+            prd = res_devs.get(pname) or {}
+            count = int(prd.get("size_bytes") or parse_size(pspec.get("size", 0))) // 512
+            d.partitions.append((pname, j + 1, start, count))
+            names.append(pname)
+        if spec.get("model"):
+            pass  # service times do not change what is issued
+        disks.append(d)
+        names.insert(len(names) - len(d.partitions), name)
+
+    qemu: List[str] = []
+    controllers: Dict[str, bool] = {}
+    for i, d in enumerate(disks):
+        qemu += _qemu_disk(d, i, warnings, controllers)
+
+    kinds = {d.kind for d in disks}
+    mods = []
+    if "virtio" in kinds:
+        mods.append("virtio_blk")
+    if "scsi" in kinds:
+        mods += ["sd_mod", "virtio_scsi"]
+    if "sata" in kinds:
+        mods += ["sd_mod", "ahci"]
+    if "nvme" in kinds:
+        mods.append("nvme")
+    md = doc.get("md") or {}
+    dm = doc.get("dm") or {}
+    if dm:
+        mods.append("dm_mod")
+    if md:
+        mods.append("md_mod")
+        levels = {str(a.get("level")) for a in md.values()}
+        for lv, mod in (("0", "raid0"), ("1", "raid1"), ("10", "raid10")):
+            if lv in levels:
+                mods.append(mod)
+        if levels & {"4", "5", "6"}:
+            mods.append("raid456")
+
+    job = [JOB_HEAD]
+    job.append(f"for m in {' '.join(mods)}; do load $m; done")
+    for d in disks:
+        job.append(f"n=$(wait_disk {d.serial}) || fail 'disk {d.name} (serial {d.serial}) did not appear'")
+        job.append(f"record {shlex.quote(d.name)} $n")
+        for pname, num, _s, _c in d.partitions:
+            job.append(f"p=$(part_of $n {num}) || fail 'partition {num} of {d.name} was not found'")
+            job.append(f"record {shlex.quote(pname)} $p")
+        job.append("echo 0 > /sys/block/$n/queue/wbt_lat_usec 2>/dev/null")
+        for key in SYSFS_WRITES:
+            if key in d.writes:
+                v = d.writes[key]
+                if isinstance(v, bool):
+                    v = int(v)
+                job.append(f"echo {shlex.quote(str(v))} > /sys/block/$n/queue/{key} || fail 'writing {v} to {d.name}/queue/{key} failed'")
+
+    # Stacked devices, in file order (md, then dm, as written).
+    stack_order = _stack_order(md, dm)
+    for kind, name in stack_order:
+        if kind == "md":
+            job += _md_job(name, md[name], warnings)
+        else:
+            job += _dm_job(name, dm[name], names)
+        names.append(name)
+
+    # The first open of a new md or dm device reads its partition table
+    # (bdev_disk_changed): open each one now, not inside the trace.
+    job.append("for d in /dev/blkstack/*; do : < $d; done")
+    job.append("grep -r . /sys/block/*/dev /sys/block/*/queue/ > /out/sysfs.txt 2>/dev/null")
+    job.append("for d in /sys/block/md*/md/dev-*; do [ -d $d ] && echo \"${d#/sys/block/} $(cat $d/offset) $(cat $d/size)\"; done > /out/md.txt 2>/dev/null")
+    # Tracing.
+    job.append("echo 0 > $T/tracing_on; echo 65536 > $T/buffer_size_kb; echo > $T/trace")
+    job.append(f"for e in {' '.join(TRACE_EVENTS)}; do echo 1 > $T/events/block/$e/enable || fail \"cannot enable $e\"; done")
+    job.append("sync; echo 3 > /proc/sys/vm/drop_caches")
+    job.append("echo 1 > $T/tracing_on")
+    wl, bios_file = _workload_job(doc.get("workload") or {}, names, warnings, resolved)
+    job += wl
+    job.append("rc=$?")
+    job.append("echo 0 > $T/tracing_on")
+    job.append("cat $T/trace > /out/trace.txt")
+    job.append("cat $T/per_cpu/cpu0/stats > /out/trace.stats 2>/dev/null")
+    job.append("cat /proc/diskstats > /out/diskstats.txt")
+    job.append("[ $rc -eq 0 ] || fail \"the workload failed (status $rc)\"")
+    job.append("echo blkstack-job: ok")
+    return Plan(path, kernel, disks, qemu, "\n".join(job) + "\n", bios_file, warnings, names)
+
+
+def _stack_order(md: Dict[str, Any], dm: Dict[str, Any]) -> List[Tuple[str, str]]:
+    """md and dm devices, each after the devices it is built on."""
+    items = [("md", n) for n in md] + [("dm", n) for n in dm]
+    deps: Dict[str, List[str]] = {}
+    for kind, n in items:
+        if kind == "md":
+            deps[n] = [_strip_dev(str(m)) for m in md[n].get("members", [])]
+        else:
+            deps[n] = [_strip_dev(t) for t in str(dm[n].get("table", "")).split()]
+    done: List[Tuple[str, str]] = []
+    names = {n for _k, n in items}
+    left = list(items)
+    while left:
+        for it in left:
+            if all(d not in names or d in [x[1] for x in done] for d in deps[it[1]] if d != it[1]):
+                done.append(it)
+                left.remove(it)
+                break
+        else:
+            raise PlanError(f"the stacked devices depend on each other in a loop: {', '.join(n for _k, n in left)}")
+    return done
+
+
+def _md_job(name: str, spec: Dict[str, Any], warnings: List[str]) -> List[str]:
+    if not re.fullmatch(r"md\d+", name):
+        raise PlanError(f"md.{name}: the guest names arrays mdN (md0, md1, ...); rename the array")
+    level = int(spec.get("level"))
+    members = [_strip_dev(str(m)) for m in spec.get("members", [])]
+    args = ["mdadm", "--create", f"/dev/{name}", "--run", "--assume-clean", "--force", f"--level={level}",
+            f"--raid-devices={len(members)}", f"--metadata={spec.get('metadata', '1.2')}"]
+    if level != 0:
+        args.append("--bitmap=none")
+    if "chunk" in spec:
+        args.append(f"--chunk={parse_size(spec['chunk']) // 1024}K")
+    if "layout" in spec:
+        args.append(f"--layout={spec['layout']}")
+    if "data_offset" in spec:
+        v = spec["data_offset"]
+        sectors = v if isinstance(v, int) else parse_size(v) // 512
+        if sectors % 2:
+            raise PlanError(f"md.{name}.data_offset: mdadm takes whole KiB; {sectors} sectors is not")
+        args.append(f"--data-offset={sectors // 2}K")
+    if "size" in spec:
+        v = spec["size"]
+        sectors = v if isinstance(v, int) else parse_size(v) // 512
+        args.append(f"--size={sectors // 2}K")
+    for key in ("devices_handle_discard_safely", "rmw_level"):
+        pass
+    args += [_dev_path(m) for m in members]
+    lines = [" ".join(shlex.quote(a) for a in args) + f" < /dev/null || fail 'mdadm --create {name} failed'",
+             f"record {name} {name}"]
+    if spec.get("devices_handle_discard_safely"):
+        lines.append("echo Y > /sys/module/raid456/parameters/devices_handle_discard_safely")
+        warnings.append(f"md.{name}: devices_handle_discard_safely is set after the array starts; the guest "
+                        "stops and reassembles nothing, so raid5 discard limits may not follow")
+    if "rmw_level" in spec:
+        lines.append(f"echo {int(spec['rmw_level'])} > /sys/block/{name}/md/rmw_level")
+    for key in STACK_SYSFS_WRITES:
+        if key in (spec.get("queue") or {}):
+            lines.append(f"echo {spec['queue'][key]} > /sys/block/{name}/queue/{key} || fail 'writing {name}/queue/{key} failed'")
+    if level != 0:
+        # Dirty the superblock now, not in the middle of the traced workload.
+        lines.append(f"echo 0 > /sys/block/{name}/md/safe_mode_delay")
+        lines.append(f"sz=$(cat /sys/block/{name}/size); blkio dd if=/dev/zero of=/dev/{name} bs=4096 count=1 "
+                     f"seek=$((sz / 8 - 1)) oflag=direct || fail 'warm-up write to {name} failed'")
+        lines.append(f"echo 'md {name}:' $(cat /sys/block/{name}/md/array_state)")
+    return lines
+
+
+def _dm_job(name: str, spec: Dict[str, Any], known: Sequence[str]) -> List[str]:
+    table = str(spec.get("table", "")).strip()
+    out_lines = []
+    for line in table.splitlines():
+        if not line.strip() or line.strip().startswith("#"):
+            continue
+        words = []
+        for w in line.split():
+            base = _strip_dev(w)
+            words.append(_dev_path(base) if base in known else w)
+        out_lines.append(" ".join(words))
+    text = "\\n".join(out_lines)
+    lines = [f"printf '{text}\\n' | dmsetup create {shlex.quote(name)} || fail 'dmsetup create {name} failed'",
+             f"dn=$(basename $(readlink -f /dev/mapper/{shlex.quote(name)}))",
+             "[ -e /sys/block/$dn ] || for b in /sys/block/dm-*; do [ \"$(cat $b/dm/name)\" = " + shlex.quote(name) + " ] && dn=${b##*/}; done",
+             f"record {shlex.quote(name)} $dn"]
+    for key in STACK_SYSFS_WRITES:
+        if key in (spec.get("queue") or {}):
+            lines.append(f"echo {spec['queue'][key]} > /sys/block/$dn/queue/{key} || fail 'writing {name}/queue/{key} failed'")
+    return lines
+
+
+_FLAG_RWF = {"fua": "fua", "nowait": "nowait", "polled": "polled", "atomic": "atomic"}
+
+
+def _workload_job(w: Dict[str, Any], names: Sequence[str], warnings: List[str],
+                  resolved: Optional[Dict[str, Any]] = None) -> Tuple[List[str], Optional[str]]:
+    ty = w.get("type")
+    devs = (resolved or {}).get("devices") or {}
+    # Discard limits are the whole disk's; a partition's bios are cut on the disk's grid.
+    limits = {n: (devs.get(d.get("partition_of")) or d).get("limits") or {} for n, d in devs.items()}
+    starts = {n: int(d.get("start") or 0) for n, d in devs.items() if d.get("partition_of")}
+    if not w:
+        warnings.append("the scenario has no workload: only the queue limits are compared")
+        return ["true"], None
+
+    def dev(v: Any, key: str) -> str:
+        s = str(v)
+        base = _strip_dev(s)
+        if base in names:
+            return _dev_path(base)
+        if s in ("/dev/zero", "/dev/null"):
+            return s
+        raise PlanError(f"workload.{key}: '{s}' is not a scenario device")
+
+    if ty == "dd":
+        args = ["blkio", "dd", f"if={dev(w.get('if', ''), 'if')}", f"of={dev(w.get('of', ''), 'of')}",
+                f"bs={parse_dd_number(w.get('bs', 512))}"]
+        for key in ("count", "skip", "seek"):
+            if key in w:
+                args.append(f"{key}={parse_dd_number(w[key])}")
+        for key in ("iflag", "oflag"):
+            if key in w:
+                args.append(f"{key}={w[key]}")
+        if int(w.get("buffer_offset", 0) or 0):
+            warnings.append("workload.buffer_offset: the guest's buffer starts on a page boundary")
+        if float(w.get("buffer_fragmentation", 0) or 0):
+            warnings.append("workload.buffer_fragmentation: the guest's buffer is a huge page, not fragmented")
+        return [" ".join(shlex.quote(a) for a in args)], None
+    if ty == "bios":
+        depth = int(w.get("iodepth", 0) or 0)
+        entries = w.get("bio") or []
+        depth = depth or max(1, len(entries))
+        batch = int(w.get("batch", 1) or 1)
+        if w.get("plug") and depth > 1 and batch < 3:
+            warnings.append("workload.plug: io_submit plugs only calls of 3 or more iocbs; with batch "
+                            f"{batch} the guest's submissions are not plugged")
+        lines = [f"depth {depth} batch {batch}"]
+        default_dev = w.get("device")
+        for i, e in enumerate(entries):
+            op = str(e.get("op"))
+            d = dev(e.get("device", default_dev), f"bio[{i}].device")
+            sector = int(e.get("sector", 0))
+            if "bvecs" in e:
+                warnings.append(f"workload.bio[{i}].bvecs: physical addresses cannot be chosen in the guest; "
+                                "its buffer is one contiguous huge page")
+                size = sum(int(b[1]) for b in e["bvecs"])
+            else:
+                size = parse_size(e.get("size", 0)) if op != "flush" else 0
+            flags = [str(f) for f in e.get("flags", [])]
+            rwf = []
+            waited = op in ("discard", "secure_erase", "write_zeroes", "flush") or (op == "read" and depth == 1)
+            for f in flags:
+                if f in _FLAG_RWF and op in ("read", "write"):
+                    rwf.append(_FLAG_RWF[f])
+                elif f == "sync" and (op == "write" or waited):
+                    pass  # O_DIRECT writes are REQ_SYNC; submit_bio_wait adds it to the others
+                elif f == "nounmap" and op == "write_zeroes":
+                    pass  # BLKZEROOUT passes BLKDEV_ZERO_NOUNMAP
+                else:
+                    warnings.append(f"workload.bio[{i}].flags: '{f}' on a {op} cannot be requested from user space "
+                                    f"{'through AIO ' if op == 'read' else ''}; the guest's bio goes without it")
+            if op == "write" and "sync" not in flags:
+                warnings.append(f"workload.bio[{i}]: an O_DIRECT write is always REQ_SYNC; add flags = [\"sync\"] "
+                                "for the model to match")
+            if waited and "sync" not in flags:
+                how = "a synchronous O_DIRECT read" if op == "read" else f"the {op} ioctl" if op != "flush" else "fsync"
+                warnings.append(f"workload.bio[{i}]: {how} ends in submit_bio_wait, which sets REQ_SYNC; "
+                                "add flags = [\"sync\"] for the model to match")
+            if op in ("discard", "secure_erase"):
+                dname = _strip_dev(str(e.get("device", default_dev)))
+                gran = int(((limits.get(dname) or {}).get("discard_granularity")) or 0) // 512
+                start = starts.get(dname, 0) + sector
+                if gran > 1 and start % gran:
+                    ioctl = "BLKDISCARD" if op == "discard" else "BLKSECDISCARD"
+                    warnings.append(f"workload.bio[{i}]: the guest's {ioctl} "
+                                    f"ioctl cuts a range that starts off the discard granularity grid ({gran} sectors) "
+                                    "into a first bio up to the next grid point (blkdev_issue_discard); the model "
+                                    "submits the entry as one bio")
+            if op in ("zone_append",):
+                raise PlanError(f"workload.bio[{i}].op: {op} cannot be issued from user space")
+            repeat = int(e.get("repeat", 1))
+            stride = int(e.get("stride", size // 512 if size else 0))
+            lines.append(f"{op} {d} {sector * 512} {size} {','.join(rwf) or '-'} {repeat} {stride * 512}")
+        return ["blkio bios /out/bios.txt"], "\n".join(lines) + "\n"
+    raise PlanError(f"workload.type: '{ty}' cannot be run in the guest yet (validate runs dd and bios workloads)")
+
+
+def read_devices(share: str) -> Dict[str, Tuple[str, str]]:
+    """{scenario name: (guest name, "maj,min")} from the job's devices.txt."""
+    out: Dict[str, Tuple[str, str]] = {}
+    path = os.path.join(share, "devices.txt")
+    if not os.path.exists(path):
+        return out
+    with open(path) as fh:
+        for line in fh:
+            parts = line.split()
+            if len(parts) == 3:
+                out[parts[0]] = (parts[1], parts[2].replace(":", ","))
+    return out
+
+
+def dump(obj: Any) -> str:
+    return json.dumps(obj, indent=2, sort_keys=True)

@@ -1,0 +1,250 @@
+"""blkstack validate, the parts that need no virtual machine: partition
+tables, the initramfs format, module dependencies, expectations, and the
+job a scenario turns into. (The suite itself, which boots real kernels, is
+tests/python/test_validate_suite.py, run by `make validate`.)"""
+
+from __future__ import annotations
+
+import json
+import os
+import struct
+import textwrap
+import zlib
+
+import pytest
+
+from blkstack import _core, cli
+from blkstack.validate import Expectation, read_expectations
+from blkstack.validate.debian import _depends, parse_control
+from blkstack.validate.guest import Cpio, _modinfo, module_closure
+from blkstack.validate.plan import PlanError, build_plan, parse_dd_number, parse_size, partition_table
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+SUITE = os.path.join(ROOT, "validate", "scenarios")
+
+
+def test_sizes_and_dd_numbers():
+    assert [parse_size(x) for x in (4096, "4KiB", "4480k", "1.5M", "2048s", "1GB")] == [
+        4096, 4096, 4480 * 1024, 3 << 19, 1 << 20, 10**9]
+    assert [parse_dd_number(x) for x in ("1M", "768k", "512", "2x4k", "1kB")] == [1 << 20, 768 << 10, 512, 8192, 1000]
+    with pytest.raises(PlanError):
+        parse_size("12 parsecs")
+
+
+def test_mbr_partition_table():
+    # Two partitions of a 1 GiB disk: sda1 at 2048 for 262144 sectors, sda2 at 264192.
+    (write,) = partition_table(1 << 30, 512, [(1, 2048, 262144), (2, 264192, 524288)])
+    off, mbr = write
+    assert off == 0 and len(mbr) == 512 and mbr[510:] == b"\x55\xaa"
+    # Entry 1 at byte 446: type 0x83 at +4, LBA start and count at +8, +12.
+    assert mbr[446 + 4] == 0x83 and struct.unpack_from("<II", mbr, 446 + 8) == (2048, 262144)
+    assert struct.unpack_from("<II", mbr, 462 + 8) == (264192, 524288)
+    assert mbr[478:510] == b"\0" * 32
+
+
+def test_4k_disks_count_partitions_in_logical_blocks():
+    ((_, mbr),) = partition_table(1 << 30, 4096, [(1, 2048, 8192)])
+    # 2048 sectors of 512 bytes = LBA 256 of 4096 bytes; 8192 sectors = 1024 blocks.
+    assert struct.unpack_from("<II", mbr, 446 + 8) == (256, 1024)
+    with pytest.raises(PlanError, match="multiples of the logical block size"):
+        partition_table(1 << 30, 4096, [(1, 2047, 8192)])
+
+
+def test_gpt_past_four_partitions():
+    parts = [(i, 2048 * i, 2048) for i in range(1, 6)]
+    writes = dict(partition_table(64 << 20, 512, parts))
+    hdr = writes[512]
+    assert hdr[:8] == b"EFI PART"
+    # The header's CRC covers its 92 bytes with the CRC field zeroed.
+    crc = struct.unpack_from("<I", hdr, 16)[0]
+    zeroed = hdr[:16] + b"\0\0\0\0" + hdr[20:92]
+    assert crc == zlib.crc32(zeroed) & 0xFFFFFFFF
+    entries = writes[1024]
+    assert struct.unpack_from("<I", hdr, 88)[0] == zlib.crc32(entries) & 0xFFFFFFFF
+    # Entry 5: first and last LBA.
+    assert struct.unpack_from("<QQ", entries, 4 * 128 + 32) == (10240, 12287)
+    # The backup header is in the last sector.
+    assert writes[(64 << 20) - 512][:8] == b"EFI PART"
+
+
+def test_cpio_newc_layout():
+    c = Cpio()
+    c.file("bin/x", b"hello", 0o755)
+    c.symlink("bin/y", "x")
+    data = c.bytes()
+    assert len(data) % 512 == 0
+    # "bin" directory first, then bin/x: magic, then 13 hex fields.
+    assert data[:6] == b"070701"
+    i = data.index(b"bin/x\0")
+    hdr = data[i - 110:i]
+    assert hdr[:6] == b"070701" and int(hdr[54:62], 16) == 5 and int(hdr[14:22], 16) == 0o100755
+    assert b"TRAILER!!!\0" in data
+
+
+def test_module_closure_orders_dependencies_first(tmp_path):
+    def mod(name, deps):
+        return b"\x7fELF...\0name=" + name.encode() + b"\0depends=" + ",".join(deps).encode() + b"\0vermagic=x\0"
+    files = {}
+    for name, deps in {"raid456": ["async_tx", "raid6_pq", "libcrc32c"], "async_tx": [], "raid6_pq": [],
+                       "libcrc32c": ["crc32c_generic"], "md_mod": []}.items():
+        p = tmp_path / f"{name}.ko"
+        p.write_bytes(mod(name, deps))
+        files[name] = str(p)
+    assert _modinfo(mod("a", ["b-c"]), "depends") == "b-c"
+    # crc32c_generic is built in: neither shipped nor loaded.
+    order, deps, data = module_closure(["raid456", "md_mod"], files, {"crc32c_generic"})
+    assert order == ["async_tx", "raid6_pq", "libcrc32c", "raid456", "md_mod"]
+    assert deps["raid456"] == ["async_tx", "raid6_pq", "libcrc32c"]
+    assert deps["libcrc32c"] == []
+
+
+def test_debian_control_parsing():
+    text = "Package: linux-image-amd64\nVersion: 6.1.192-2\nDepends: linux-image-6.1.0-56-amd64 (= 6.1.192-2),\n foo | bar\n\nPackage: other\n"
+    f = parse_control(text)
+    assert f["Package"] == "linux-image-amd64" and f["Version"] == "6.1.192-2"
+    assert _depends(f["Depends"]) == ["linux-image-6.1.0-56-amd64", "foo"]
+    assert _depends("libc6 (>= 2.34), libudev1:amd64 (>= 183)") == ["libc6", "libudev1"]
+
+
+def test_expectation_lines(tmp_path):
+    p = tmp_path / "s.toml"
+    p.write_text("# about\n# expect: exact\n# expect 6.12: 87.5% -- raid10 reads balance differently (issue 9)\nkernel = \"6.1\"\n")
+    exp = read_expectations(str(p))
+    assert exp[""].exact and exp[""].reason == ""
+    assert exp["6.12"].percent == 87.5 and exp["6.12"].reason.startswith("raid10")
+    assert str(Expectation(87.5, "x")) == "87.5% (x)"
+
+
+def _plan(tmp_path, text, kernel="6.1"):
+    p = tmp_path / "s.toml"
+    p.write_text(textwrap.dedent(text))
+    resolved = json.loads(_core.check(str(p), kernel, []))
+    return build_plan(str(p), kernel, str(tmp_path), resolved)
+
+
+def test_plan_for_a_partitioned_virtio_disk(tmp_path):
+    plan = _plan(tmp_path, """
+        [disks.vda]
+        kind = "virtio"
+        size = "1GiB"
+        [disks.vda.queue]
+        max_sectors_kb = 128
+        scheduler = "none"
+        discard_granularity = 65536
+        max_segment_size = 65536
+        [disks.vda.partitions.vda1]
+        start = 2048
+        size = "100MiB"
+        [workload]
+        type = "dd"
+        if = "/dev/vda1"
+        of = "/dev/null"
+        bs = "1M"
+        count = 4
+        iflag = "direct"
+    """)
+    (disk,) = plan.disks
+    assert disk.partitions == [("vda1", 1, 2048, 204800)]
+    dev = plan.qemu_args[plan.qemu_args.index("-device") + 1]
+    assert dev.startswith("virtio-blk-pci,drive=d0,serial=BLKSTACK00Z") and "discard_granularity=65536" in dev
+    # max_segment_size cannot be set on virtio-blk: reported, not dropped silently.
+    assert any("max_segment_size" in w for w in plan.warnings)
+    job = plan.job
+    # The scheduler is written before max_sectors_kb (switching it resets nr_requests).
+    assert job.index("queue/scheduler") < job.index("queue/max_sectors_kb")
+    assert "record vda1 $p" in job and "wbt_lat_usec" in job
+    assert "blkio dd if=/dev/blkstack/vda1 of=/dev/null bs=1048576 count=4 iflag=direct" in job
+    assert job.index("tracing_on") < job.index("blkio dd")
+
+
+def test_plan_for_md_and_dm(tmp_path):
+    plan = _plan(tmp_path, """
+        [disks.vda]
+        kind = "virtio"
+        size = "256MiB"
+        [disks.vdb]
+        kind = "virtio"
+        size = "256MiB"
+        [disks.vdc]
+        kind = "virtio"
+        size = "256MiB"
+        [dm.lin]
+        table = "0 100000 linear /dev/vdc 0"
+        [md.md0]
+        level = 10
+        layout = "f2"
+        chunk = "64KiB"
+        members = ["vda", "vdb"]
+        [workload]
+        type = "bios"
+        device = "md0"
+        [[workload.bio]]
+        op = "write"
+        flags = ["sync", "fua"]
+        sector = 0
+        size = "8KiB"
+        repeat = 2
+        [[workload.bio]]
+        op = "discard"
+        device = "lin"
+        sector = 0
+        size = "1MiB"
+    """)
+    job = plan.job
+    assert ("mdadm --create /dev/md0 --run --assume-clean --force --level=10 --raid-devices=2 --metadata=1.2 "
+            "--bitmap=none --chunk=64K --layout=f2 /dev/blkstack/vda /dev/blkstack/vdb") in job
+    assert "for m in virtio_blk dm_mod md_mod raid10; do load $m; done" in job
+    # The superblock is dirtied before tracing starts.
+    assert job.index("safe_mode_delay") < job.index("tracing_on")
+    assert "0 100000 linear /dev/blkstack/vdc 0" in job
+    # Two entries: the write (8 KiB twice, 16 sectors apart) with RWF_DSYNC, the discard on lin.
+    assert plan.bios_file.splitlines() == [
+        "depth 2 batch 1",
+        "write /dev/blkstack/md0 0 8192 fua 2 8192",
+        "discard /dev/blkstack/lin 0 1048576 - 1 1048576",
+    ]
+
+
+def test_plan_refuses_what_a_guest_cannot_do(tmp_path):
+    with pytest.raises(PlanError, match="'hyperv' cannot be reproduced"):
+        _plan(tmp_path, """
+            [disks.sda]
+            kind = "hyperv"
+            size = "1GiB"
+        """)
+
+
+def test_every_suite_scenario_plans_and_states_expectations(tmp_path):
+    names = sorted(f for f in os.listdir(SUITE) if f.endswith(".toml"))
+    assert len(names) >= 12
+    for name in names:
+        path = os.path.join(SUITE, name)
+        exp = read_expectations(path)
+        for kernel in ("6.1", "6.12"):
+            assert kernel in exp or "" in exp, f"{name}: no '# expect' line for {kernel}"
+            e = exp.get(kernel) or exp[""]
+            assert e.exact or e.reason, f"{name}: a known difference on {kernel} needs its reason"
+            resolved = json.loads(_core.check(path, kernel, []))
+            plan = build_plan(path, kernel, str(tmp_path), resolved)
+            assert plan.disks
+
+
+def test_validate_cli_errors(tmp_path, capsys):
+    p = tmp_path / "s.toml"
+    p.write_text('[disks.sda]\nkind = "sata"\nsize = "1GiB"\n')
+    assert cli.main(["validate", str(p), "--kernel", "7.2"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("blkstack: error: --kernel 7.2: Debian ships 6.1 and 6.12") and err.count("\n") == 1
+    assert cli.main(["validate", str(tmp_path / "nope.toml")]) == 2
+    assert "no such file" in capsys.readouterr().err
+
+
+def test_validate_without_qemu_is_a_one_line_error(tmp_path, capsys, monkeypatch):
+    # Checked before anything is downloaded.
+    monkeypatch.setenv("BLKSTACK_QEMU", "qemu-that-does-not-exist")
+    monkeypatch.setenv("BLKSTACK_VALIDATE_CACHE", str(tmp_path / "cache"))
+    code = cli.main(["validate", os.path.join(SUITE, "split-max-sectors.toml"), "--kernel", "6.1"])
+    err = capsys.readouterr().err
+    assert code == 2 and err.count("\n") == 1
+    assert "qemu-that-does-not-exist not found: install it with 'apt-get install qemu-system-x86'" in err
+    assert not (tmp_path / "cache" / "apt").exists()

@@ -1,0 +1,59 @@
+"""The validation suite: every scenario of validate/scenarios/ run on real
+Debian kernels under qemu and compared with blkstack (docs/validation.md).
+
+Opt-in, since it boots virtual machines and downloads kernels on first use:
+
+    make validate          # the full suite, 6.1 and 6.12 (BLKSTACK_VALIDATE=full)
+    make validate-ci       # the CI subset (BLKSTACK_VALIDATE=ci)
+
+Each run must meet its scenario's ``# expect`` line: ``exact``, or the
+stated percentage of a documented known difference. A result better than
+its expectation passes too, and is reported so the line can be updated.
+"""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+SUITE = os.path.join(ROOT, "validate", "scenarios")
+MODE = os.environ.get("BLKSTACK_VALIDATE", "")
+KERNELS = ("6.1", "6.12")
+
+# Small, single-disk and quick: what CI runs (under 15 minutes with setup).
+CI_SUBSET = [
+    ("split-max-sectors.toml", "6.1"),
+    ("partition-read.toml", "6.1"),
+    ("plug-merge-none.toml", "6.1"),
+]
+
+
+def _runs():
+    if MODE == "ci":
+        return CI_SUBSET
+    names = sorted(f for f in os.listdir(SUITE) if f.endswith(".toml"))
+    kernels = [k for k in os.environ.get("BLKSTACK_VALIDATE_KERNELS", " ".join(KERNELS)).split() if k]
+    return [(n, k) for n in names for k in kernels]
+
+
+pytestmark = pytest.mark.skipif(
+    MODE not in ("ci", "full"),
+    reason="boots real kernels under qemu: set BLKSTACK_VALIDATE=ci or full (make validate-ci, make validate)")
+
+
+@pytest.mark.parametrize("name,kernel", _runs() if MODE in ("ci", "full") else [("-", "-")])
+def test_scenario_meets_its_expectation(name, kernel):
+    from blkstack.validate import validate
+    v = validate(os.path.join(SUITE, name), kernel,
+                 out_dir=os.environ.get("BLKSTACK_VALIDATE_OUT") and os.path.join(
+                     os.environ["BLKSTACK_VALIDATE_OUT"], f"{name[:-5]}-{kernel}"),
+                 progress=lambda m: print(f"blkstack: {m}", flush=True))
+    print(v.text())
+    assert v.expectation is not None, f"{name} states no '# expect' line for {kernel}"
+    if v.match_percent > v.expectation.percent + 0.05:
+        print(f"{name} on {kernel}: {v.match_percent:.1f}% is better than the expected {v.expectation}: "
+              "update its '# expect' line")
+    assert v.meets_expectation, (f"{name} on {kernel}: {v.match_percent:.1f}% of requests match; "
+                                 f"expected {v.expectation}\n{v.text()}")
