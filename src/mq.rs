@@ -656,7 +656,9 @@ fn blk_mq_issue(q: &mut RequestQueue, core: &mut BlockCore, id: u32, task: u32) 
 fn device_submit(q: &mut RequestQueue, core: &mut BlockCore, id: u32) {
     let rq = q.rqs.get(id);
     let done = q.disk.service(core.now, rq.op, rq.sector, rq.bytes());
-    core.schedule(done, SimEvent::RqComplete { queue: q.index, rq: id });
+    // Data and discards complete in time order within their own class.
+    let stream = q.index as usize * 2 + (rq.op.is_discard() || rq.op == Op::WriteZeroes) as usize;
+    core.schedule_stream(stream, done, SimEvent::RqComplete { queue: q.index, rq: id });
 }
 
 /// `blk_mq_end_request`: 'C', accounting, tags back, bios ended, then

@@ -49,6 +49,13 @@ pub enum SimEvent {
     Sample,
 }
 
+/// What the event heap holds: an event, or the head of a stream.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum Slot {
+    Event(SimEvent),
+    Stream(u32),
+}
+
 /// A root bio (one a job submitted) finished.
 #[derive(Clone, Copy, Debug)]
 pub struct RootDone {
@@ -93,7 +100,10 @@ pub struct BlockCore {
     /// (`time << 64 | class << 63 | sequence`): at equal times samples
     /// (class 1) come after everything else, so a snapshot sees all that
     /// happened by then.
-    events: BinaryHeap<Reverse<(u128, SimEvent)>>,
+    events: BinaryHeap<Reverse<(u128, Slot)>>,
+    /// FIFO streams of events whose times never decrease (a device's
+    /// completions): only each stream's head sits in `events`.
+    streams: Vec<VecDeque<(u128, SimEvent)>>,
     /// Events other than samples still pending.
     real_events: usize,
     /// Time of the last event that was not a sample.
@@ -126,6 +136,7 @@ impl BlockCore {
             plugs: vec![None, None],
             woken: Vec::new(),
             events: BinaryHeap::new(),
+            streams: Vec::new(),
             real_events: 0,
             last_activity: 0,
             event_seq: 0,
@@ -487,16 +498,53 @@ impl BlockCore {
 
     // ---- the simulated clock ---------------------------------------------
 
-    pub fn schedule(&mut self, at: u64, ev: SimEvent) {
+    /// The ordering key: time, then samples after everything else, then
+    /// scheduling order.
+    fn event_key(&mut self, at: u64, ev: SimEvent) -> u128 {
         self.event_seq += 1;
         let class = (ev == SimEvent::Sample) as u8;
         self.real_events += 1 - class as usize;
-        let key = (at.max(self.now) as u128) << 64 | (class as u128) << 63 | self.event_seq as u128;
-        self.events.push(Reverse((key, ev)));
+        (at.max(self.now) as u128) << 64 | (class as u128) << 63 | self.event_seq as u128
+    }
+
+    pub fn schedule(&mut self, at: u64, ev: SimEvent) {
+        let key = self.event_key(at, ev);
+        self.events.push(Reverse((key, Slot::Event(ev))));
+    }
+
+    /// Schedule on FIFO stream `stream` (events that usually come in time
+    /// order, like one device's completions): the heap then holds one
+    /// entry per stream instead of one per event. An event earlier than the
+    /// stream's last goes to the heap directly, so the order is exact.
+    pub fn schedule_stream(&mut self, stream: usize, at: u64, ev: SimEvent) {
+        let key = self.event_key(at, ev);
+        if self.streams.len() <= stream {
+            self.streams.resize_with(stream + 1, VecDeque::new);
+        }
+        let s = &mut self.streams[stream];
+        match s.back() {
+            Some(&(last, _)) if last > key => self.events.push(Reverse((key, Slot::Event(ev)))),
+            Some(_) => s.push_back((key, ev)),
+            None => {
+                s.push_back((key, ev));
+                self.events.push(Reverse((key, Slot::Stream(stream as u32))));
+            }
+        }
     }
 
     pub fn pop_event(&mut self) -> Option<SimEvent> {
-        let Reverse((key, ev)) = self.events.pop()?;
+        let Reverse((key, slot)) = self.events.pop()?;
+        let ev = match slot {
+            Slot::Event(ev) => ev,
+            Slot::Stream(i) => {
+                let s = &mut self.streams[i as usize];
+                let (_, ev) = s.pop_front().expect("a stream in the heap has a head");
+                if let Some(&(next, _)) = s.front() {
+                    self.events.push(Reverse((next, Slot::Stream(i))));
+                }
+                ev
+            }
+        };
         let (t, class) = ((key >> 64) as u64, (key >> 63) as u8 & 1);
         self.now = t;
         if class == 0 {
