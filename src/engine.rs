@@ -17,7 +17,8 @@ use crate::disk::{DiskModel, ServiceModel};
 use crate::genhd::{DevId, DiskKind, Driver, Queue, Topology};
 use crate::mq::{self, blk_mq_complete_request, blk_mq_submit_bio, RequestQueue, Submit};
 use crate::profile::Behaviour;
-use crate::source::{BioSpec, IoUnit, Source};
+use crate::source::{BioSpec, IoUnit, Source, UnitKind};
+use crate::stats::clat::LatStat;
 use crate::submit::{resume_submit, submit_bio, BioDriver, BlockCore, SimEvent, Stack, Suspended};
 
 /// A submitter: one task running a [`Source`].
@@ -39,6 +40,44 @@ pub struct Job {
     plugged: bool,
     pub units_done: u64,
     pub errors: u64,
+    /// fio's `iodepth_batch_complete_min`: once the queue is full, the job
+    /// waits for this many completions before it submits again (1: refill
+    /// as soon as a slot frees).
+    pub complete_min: u32,
+    /// Per-kind completion statistics of the units (fio's clat, io_bytes).
+    pub stats: JobStats,
+    /// A unit fetched from the source but held back (its time has not come,
+    /// or it must wait for the job's I/O to drain).
+    pending: Option<IoUnit>,
+    /// The slot of a synchronous unit the task is waiting on.
+    sync_slot: Option<u32>,
+    /// Completions still to wait for before submitting (`complete_min`).
+    reaping: u32,
+    /// A `JobWake` is scheduled at this time.
+    wake_at: Option<u64>,
+    /// Per slot: submission time and what the unit counts as.
+    slot_info: Vec<(u64, UnitKind, u64)>,
+}
+
+/// What a job's units did, per [`UnitKind`] index (read, write, trim, sync).
+#[derive(Clone, Debug, Default)]
+pub struct JobStats {
+    /// Completion latency (submission to completion) of each unit.
+    pub clat: [LatStat; 4],
+    pub bytes: [u64; 4],
+    /// When the job submitted its first unit and completed its last.
+    pub first_submit_ns: Option<u64>,
+    pub last_complete_ns: u64,
+}
+
+/// The source's next unit; marks the job finished when there is none.
+fn next_from_source(job: &mut Job, now: u64) -> Option<IoUnit> {
+    if job.finished {
+        return None;
+    }
+    let u = job.source.next_unit_at(now);
+    job.finished = u.is_none();
+    u
 }
 
 /// One step of a submission.
@@ -201,6 +240,13 @@ impl Engine {
             plugged: false,
             units_done: 0,
             errors: 0,
+            complete_min: 1,
+            stats: JobStats::default(),
+            pending: None,
+            sync_slot: None,
+            reaping: 0,
+            wake_at: None,
+            slot_info: Vec::new(),
         });
         self.jobs.len() - 1
     }
@@ -275,37 +321,61 @@ impl Engine {
 
     /// Gather the next submission: up to `batch` units (within `iodepth`),
     /// in a plug if a unit needs one or the batch is larger than two
-    /// (`AIO_PLUG_THRESHOLD`, io_uring's rule).
+    /// (`AIO_PLUG_THRESHOLD`, io_uring's rule). A synchronous or draining
+    /// unit goes alone; a unit whose time has not come wakes the job later.
     fn start_submission(&mut self, j: usize) -> bool {
+        let now = self.core.now;
         let job = &mut self.jobs[j];
-        if job.finished || job.in_flight >= job.iodepth {
+        if job.sync_slot.is_some() || job.reaping > 0 || job.in_flight >= job.iodepth {
             return false;
         }
         let room = (job.iodepth - job.in_flight).min(job.batch);
         let mut units: Vec<IoUnit> = Vec::new();
         while (units.len() as u32) < room {
-            match job.source.next_unit() {
-                Some(u) => units.push(u),
-                None => {
-                    job.finished = true;
-                    break;
-                }
+            let Some(u) = job.pending.take().or_else(|| next_from_source(job, now)) else { break };
+            let held = u.not_before > now || (u.drain && job.in_flight > 0) || ((u.sync || u.drain) && !units.is_empty());
+            if held {
+                job.pending = Some(u);
+                break;
+            }
+            let alone = u.sync || u.drain;
+            units.push(u);
+            if alone {
+                break;
             }
         }
         if units.is_empty() {
+            // A unit due while the job still has I/O in flight waits until
+            // completions due at the same instant were seen (1 ns later), as
+            // a task resubmitting from its completion would.
+            let busy = (job.in_flight > 0) as u64;
+            let wake = job.pending.as_ref().map(|u| u.not_before).filter(|&t| t > now).map(|t| t + busy);
+            if let Some(t) = wake.filter(|&t| job.wake_at != Some(t)) {
+                job.wake_at = Some(t);
+                self.core.schedule(t, SimEvent::JobWake { job: j as u32 });
+            }
             return false;
         }
         let plug = units.len() > 2 || units.iter().any(|u| u.plug);
+        job.stats.first_submit_ns.get_or_insert(now);
         for unit in units {
             let slot = job.free_slots.pop().unwrap_or_else(|| {
                 job.slots.push(0);
+                job.slot_info.push((0, UnitKind::Other, 0));
                 (job.slots.len() - 1) as u32
             });
             // One reference per bio, and one for the submission itself.
             job.slots[slot as usize] = unit.bios.len() as u32 + 1;
+            job.slot_info[slot as usize] = (unit.started_ns.unwrap_or(now).min(now), unit.kind, unit.bytes);
             job.in_flight += 1;
+            if unit.sync {
+                job.sync_slot = Some(slot);
+            }
             job.current.extend(unit.bios.into_iter().map(|b| Step::Bio(b, slot)));
             job.current.push_back(Step::EndOfUnit(slot));
+        }
+        if job.in_flight >= job.iodepth && job.complete_min > 1 {
+            job.reaping = job.complete_min.min(job.in_flight);
         }
         let task = job.task;
         if plug {
@@ -315,6 +385,7 @@ impl Engine {
     }
 
     fn unit_bio_done(&mut self, j: usize, slot: u32) {
+        let now = self.core.now;
         let job = &mut self.jobs[j];
         let left = &mut job.slots[slot as usize];
         *left -= 1;
@@ -322,6 +393,16 @@ impl Engine {
             job.free_slots.push(slot);
             job.in_flight -= 1;
             job.units_done += 1;
+            job.reaping = job.reaping.saturating_sub(1);
+            if job.sync_slot == Some(slot) {
+                job.sync_slot = None;
+            }
+            let (start, kind, bytes) = job.slot_info[slot as usize];
+            if let Some(k) = kind.index() {
+                job.stats.clat[k].add(now - start);
+                job.stats.bytes[k] += bytes;
+            }
+            job.stats.last_complete_ns = now;
         }
     }
 
@@ -383,7 +464,10 @@ impl Engine {
             SimEvent::RqComplete { queue, rq } => {
                 blk_mq_complete_request(&mut self.queues, &mut self.core, queue as usize, rq);
             }
-            SimEvent::JobWake { job } => self.run_job(job as usize),
+            SimEvent::JobWake { job } => {
+                self.jobs[job as usize].wake_at = None;
+                self.run_job(job as usize);
+            }
             SimEvent::Sample => {
                 self.take_sample();
                 // Keep sampling while anything else is pending.

@@ -8,6 +8,7 @@
 //! value for every switch.
 
 use crate::limits::{LimitsModel, Raid10DiscardLimit, Raid5MaxHwSectors, StackingBehaviour};
+use crate::source::discard::DiscardChopping;
 
 /// An enum switch: its values and their names.
 pub trait Choice: Sized + Copy + PartialEq + 'static {
@@ -212,6 +213,39 @@ choice!(
     }
 );
 
+impl Choice for DiscardChopping {
+    const ALL: &'static [(Self, &'static str)] = &[
+        (DiscardChopping::MaxDiscardAligned, "max_discard_aligned"),
+        (DiscardChopping::AllowedMaxSectors, "allowed_max_sectors"),
+        (DiscardChopping::GranularityAligned, "granularity_aligned"),
+        (DiscardChopping::BioDiscardLimit, "bio_discard_limit"),
+    ];
+}
+
+choice!(
+    /// When `bio_iov_iter_get_pages` adds a pinned user page to the last bvec.
+    DioBvecMerge {
+        /// 5.1-6.x (`bvec_try_merge_page`): whenever the page continues the
+        /// bvec physically, so a physically contiguous run is one bvec.
+        PhysContig = "phys_contig",
+        /// 7.x folio-based extraction: only within one folio; order-0 user
+        /// memory gives one page per bvec.
+        FolioOnly = "folio_only",
+    }
+);
+
+choice!(
+    /// Whether direct I/O trims each bio to the queue's max I/O size.
+    IovAlign {
+        /// Every released kernel.
+        Off = "off",
+        /// Ed Tsai's proposal ("block: limit the extract size to align queue
+        /// limit", seed 003): when more bios follow, a bio is cut down to a
+        /// multiple of max_sectors, so splitting leaves no small remainder.
+        MaxIo = "max_io",
+    }
+);
+
 /// All behaviour switches in force for a run.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Behaviour {
@@ -254,6 +288,10 @@ pub struct Behaviour {
     pub raid5_chunk_sectors: bool,
     /// dm-stripe sets `chunk_sectors` to its chunk (6.12.y; not 6.1).
     pub dm_stripe_chunk_sectors: bool,
+    /// How `__blkdev_issue_discard` cuts a range into bios.
+    pub discard_chopping: DiscardChopping,
+    pub dio_bvec_merge: DioBvecMerge,
+    pub iov_align: IovAlign,
 }
 
 /// A named kernel version.
@@ -301,6 +339,9 @@ pub fn profiles() -> Vec<Profile> {
         raid5_max_hw: Raid5MaxHw::Fixed,
         raid5_chunk_sectors: false,
         dm_stripe_chunk_sectors: false,
+        discard_chopping: DiscardChopping::BioDiscardLimit,
+        dio_bvec_merge: DioBvecMerge::PhysContig,
+        iov_align: IovAlign::Off,
     };
     let v6_12 = Behaviour {
         limits_model: LimitsModel::Validate,
@@ -328,6 +369,7 @@ pub fn profiles() -> Vec<Profile> {
         raid0_chunk_sectors: true,
         raid5_max_hw: Raid5MaxHw::AtLeastIoOpt,
         raid5_chunk_sectors: true,
+        dio_bvec_merge: DioBvecMerge::FolioOnly,
         ..v6_12.clone()
     };
     vec![
@@ -357,9 +399,15 @@ pub fn pre_6_profiles() -> Vec<Profile> {
         raid0_discard: Raid0DiscardLayout::Unshifted,
         md_accounting: MdAccounting::Inline,
         io_ticks: IoTicks::Legacy,
+        discard_chopping: DiscardChopping::AllowedMaxSectors,
         ..v6_1
     };
-    let v5_13 = Behaviour { raid10_discard: Raid10Discard::WholeRange, md_accounting: MdAccounting::SubmitBio, ..v5_8.clone() };
+    let v5_13 = Behaviour {
+        raid10_discard: Raid10Discard::WholeRange,
+        md_accounting: MdAccounting::SubmitBio,
+        discard_chopping: DiscardChopping::GranularityAligned,
+        ..v5_8.clone()
+    };
     vec![
         Profile { name: "5.8", kernel: "5.8.18", summary: "md raid10 discards one chunk at a time (seeds' old kernels)", behaviour: v5_8 },
         Profile { name: "5.13", kernel: "5.13.19", summary: "md raid10 whole-range discard, md accounting in md_submit_bio", behaviour: v5_13 },
@@ -493,6 +541,12 @@ pub const SWITCHES: &[SwitchDef] = &[
         "md raid456 sets chunk_sectors to the full data stripe (io_opt), so md splits at stripe boundaries (7.x)"),
     switch!(flag dm_stripe_chunk_sectors,
         "dm-stripe sets chunk_sectors to its chunk (6.12.y; not 6.1)"),
+    switch!(choice discard_chopping, "max_discard_aligned|allowed_max_sectors|granularity_aligned|bio_discard_limit",
+        "how __blkdev_issue_discard cuts BLKDISCARD/fstrim ranges into bios: max_discard_aligned (4.9-4.18: max_discard_sectors pieces pulled back to the granularity grid), allowed_max_sectors (4.19-5.9, 744889b7cbb5: UINT_MAX-sized pieces, the queue splits), granularity_aligned (5.10-6.0: an unaligned head piece, then granularity-aligned UINT_MAX pieces), bio_discard_limit (6.1+: the same computed per bio)"),
+    switch!(choice dio_bvec_merge, "phys_contig|folio_only",
+        "direct I/O bvecs: phys_contig (5.1-6.x bvec_try_merge_page: a physically contiguous run of user pages is one bvec) or folio_only (7.x: pages merge only within a folio, so order-0 user memory is one page per bvec and a bio holds 256 pages)"),
+    switch!(choice iov_align, "off|max_io",
+        "direct I/O bio sizing: off (every released kernel) or max_io (Ed Tsai's proposal \"block: limit the extract size to align queue limit\", seed 003: every bio but the last is cut to a multiple of max_sectors)"),
 ];
 
 pub fn switch(name: &str) -> Option<&'static SwitchDef> {

@@ -244,7 +244,7 @@ pub fn summary(sc: &Scenario, engine: &Engine, st: &RunStats) -> Value {
         devices.insert(d.name.clone(), dev);
     }
     let behaviour: Map<String, Value> = sc.beh.values().into_iter().map(|(k, v)| (k.to_string(), json!(v))).collect();
-    json!({
+    let mut v = json!({
         "scenario": sc.file,
         "name": sc.name,
         "kernel": sc.profile.kernel,
@@ -270,7 +270,14 @@ pub fn summary(sc: &Scenario, engine: &Engine, st: &RunStats) -> Value {
             "btt": report::btt_text(engine),
             "histograms": report::histograms_text(engine),
         },
-    })
+        "warnings": sc.workload.warnings,
+    });
+    if let Some(meta) = &sc.workload.fio {
+        let (fio, text) = crate::stats::fio::report(meta, engine);
+        v["fio"] = fio;
+        v["reports"]["fio"] = json!(text);
+    }
+    v
 }
 
 /// Load and build a scenario without running it: the profile, the

@@ -422,10 +422,9 @@ def _simulate(scenario: str, kernel: Optional[str], sets: Sequence[str],
     return json.loads(text)
 
 
-def cmd_run(args: argparse.Namespace) -> int:
-    sets: List[str] = args.set or []
-    _check_sets(sets)
-    _check_input(args.scenario)
+def _check_run_outputs(args: argparse.Namespace) -> List[str]:
+    """Refuse output files that cannot be written or collide; return the
+    options whose output goes to standard output."""
     outputs = [(opt, path) for opt, path in
                (("--trace", args.trace), ("--requests", args.requests), ("--json", args.json))
                if path is not None]
@@ -442,10 +441,25 @@ def cmd_run(args: argparse.Namespace) -> int:
     if len(to_stdout) > 1:
         both = " and ".join(f"{opt} -" for opt in to_stdout)
         raise UsageError(f"{both}: only one output can go to standard output; send the others to files")
+    return to_stdout
+
+
+def _print_warnings(summary: Dict[str, Any]) -> None:
+    """What the workload ignored (fio's cosmetic options), on stderr."""
+    for warning in summary.get("warnings") or []:
+        _say(sys.stderr, f"{PROG}: warning: {_one_line(warning)}")
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    sets: List[str] = args.set or []
+    _check_sets(sets)
+    _check_input(args.scenario)
+    to_stdout = _check_run_outputs(args)
 
     if args.interval is not None and args.interval <= 0:
         raise UsageError(f"--interval {args.interval}: must be a positive number of seconds")
     summary = _simulate(args.scenario, args.kernel, sets, args.trace, args.requests, args.interval, args.check)
+    _print_warnings(summary)
 
     if args.json == "-":
         sys.stdout.write(json.dumps(summary, indent=2) + "\n")
@@ -460,6 +474,34 @@ def cmd_run(args: argparse.Namespace) -> int:
         if on and reports.get(key):
             print("", file=stream)
             print(reports[key].rstrip("\n"), file=stream)
+    return EXIT_OK
+
+
+def _toml_string(text: str) -> str:
+    """A TOML basic string (JSON's escapes are TOML's)."""
+    return json.dumps(text)
+
+
+def cmd_fio(args: argparse.Namespace) -> int:
+    fio_args: List[str] = list(args.fio_args or [])
+    if not fio_args:
+        raise UsageError("fio: give a job file or fio's options, e.g. 'blkstack fio job.fio --stack S.toml' "
+                         "or 'blkstack fio --stack S.toml --name=x --rw=randwrite' (see 'blkstack fio --help')")
+    sets: List[str] = args.set or []
+    _check_sets(sets)
+    _check_input(args.stack)
+    args.scenario = args.stack
+    to_stdout = _check_run_outputs(args)
+    workload = "{type = \"fio\", args = [" + ", ".join(_toml_string(a) for a in fio_args) + "]}"
+    summary = _simulate(args.stack, args.kernel, [f"workload={workload}"] + sets, args.trace, args.requests)
+    _print_warnings(summary)
+    if args.json == "-":
+        sys.stdout.write(json.dumps(summary, indent=2) + "\n")
+    elif args.json is not None:
+        write_atomic(args.json, json.dumps(summary, indent=2) + "\n")
+    stream = sys.stderr if to_stdout else sys.stdout
+    report = (summary.get("reports") or {}).get("fio") or ""
+    print(report.rstrip("\n"), file=stream)
     return EXIT_OK
 
 
@@ -684,6 +726,7 @@ examples:
   blkstack scenarios demo --show > my.toml       # copy a built-in scenario
   blkstack run my.toml                           # simulate it, print a summary
   blkstack run my.toml --kernel 6.1 --trace -    # blkparse-style trace on stdout
+  blkstack fio job.fio --stack my.toml           # fio jobs on the scenario's devices
   blkstack profiles                              # kernel profiles and switches
   blkstack validate my.toml --kernel 6.1         # the same scenario on a real kernel (qemu)
   blkstack diff real.txt sim.txt                 # compare two block traces
@@ -725,6 +768,25 @@ A scenario file looks like this:
   count = 4
   iflag = "direct"
 """
+
+FIO_DESCRIPTION = """\
+Run fio jobs on the devices of a scenario. Give fio's own arguments: job
+files and/or options (--name=NAME starts a job; options before the first
+--name are global), read as fio 3.x reads them. Each job's filename= is a
+scenario device (/dev/NAME); without it, the top of the stack.
+
+Prints fio's report: per job IOPS, bandwidth, completion latency and its
+percentiles, fsync latency, the run status line and fio's "Disk stats".
+Options fio has that do not change the I/O (output, logging, verify, CPU
+placement) are ignored with a warning on standard error; any other option
+the model does not reproduce is an error."""
+
+FIO_EPILOG = """\
+examples:
+  blkstack fio job.fio --stack my.toml
+  blkstack fio --stack my.toml --name=w --rw=randwrite --bs=4k --direct=1 --ioengine=libaio --iodepth=32 --size=1G
+  blkstack fio job.fio --stack my.toml --kernel 6.1 --json - | python3 -m json.tool
+  blkstack fio job.fio --stack my.toml --trace trace.txt"""
 
 DEMO_DESCRIPTION = """\
 Run the built-in demo scenario, print its summary and explain what it shows.
@@ -866,6 +928,19 @@ def build_parser() -> ArgumentParser:
     p.add_argument("-q", "--quiet", action="store_true", help="do not print the human-readable summary")
     p.set_defaults(func=cmd_run)
 
+    p = sub.add_parser("fio", help="run fio job files or fio options on a scenario's stack",
+                       description=FIO_DESCRIPTION, epilog=FIO_EPILOG, formatter_class=fmt, allow_abbrev=False)
+    p.add_argument("--stack", required=True, metavar="SCENARIO.toml",
+                   help="the scenario whose devices (and kernel) the jobs run on; its own workload is replaced")
+    p.add_argument("--kernel", choices=kernels, metavar=kernel_metavar,
+                   help="kernel profile to model instead of the scenario's 'kernel'")
+    p.add_argument("--set", action="append", metavar="KEY=VALUE", default=[],
+                   help="override one scenario key, e.g. workload.buffer_fragmentation=0.1; may be repeated")
+    p.add_argument("--trace", metavar="FILE|-", help="write a blkparse-style text trace to FILE ('-' for standard output)")
+    p.add_argument("--requests", metavar="FILE|-", help="write one CSV row per issued request to FILE")
+    p.add_argument("--json", metavar="FILE|-", help="write the summary (with fio's figures under 'fio') as JSON to FILE")
+    p.set_defaults(func=cmd_fio, fio_args=[])
+
     p = sub.add_parser("demo", help="run the built-in demo and explain it", description=DEMO_DESCRIPTION,
                        epilog=DEMO_EPILOG, formatter_class=fmt)
     p.add_argument("--kernel", choices=kernels, metavar=kernel_metavar,
@@ -968,11 +1043,14 @@ def _dispatch(argv: Optional[Sequence[str]]) -> int:
     except SystemExit as exc:  # --help and --version
         sys.stdout.flush()
         return exc.code if isinstance(exc.code, int) else EXIT_OK
+    if extras and args.command == "fio":
+        # Everything argparse does not know is fio's: options and job files.
+        args.fio_args, extras = extras, []
     if extras:
         where = f"{PROG} {args.command}" if args.command else PROG
         raise UsageError(f"unrecognized arguments: {' '.join(extras)} (see '{where} --help')")
     if args.command is None:
-        raise UsageError("missing COMMAND: one of run, demo, profiles, scenarios, validate, diff (see 'blkstack --help')")
+        raise UsageError("missing COMMAND: one of run, fio, demo, profiles, scenarios, validate, diff (see 'blkstack --help')")
     status = args.func(args)
     sys.stdout.flush()
     return status

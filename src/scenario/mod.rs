@@ -8,16 +8,18 @@
 //! [`disks`] and [`workload`].
 
 pub mod disks;
+pub mod jobs;
 pub mod stack;
 pub mod tree;
 pub mod workload;
+pub mod workload_discard;
+pub mod workload_fio;
+pub mod workload_replay;
 
 use crate::engine::{Engine, EngineBuilder};
 use crate::genhd::DevId;
 use crate::profile::{self, Behaviour, Profile, SWITCHES};
 use crate::source::bios::BioList;
-use crate::source::dd::{Dd, DdSide};
-use crate::source::dio::UserBuffer;
 use crate::source::BioSpec;
 
 pub use disks::{DiskSpec, PartSpec};
@@ -60,7 +62,8 @@ pub fn load(file: &str, text: &str, kernel: Option<&str>, sets: &[String]) -> Re
     let stacked = stack::read_stack(&o, &disks, &beh)?;
     // Stacked devices are workload targets too.
     let targets: Vec<DiskSpec> = disks.iter().cloned().chain(stacked.iter().map(StackSpec::as_target)).collect();
-    let workload = workload::read_workload(&o, &targets, seed)?;
+    let ctx = workload::WorkloadCtx { targets: &targets, nr_disks: disks.len(), stacked: &stacked, seed, beh: &beh };
+    let workload = workload::read_workload(&o, &ctx)?;
     o.finish(ROOT_KEYS)?;
     Ok(Scenario { file: file.to_string(), name, description, profile, beh, seed, disks, stacked, workload })
 }
@@ -137,12 +140,8 @@ impl Scenario {
         match &self.workload.kind {
             WorkloadKind::None => {}
             WorkloadKind::Dd(dd) => {
-                let side = |s: &Option<(String, u64, u32)>| {
-                    s.as_ref().map(|(n, start, l)| DdSide { dev: dev(&engine, n), start: *start, lbs: l & 0xFFFF, flags: l >> 16 })
-                };
-                let buffer = UserBuffer::new(dd.bs, dd.buffer_offset, dd.fragmentation, self.seed);
-                let source = Dd::new(side(&dd.input), side(&dd.output), dd.bs, dd.total, buffer);
-                engine.add_job(self.workload.pid, &self.workload.comm, Box::new(source), 1, 1);
+                let job = dd.job(self.seed, self.workload.pid, &self.workload.comm);
+                jobs::add_jobs(&mut engine, &[job], &self.beh);
             }
             WorkloadKind::Bios { bios, iodepth, batch, plug } => {
                 let specs = bios
@@ -154,6 +153,7 @@ impl Scenario {
                     .collect();
                 engine.add_job(self.workload.pid, &self.workload.comm, Box::new(BioList::new(specs, *plug)), *iodepth, *batch);
             }
+            WorkloadKind::Jobs(jobs) => jobs::add_jobs(&mut engine, jobs, &self.beh),
         }
         engine
     }

@@ -1,22 +1,88 @@
-//! The `[workload]` table: what submits I/O (`dd`, an explicit bio list).
+//! The `[workload]` table: what submits I/O (`dd`, an explicit bio list,
+//! and the job-based types read in their own files: fio, the discard tools,
+//! trace replay).
 
 use crate::bio::{req, BvecBuilder, Op, BIO_MAX_VECS, PAGE_SIZE, SECTOR_SHIFT};
 
-use super::disks::{dev_names, find_dev, DiskSpec};
-use super::tree::{self, Obj, ScenarioError, Value};
+use std::rc::Rc;
 
-const DD_KEYS: &[&str] =
-    &["type", "if", "of", "bs", "count", "skip", "seek", "iflag", "oflag", "buffer_offset", "buffer_fragmentation", "pid", "comm"];
+use crate::genhd::Topology;
+use crate::profile::Behaviour;
+use crate::source::dd::{Dd, DdSide};
+use crate::source::dio::{DioRules, UserBuffer};
+use crate::source::pagecache::SharedCaches;
+
+use super::disks::{dev_names, find_dev, DiskSpec};
+use super::jobs::JobSpec;
+use super::tree::{self, Obj, ScenarioError, Value};
+use super::stack::StackSpec;
+use super::workload_discard;
+use super::workload_fio::{self, FioDevices};
+use super::workload_replay;
+use crate::stats::fio::FioMeta;
+
+const DD_KEYS: &[&str] = &[
+    "type",
+    "if",
+    "of",
+    "bs",
+    "count",
+    "skip",
+    "seek",
+    "iflag",
+    "oflag",
+    "conv",
+    "blocksize",
+    "dirty_background_bytes",
+    "buffer_offset",
+    "buffer_fragmentation",
+    "pid",
+    "comm",
+];
 const BIOS_KEYS: &[&str] = &["type", "device", "iodepth", "batch", "plug", "bio", "pid", "comm"];
 const BIO_KEYS: &[&str] = &["device", "op", "sector", "size", "flags", "bvecs", "repeat", "stride"];
 #[derive(Clone, Debug)]
 pub struct DdSpec {
+    /// (device, byte offset, logical block size | REQ_* flags << 16).
     pub input: Option<(String, u64, u32)>,
     pub output: Option<(String, u64, u32)>,
     pub bs: u64,
     pub total: u64,
     pub buffer_offset: u32,
     pub fragmentation: f64,
+    /// The output is written through the page cache (no `oflag=direct`).
+    pub out_buffered: bool,
+    /// `conv=fsync` or `conv=fdatasync`.
+    pub conv_fsync: bool,
+    /// `blocksize`: the output's soft block size (`blockdev --setbsz`).
+    pub blocksize: Option<u32>,
+    /// `dirty_background_bytes`: background writeback threshold.
+    pub dirty_background: Option<u64>,
+}
+
+impl DdSpec {
+    /// The dd job: its sides resolved on the built devices.
+    pub fn job(&self, seed: u64, pid: u32, comm: &str) -> JobSpec {
+        let dd = self.clone();
+        let make = Rc::new(move |topo: &Topology, beh: &Behaviour, shared: &mut SharedCaches| {
+            let side = |s: &Option<(String, u64, u32)>, shared: &mut SharedCaches, buffered: bool| {
+                s.as_ref().map(|(n, start, l)| {
+                    let dev = topo.by_name(n).expect("a validated device");
+                    let lbs = l & 0xFFFF;
+                    let rules = DioRules::new(beh, lbs, topo.limits(dev).max_sectors);
+                    let cache = if buffered { shared.open(topo, dev, dd.blocksize, dd.dirty_background).ok() } else { None };
+                    DdSide { dev, start: *start, lbs, flags: l >> 16, rules, cache }
+                })
+            };
+            let input = side(&dd.input, shared, false);
+            let output = side(&dd.output, shared, dd.out_buffered);
+            let buffer = UserBuffer::new(dd.bs, dd.buffer_offset, dd.fragmentation, seed);
+            let mut source = Dd::new(input, output, dd.bs, dd.total, buffer);
+            source.conv_fsync = dd.conv_fsync;
+            Box::new(source) as Box<dyn crate::source::Source>
+        });
+        JobSpec { pid, comm: comm.to_string(), iodepth: 1, batch: 1, complete_min: 1, make }
+    }
 }
 
 #[derive(Clone, Debug)]
@@ -37,6 +103,8 @@ pub enum WorkloadKind {
     None,
     Dd(DdSpec),
     Bios { bios: Vec<BioEntry>, iodepth: u32, batch: u32, plug: bool },
+    /// Jobs whose sources are built with the stack (fio, discard tools, replay).
+    Jobs(Vec<JobSpec>),
 }
 
 #[derive(Clone, Debug)]
@@ -44,27 +112,58 @@ pub struct Workload {
     pub kind: WorkloadKind,
     pub pid: u32,
     pub comm: String,
+    /// Things the workload ignored (fio's cosmetic options), for the summary.
+    pub warnings: Vec<String>,
+    /// For fio workloads: what its report needs.
+    pub fio: Option<FioMeta>,
 }
 
+/// What the workload reader needs from the rest of the scenario.
+pub(crate) struct WorkloadCtx<'a> {
+    /// Disks, then stacked devices (in build order).
+    pub targets: &'a [DiskSpec],
+    pub nr_disks: usize,
+    pub stacked: &'a [StackSpec],
+    pub seed: u64,
+    pub beh: &'a Behaviour,
+}
+
+const TYPES: &str = "dd, bios, fio, blkdiscard, mkfs.xfs, fstrim or replay";
+
 /// A validated scenario.
-pub(crate) fn read_workload(o: &Obj, disks: &[DiskSpec], seed: u64) -> Result<Workload, ScenarioError> {
+pub(crate) fn read_workload(o: &Obj, ctx: &WorkloadCtx) -> Result<Workload, ScenarioError> {
+    let disks = ctx.targets;
     let Some(w) = o.table("workload")? else {
-        return Ok(Workload { kind: WorkloadKind::None, pid: 0, comm: String::new() });
+        return Ok(Workload { kind: WorkloadKind::None, pid: 0, comm: String::new(), warnings: Vec::new(), fio: None });
     };
-    let (ty, tn) = w.opt_str("type")?.ok_or_else(|| w.err("type", &w.at, "missing (\"dd\" or \"bios\")"))?;
+    let (ty, tn) = w.opt_str("type")?.ok_or_else(|| w.err("type", &w.at, format!("missing ({TYPES})")))?;
     let (default_comm, keys) = match ty.as_str() {
         "dd" => ("dd", DD_KEYS),
         "bios" => ("blkstack", BIOS_KEYS),
-        _ => return Err(w.err("type", &tn.at, format!("unknown workload type '{ty}' (\"dd\" or \"bios\")"))),
+        "blkdiscard" => ("blkdiscard", workload_discard::BLKDISCARD_KEYS),
+        "mkfs.xfs" => ("mkfs.xfs", workload_discard::MKFS_KEYS),
+        "fstrim" => ("fstrim", workload_discard::FSTRIM_KEYS),
+        "fio" => ("fio", workload_fio::FIO_KEYS),
+        "replay" => ("replay", workload_replay::REPLAY_KEYS),
+        _ => return Err(w.err("type", &tn.at, format!("unknown workload type '{ty}' ({TYPES})"))),
     };
     let pid = w.opt_u64("pid")?.map(|x| x.0 as u32).unwrap_or(4242);
     let comm = w.opt_str("comm")?.map(|x| x.0).unwrap_or_else(|| default_comm.to_string());
+    let (mut warnings, mut fio) = (Vec::new(), None);
     let kind = match ty.as_str() {
-        "dd" => WorkloadKind::Dd(read_dd(&w, disks, seed)?),
-        _ => read_bios(&w, disks)?,
+        "dd" => WorkloadKind::Dd(read_dd(&w, disks, ctx.seed)?),
+        "bios" => read_bios(&w, disks)?,
+        "fio" => {
+            let devs = FioDevices { targets: disks, nr_disks: ctx.nr_disks, stacked: ctx.stacked };
+            let f = workload_fio::read(&w, &devs, ctx.beh, ctx.seed, pid, &comm)?;
+            (warnings, fio) = (f.warnings, Some(f.meta));
+            WorkloadKind::Jobs(f.jobs)
+        }
+        "replay" => WorkloadKind::Jobs(workload_replay::read(&w, disks, ctx.nr_disks)?),
+        t => WorkloadKind::Jobs(workload_discard::read(&w, t, disks, ctx.beh, ctx.seed, pid, &comm)?),
     };
     w.finish(keys)?;
-    Ok(Workload { kind, pid, comm })
+    Ok(Workload { kind, pid, comm, warnings, fio })
 }
 
 /// A dd operand naming a file: a scenario device or a pseudo device.
@@ -128,8 +227,8 @@ fn read_dd(w: &Obj, disks: &[DiskSpec], seed: u64) -> Result<DdSpec, ScenarioErr
     let side = |dev: &Option<String>, blocks: u64, key: &str, flagkey: &str, direct: bool| -> Result<Option<(String, u64, u32)>, ScenarioError> {
         let Some(name) = dev else { return Ok(None) };
         let info = find_dev(disks, name).expect("checked");
-        if !direct {
-            return Err(w.err(flagkey, &at(flagkey), format!("buffered I/O through the page cache is not modelled yet: add {flagkey}=direct")));
+        if !direct && flagkey == "iflag" {
+            return Err(w.err(flagkey, &at(flagkey), "buffered reads through the page cache are not modelled: add iflag=direct"));
         }
         let start = blocks.saturating_mul(bs);
         if bs % info.lbs as u64 != 0 {
@@ -177,7 +276,39 @@ fn read_dd(w: &Obj, disks: &[DiskSpec], seed: u64) -> Result<DdSpec, ScenarioErr
         Some((p, _)) => p,
     };
     let _ = seed;
-    Ok(DdSpec { input, output: output.map(|(n, s, l)| (n, s, l | oflags << 16)), bs, total, buffer_offset, fragmentation })
+    let conv_fsync = dd_conv(w)?;
+    let out_buffered = out_dev.is_some() && !odirect;
+    let lbs = out_dev.as_ref().map(|d| find_dev(disks, d).expect("checked").lbs);
+    let blocksize = soft_blocksize(w, "blocksize", lbs)?;
+    let dirty_background = w.opt_size("dirty_background_bytes")?.map(|x| x.0);
+    let output = output.map(|(n, s, l)| (n, s, l | oflags << 16));
+    Ok(DdSpec { input, output, bs, total, buffer_offset, fragmentation, out_buffered, conv_fsync, blocksize, dirty_background })
+}
+
+/// `conv=`: `fsync`/`fdatasync` (one fsync before exit); `notrunc` and
+/// `noerror` change nothing on a block device.
+fn dd_conv(w: &Obj) -> Result<bool, ScenarioError> {
+    let Some((s, n)) = w.opt_str("conv")? else { return Ok(false) };
+    let mut fsync = false;
+    for c in s.split(',').map(str::trim).filter(|c| !c.is_empty()) {
+        match c {
+            "fsync" | "fdatasync" => fsync = true,
+            "notrunc" | "noerror" => {}
+            _ => return Err(w.err("conv", &n.at, format!("unsupported conversion '{c}' (fsync, fdatasync, notrunc, noerror)"))),
+        }
+    }
+    Ok(fsync)
+}
+
+/// A soft block size key (`blockdev --setbsz`): a power of two from the
+/// logical block size to 4096 (`set_blocksize`).
+pub(crate) fn soft_blocksize(w: &Obj, key: &str, lbs: Option<u32>) -> Result<Option<u32>, ScenarioError> {
+    let Some((v, n)) = w.opt_size(key)? else { return Ok(None) };
+    let min = lbs.unwrap_or(512).max(512) as u64;
+    if v < min || v > PAGE_SIZE || !v.is_power_of_two() {
+        return Err(w.err(key, &n.at, format!("{v} is not a power of two from the logical block size ({min}) to the page size (4096): set_blocksize refuses it")));
+    }
+    Ok(Some(v as u32))
 }
 
 fn read_bios(w: &Obj, disks: &[DiskSpec]) -> Result<WorkloadKind, ScenarioError> {

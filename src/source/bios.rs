@@ -35,6 +35,6 @@ impl Source for BioList {
                 bv.phys += *stride * SECTOR_SIZE;
             }
         }
-        Some(IoUnit { bios: vec![bio], plug: self.plug })
+        Some(IoUnit { bios: vec![bio], plug: self.plug, ..IoUnit::default() })
     }
 }

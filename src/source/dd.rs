@@ -1,11 +1,25 @@
-//! `dd` with O_DIRECT: one synchronous `pread`/`pwrite` of `bs` bytes per
-//! block, through [`super::dio::blkdev_direct_io`]. A device-to-device copy
-//! alternates a read and a write per block, as dd does.
+//! `dd`: one synchronous `read`/`write` of `bs` bytes per block. A side
+//! opened with O_DIRECT goes through [`super::dio::blkdev_direct_io_with`];
+//! an output opened without it writes into the device's page cache
+//! ([`super::pagecache`]), from which writeback builds the bios. A
+//! device-to-device copy alternates a read and a write per block, as dd
+//! does.
+//!
+//! * `oflag=sync`/`dsync` (O_SYNC/O_DSYNC): direct writes carry `REQ_FUA`
+//!   (`dio_bio_write_op`); buffered writes are followed by
+//!   `generic_write_sync` — writeback of the written range, then a flush.
+//! * `conv=fsync`/`fdatasync`: one fsync before dd exits — writeback of
+//!   every dirty page, then a flush (`blkdev_fsync`).
+//! * Closing the output syncs its page cache (`sync_blockdev` on the last
+//!   close): what is still dirty is written back, without a flush.
+
+use std::collections::VecDeque;
 
 use crate::bio::{req, Op};
 use crate::genhd::DevId;
 
-use super::dio::{blkdev_direct_io, UserBuffer};
+use super::dio::{blkdev_direct_io_with, DioRules, UserBuffer};
+use super::pagecache::{fsync_units, SharedCache, WbRange};
 use super::{IoUnit, Source};
 
 /// One side of the copy on a scenario device.
@@ -15,8 +29,12 @@ pub struct DdSide {
     /// Byte offset of the first block (`skip`/`seek` × `bs`).
     pub start: u64,
     pub lbs: u32,
-    /// Extra `REQ_*` flags for this side's bios.
+    /// Extra `REQ_*` flags for this side's bios (`REQ_FUA` for O_SYNC).
     pub flags: u32,
+    /// The kernel's direct I/O bio-building rules for this device.
+    pub rules: DioRules,
+    /// The device's page cache when this side is not O_DIRECT (writes only).
+    pub cache: Option<SharedCache>,
 }
 
 pub struct Dd {
@@ -25,35 +43,75 @@ pub struct Dd {
     pub bs: u64,
     /// Bytes to move in total (the last block may be short).
     pub total: u64,
+    /// `conv=fsync` / `conv=fdatasync`.
+    pub conv_fsync: bool,
     buffer: UserBuffer,
     done: u64,
     /// The read half of the current block was issued (copy between devices).
     read_issued: bool,
+    /// Units that follow the last one (O_SYNC's writeback and flush,
+    /// background writeback, the final fsync and close).
+    follow: VecDeque<IoUnit>,
+    closed: bool,
+    now: u64,
 }
 
 impl Dd {
     pub fn new(input: Option<DdSide>, output: Option<DdSide>, bs: u64, total: u64, buffer: UserBuffer) -> Self {
-        Dd { input, output, bs, total, buffer, done: 0, read_issued: false }
+        Dd { input, output, bs, total, conv_fsync: false, buffer, done: 0, read_issued: false, follow: VecDeque::new(), closed: false, now: 0 }
+    }
+
+    /// After the last block: conv=fsync's fsync, then the close.
+    fn close(&mut self) {
+        self.closed = true;
+        let Some(out) = &self.output else { return };
+        if self.conv_fsync {
+            self.follow.extend(fsync_units(out.cache.as_ref(), out.dev, WbRange::All, self.now));
+        }
+        if let Some(u) = out.cache.as_ref().and_then(|c| c.borrow_mut().release()) {
+            self.follow.push_back(u);
+        }
+    }
+
+    /// A buffered `write()` of `len` bytes at `pos`: reads of partly
+    /// written buffers, then what O_SYNC or the dirty threshold start.
+    fn buffered_write(&mut self, side: &DdSide, cache: &SharedCache, pos: u64, len: u64) -> IoUnit {
+        let reads = cache.borrow_mut().write(pos, len);
+        if side.flags & req::FUA != 0 {
+            self.follow.extend(fsync_units(Some(cache), side.dev, WbRange::Bytes(pos, pos + len), self.now));
+        } else if let Some(bg) = cache.borrow_mut().background_unit() {
+            self.follow.push_back(bg);
+        }
+        IoUnit { bios: reads, sync: true, ..IoUnit::default() }
     }
 }
 
 impl Source for Dd {
+    fn next_unit_at(&mut self, now: u64) -> Option<IoUnit> {
+        self.now = now;
+        self.next_unit()
+    }
+
     fn next_unit(&mut self) -> Option<IoUnit> {
+        if let Some(u) = self.follow.pop_front() {
+            return Some(u);
+        }
         if self.done >= self.total {
-            return None;
+            if self.closed {
+                return None;
+            }
+            self.close();
+            return self.follow.pop_front();
         }
         let len = self.bs.min(self.total - self.done);
         let (side, op) = match (&self.input, &self.output) {
-            (Some(i), Some(_)) if !self.read_issued => (i, Op::Read),
-            (Some(_), Some(o)) => (o, Op::Write),
-            (Some(i), None) => (i, Op::Read),
-            (None, Some(o)) => (o, Op::Write),
+            (Some(i), Some(_)) if !self.read_issued => (i.clone(), Op::Read),
+            (Some(_), Some(o)) => (o.clone(), Op::Write),
+            (Some(i), None) => (i.clone(), Op::Read),
+            (None, Some(o)) => (o.clone(), Op::Write),
             (None, None) => return None,
         };
-        // dio_bio_write_op: O_DIRECT writes are REQ_SYNC (| REQ_IDLE, which
-        // traces do not show); reads carry no flag, hence "R" in blkparse.
-        let flags = side.flags | if op == Op::Read { 0 } else { req::SYNC };
-        let (bios, plug) = blkdev_direct_io(side.dev, op, flags, side.start + self.done, len, &self.buffer, side.lbs, true);
+        let pos = side.start + self.done;
         let copy = self.input.is_some() && self.output.is_some();
         if copy && op == Op::Read {
             self.read_issued = true;
@@ -61,6 +119,13 @@ impl Source for Dd {
             self.read_issued = false;
             self.done += len;
         }
-        Some(IoUnit { bios, plug })
+        if let (Op::Write, Some(cache)) = (op, &side.cache) {
+            return Some(self.buffered_write(&side, cache, pos, len));
+        }
+        // dio_bio_write_op: O_DIRECT writes are REQ_SYNC (| REQ_IDLE, which
+        // traces do not show); reads carry no flag, hence "R" in blkparse.
+        let flags = side.flags | if op == Op::Read { 0 } else { req::SYNC };
+        let (bios, plug) = blkdev_direct_io_with(side.dev, op, flags, pos, len, &self.buffer, &side.rules, true);
+        Some(IoUnit { bios, plug, ..IoUnit::default() })
     }
 }

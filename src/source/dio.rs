@@ -9,9 +9,17 @@
 //! are pinned in batches of `max_vecs - vcnt`, each page extends the last
 //! bvec when it continues it physically, and each batch is trimmed to the
 //! logical block size.
+//!
+//! Two rules changed between versions ([`DioRules`]): whether a page joins
+//! the previous bvec when it continues it physically (`dio_bvec_merge`:
+//! 5.1–6.x do, 7.x merge only within a folio, and user memory is modelled
+//! as order-0 folios, one page each), and Ed Tsai's proposal to trim each
+//! bio but the last to a multiple of the queue's max I/O size
+//! (`iov_align = max_io`, seed 003).
 
-use crate::bio::{BvecBuilder, Op, BIO_MAX_VECS, PAGE_SIZE};
+use crate::bio::{Bvec, BvecBuilder, Op, BIO_MAX_VECS, PAGE_SIZE};
 use crate::genhd::DevId;
+use crate::profile::{Behaviour, DioBvecMerge, IovAlign};
 
 use super::rng::Rng;
 use super::BioSpec;
@@ -84,9 +92,40 @@ impl UserBuffer {
     }
 }
 
+/// The per-version rules of direct I/O bio building, and the device values
+/// they read.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DioRules {
+    /// The device's logical block size: each batch is trimmed to it.
+    pub lbs: u32,
+    pub merge: DioBvecMerge,
+    /// `iov_align = max_io`: the queue's max I/O size in bytes
+    /// (`max_sectors` × 512); `None` when the rule is off.
+    pub align: Option<u64>,
+}
+
+impl DioRules {
+    /// 5.1–6.x rules: physically contiguous pages merge, no alignment.
+    pub fn merging(lbs: u32) -> Self {
+        DioRules { lbs, merge: DioBvecMerge::PhysContig, align: None }
+    }
+
+    /// The rules of `beh` for a device with these limits.
+    pub fn new(beh: &Behaviour, lbs: u32, max_sectors: u32) -> Self {
+        let align = (beh.iov_align == IovAlign::MaxIo).then_some(max_sectors as u64 * 512);
+        DioRules { lbs, merge: beh.dio_bvec_merge, align }
+    }
+}
+
 /// `bio_iov_iter_get_pages` for bytes [pos, pos + len) of `buf` into a bio
 /// of `max_vecs` vectors. Returns the builder (bvecs and size in bytes).
 pub fn bio_iov_iter_get_pages(buf: &UserBuffer, pos: u64, len: u64, max_vecs: usize, lbs: u32) -> BvecBuilder {
+    bio_iov_iter_get_pages_with(buf, pos, len, max_vecs, &DioRules::merging(lbs))
+}
+
+/// [`bio_iov_iter_get_pages`] under `rules`.
+pub fn bio_iov_iter_get_pages_with(buf: &UserBuffer, pos: u64, len: u64, max_vecs: usize, rules: &DioRules) -> BvecBuilder {
+    let lbs = rules.lbs;
     let mut bio = BvecBuilder::new(max_vecs);
     let mut cur = pos;
     let end = pos + len;
@@ -101,18 +140,59 @@ pub fn bio_iov_iter_get_pages(buf: &UserBuffer, pos: u64, len: u64, max_vecs: us
         if batch == 0 {
             break;
         }
-        // Adding a batch page by page merges each physically contiguous run
-        // into one bvec (and onto the previous bvec when it continues it):
-        // add whole runs at once.
-        let mut at = cur;
-        while at < cur + batch {
-            let piece = buf.contiguous_from(at).min(cur + batch - at);
-            let added = bio.add(buf.phys(at), piece as u32);
-            debug_assert!(added, "a batch never needs more vecs than it pinned pages");
-            at += piece;
+        match rules.merge {
+            DioBvecMerge::PhysContig => add_runs(&mut bio, buf, cur, batch),
+            DioBvecMerge::FolioOnly => add_pages(&mut bio, buf, cur, batch),
         }
         cur += batch;
     }
+    bio
+}
+
+/// Adding a batch page by page merges each physically contiguous run into
+/// one bvec (and onto the previous bvec when it continues it): add whole
+/// runs at once.
+fn add_runs(bio: &mut BvecBuilder, buf: &UserBuffer, from: u64, batch: u64) {
+    let mut at = from;
+    while at < from + batch {
+        let piece = buf.contiguous_from(at).min(from + batch - at);
+        let added = bio.add(buf.phys(at), piece as u32);
+        debug_assert!(added, "a batch never needs more vecs than it pinned pages");
+        at += piece;
+    }
+}
+
+/// One bvec per page: no page joins a bvec of another folio.
+fn add_pages(bio: &mut BvecBuilder, buf: &UserBuffer, from: u64, batch: u64) {
+    let mut at = from;
+    while at < from + batch {
+        let piece = (PAGE_SIZE - (buf.offset as u64 + at) % PAGE_SIZE).min(from + batch - at);
+        bio.bvecs.push(Bvec { phys: buf.phys(at), len: piece as u32 });
+        bio.size += piece;
+        at += piece;
+    }
+}
+
+/// `iov_align = max_io`: when more of the I/O follows, cut the bio down to
+/// a multiple of the max I/O size (when it holds at least one); the pages
+/// beyond go back to the iterator (`iov_iter_revert`) for the next bio.
+fn align_to_max_io(mut bio: BvecBuilder, align: u64, more_follows: bool) -> BvecBuilder {
+    let keep = bio.size / align * align;
+    if !more_follows || keep == 0 || keep == bio.size {
+        return bio;
+    }
+    let mut left = keep;
+    let mut vecs = Vec::new();
+    for v in bio.bvecs {
+        if left == 0 {
+            break;
+        }
+        let len = (v.len as u64).min(left);
+        vecs.push(Bvec { phys: v.phys, len: len as u32 });
+        left -= len;
+    }
+    bio.bvecs = vecs;
+    bio.size = keep;
     bio
 }
 
@@ -120,6 +200,12 @@ pub fn bio_iov_iter_get_pages(buf: &UserBuffer, pos: u64, len: u64, max_vecs: us
 /// and whether they are submitted inside a plug. `pos` is the byte offset
 /// on the device, `buf` the user buffer (the I/O uses its first `len` bytes).
 pub fn blkdev_direct_io(dev: DevId, op: Op, flags: u32, pos: u64, len: u64, buf: &UserBuffer, lbs: u32, sync: bool) -> (Vec<BioSpec>, bool) {
+    blkdev_direct_io_with(dev, op, flags, pos, len, buf, &DioRules::merging(lbs), sync)
+}
+
+/// [`blkdev_direct_io`] under `rules`.
+#[allow(clippy::too_many_arguments)]
+pub fn blkdev_direct_io_with(dev: DevId, op: Op, flags: u32, pos: u64, len: u64, buf: &UserBuffer, rules: &DioRules, sync: bool) -> (Vec<BioSpec>, bool) {
     let nr_pages = buf.pages_spanned(0, len).min(BIO_MAX_VECS as u64 + 1);
     let mut bios = Vec::new();
     let mut done = 0u64;
@@ -130,7 +216,11 @@ pub fn blkdev_direct_io(dev: DevId, op: Op, flags: u32, pos: u64, len: u64, buf:
     let _ = sync;
     while done < len {
         let vecs = buf.pages_spanned(done, len - done).min(BIO_MAX_VECS as u64) as usize;
-        let b = bio_iov_iter_get_pages(buf, done, len - done, vecs, lbs);
+        let mut b = bio_iov_iter_get_pages_with(buf, done, len - done, vecs, rules);
+        if let Some(align) = rules.align {
+            let more_follows = multi && done + b.size < len;
+            b = align_to_max_io(b, align, more_follows);
+        }
         if b.size == 0 {
             break;
         }

@@ -6,8 +6,12 @@ pub mod bios;
 pub mod dd;
 pub mod dio;
 pub mod discard;
+pub mod discard_tool;
 pub mod extents;
 pub mod fio;
+pub mod fio_job;
+pub mod pagecache;
+pub mod replay;
 pub mod rng;
 pub mod writeback;
 
@@ -27,15 +31,64 @@ pub struct BioSpec {
     pub size: u32,
 }
 
+/// What a unit counts as in a tool's statistics (fio's `DDIR_*`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum UnitKind {
+    /// Not counted (dd, explicit bios, writeback on a tool's behalf).
+    #[default]
+    Other,
+    Read,
+    Write,
+    Trim,
+    /// fsync / fdatasync.
+    Sync,
+}
+
+impl UnitKind {
+    /// Index into per-kind statistics (read, write, trim, sync).
+    pub fn index(self) -> Option<usize> {
+        match self {
+            UnitKind::Other => None,
+            UnitKind::Read => Some(0),
+            UnitKind::Write => Some(1),
+            UnitKind::Trim => Some(2),
+            UnitKind::Sync => Some(3),
+        }
+    }
+}
+
 /// What one system call submits.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct IoUnit {
     pub bios: Vec<BioSpec>,
     /// Submitted inside `blk_start_plug`/`blk_finish_plug`.
     pub plug: bool,
+    /// A synchronous call (BLKDISCARD, fsync, a buffered write that waits):
+    /// the task submits nothing else until this unit completes, whatever
+    /// its iodepth.
+    pub sync: bool,
+    /// Submitted only once everything the job has in flight has completed
+    /// (fsync waiting for the writeback it started, a drain before a flush).
+    pub drain: bool,
+    /// Not submitted before this simulated time, in ns (trace replay).
+    pub not_before: u64,
+    /// The system call began at this time (ns), before this unit: its
+    /// latency counts from there (fsync's flush after its writeback).
+    pub started_ns: Option<u64>,
+    pub kind: UnitKind,
+    /// Bytes the tool counts for the unit (fio's `io_bytes`); a buffered
+    /// write counts its bytes though it submits no bio.
+    pub bytes: u64,
 }
 
 pub trait Source {
     /// The next unit, or `None` when the workload is finished.
     fn next_unit(&mut self) -> Option<IoUnit>;
+
+    /// The next unit when the simulated clock reads `now` (ns): sources that
+    /// stop at a time (fio's `runtime`) override this.
+    fn next_unit_at(&mut self, now: u64) -> Option<IoUnit> {
+        let _ = now;
+        self.next_unit()
+    }
 }

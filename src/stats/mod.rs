@@ -3,7 +3,9 @@
 //! figures are derived.
 
 pub mod analysis;
+pub mod clat;
 pub mod diskstats;
+pub mod fio;
 pub mod iostat;
 pub mod report;
 

@@ -1,0 +1,304 @@
+//! `[workload] type = "replay"`: submit again the bios a block trace shows
+//! processes submitting — blkparse's text or the kernel's ftrace text,
+//! read by [`crate::trace::parse`].
+//!
+//! Which bios are roots: every 'Q' (`block_bio_queue`) is one, except a
+//! 'Q' that follows an 'A' (`block_bio_remap`) of the same sectors from a
+//! stacked device (an md or dm clone: the stack will make it again). A
+//! 'Q' remapped from a partition of its disk is replayed on the partition,
+//! at the partition's sector. Trace devices map to scenario devices by
+//! device number (blkstack numbers devices as Linux does), or by
+//! `device_map`.
+//!
+//! Units: a process's consecutive roots queued at the same instant with no
+//! unplug ('U'/'UT') of that process between them were one submission;
+//! more than one bio in it was plugged. Each process is one job (its pid
+//! and comm from the trace). With `timing = "original"` a unit is
+//! submitted at its trace time (relative to the trace's first event); with
+//! `"asap"` as soon as the job has room (`iodepth`, default 1).
+//!
+//! Bios carry one physically contiguous buffer: a trace does not show the
+//! pages of a bio.
+
+use std::collections::HashMap;
+use std::rc::Rc;
+
+use crate::bio::{req, Bvec, Op, SECTOR_SHIFT};
+use crate::genhd::{Driver, Topology};
+use crate::profile::Behaviour;
+use crate::source::pagecache::SharedCaches;
+use crate::source::replay::Replay;
+use crate::source::{BioSpec, IoUnit, Source};
+use crate::trace::parse::{parse_trace, DevNo, Extra, Rwbs, TraceAction, TraceRecord};
+
+use super::disks::{dev_names, DiskSpec};
+use super::jobs::{read_named_file, JobSpec};
+use super::tree::{describe, Obj, ScenarioError, Value};
+
+pub const REPLAY_KEYS: &[&str] = &["type", "trace", "timing", "device_map", "iodepth", "pid", "comm"];
+
+/// Where replayed data sits in memory: 4 GiB plus the byte offset on the
+/// device (as explicit bios without bvecs).
+const REPLAY_PHYS: u64 = 0x1_0000_0000;
+
+/// A scenario device and its number, as the stack will number it.
+#[derive(Clone, Debug)]
+struct DevEntry {
+    name: String,
+    /// The whole device (itself for a whole device).
+    whole: String,
+    nr_sectors: u64,
+    lbs: u32,
+}
+
+/// One root bio of the trace.
+#[derive(Clone, Debug)]
+struct Root {
+    line: usize,
+    time: u64,
+    pid: u32,
+    dev: String,
+    op: Op,
+    flags: u32,
+    sector: u64,
+    sectors: u32,
+}
+
+/// A trace event that matters for replay, in trace order.
+enum Step {
+    Root(Root),
+    /// An unplug by this pid: ends the pid's current submission.
+    Unplug(u32),
+}
+
+pub fn read(w: &Obj, disks: &[DiskSpec], nr_disks: usize) -> Result<Vec<JobSpec>, ScenarioError> {
+    let (path, text) = read_named_file(w, "trace")?.ok_or_else(|| w.err("trace", &w.at, "missing: the trace file to replay (blkparse or ftrace text)"))?;
+    let trace_at = w.node("trace").expect("read").at.clone();
+    let err = |line: usize, m: String| w.err("trace", &trace_at, format!("{path}:{line}: {m}"));
+    let parsed = parse_trace(&text);
+    if let Some(b) = parsed.bad.first() {
+        return Err(err(b.line, format!("{}: {}", b.reason, b.text.trim())));
+    }
+    let numbers = device_numbers(disks, nr_disks);
+    let map = device_map(w, disks, numbers)?;
+    let asap = timing(w)?;
+    let iodepth = w.opt_u64("iodepth")?.map(|x| x.0.clamp(1, u32::MAX as u64) as u32);
+    let steps = roots(&parsed.records, &map).map_err(|(l, m)| err(l, m))?;
+    for s in &steps {
+        if let Step::Root(r) = s {
+            check_root(r, &map).map_err(|m| err(r.line, m))?;
+        }
+    }
+    let t0 = parsed.records.first().map_or(0, |r| r.time_ns);
+    let comms: HashMap<u32, String> = parsed.records.iter().filter_map(|r| r.comm.clone().map(|c| (r.pid, c))).collect();
+    let depth = if asap { iodepth.unwrap_or(1) } else { u32::MAX };
+    Ok(group(&steps)
+        .into_iter()
+        .map(|(pid, units)| {
+            let comm = comms.get(&pid).cloned().unwrap_or_else(|| "replay".to_string());
+            job(pid, comm, units, if asap { None } else { Some(t0) }, depth)
+        })
+        .collect())
+}
+
+/// The device numbers the stack will have: disks and their partitions in
+/// file order, then stacked devices (as `Scenario::build` adds them).
+fn device_numbers(disks: &[DiskSpec], nr_disks: usize) -> HashMap<DevNo, DevEntry> {
+    let mut topo = Topology::default();
+    let mut out = HashMap::new();
+    for (i, d) in disks.iter().enumerate() {
+        let driver = if i < nr_disks { Driver::Mq(i) } else { Driver::BioBased(i) };
+        let id = topo.add_disk(&d.name, d.kind, d.nr_sectors, d.queue.clone(), driver);
+        let mut ids = vec![id];
+        for (pi, p) in d.partitions.iter().enumerate() {
+            ids.push(topo.add_partition(id, &p.name, pi as u32 + 1, p.start, p.nr_sectors));
+        }
+        for i in ids {
+            let b = topo.dev(i);
+            let e = DevEntry { name: b.name.clone(), whole: d.name.clone(), nr_sectors: b.nr_sectors, lbs: d.queue.limits.logical_block_size };
+            out.insert(DevNo { major: b.major, minor: b.minor }, e);
+        }
+    }
+    out
+}
+
+/// `device_map = { "8,0" = "sda" }` on top of the numbers.
+fn device_map(w: &Obj, disks: &[DiskSpec], mut numbers: HashMap<DevNo, DevEntry>) -> Result<HashMap<DevNo, DevEntry>, ScenarioError> {
+    let Some(t) = w.table("device_map")? else { return Ok(numbers) };
+    let by_name: HashMap<String, DevEntry> = numbers.values().map(|e| (e.name.clone(), e.clone())).collect();
+    for key in t.keys() {
+        let n = t.node(&key).expect("listed");
+        let devno = parse_devno(&key).ok_or_else(|| t.err(&key, &n.at, "a trace device is MAJOR,MINOR (e.g. \"8,0\")"))?;
+        let Value::Str(name) = &n.value else {
+            return Err(t.err(&key, &n.at, format!("expected a scenario device name, found {}", describe(&n.value))));
+        };
+        let name = name.strip_prefix("/dev/").unwrap_or(name);
+        let e = by_name.get(name).ok_or_else(|| t.err(&key, &n.at, format!("'{name}' is not a scenario device ({})", dev_names(disks))))?;
+        numbers.insert(devno, e.clone());
+    }
+    Ok(numbers)
+}
+
+fn parse_devno(s: &str) -> Option<DevNo> {
+    let (a, b) = s.split_once(',').or_else(|| s.split_once(':'))?;
+    Some(DevNo { major: a.trim().parse().ok()?, minor: b.trim().parse().ok()? })
+}
+
+/// `timing`: true for "asap".
+fn timing(w: &Obj) -> Result<bool, ScenarioError> {
+    match w.opt_str("timing")? {
+        None => Ok(false),
+        Some((t, _)) if t == "original" => Ok(false),
+        Some((t, _)) if t == "asap" => Ok(true),
+        Some((t, n)) => Err(w.err("timing", &n.at, format!("'{t}' is not original or asap"))),
+    }
+}
+
+/// The root bios and unplugs, in trace order.
+fn roots(records: &[TraceRecord], map: &HashMap<DevNo, DevEntry>) -> Result<Vec<Step>, (usize, String)> {
+    let mut remaps: HashMap<(DevNo, u64, u32), (DevNo, u64)> = HashMap::new();
+    let mut out = Vec::new();
+    for r in records {
+        match (r.action, r.dev, &r.extra) {
+            (TraceAction::Remap, Some(d), Extra::Remap { from, from_sector, .. }) => {
+                remaps.insert((d, r.sector.unwrap_or(0), r.nr_sectors), (*from, *from_sector));
+            }
+            (TraceAction::Unplug | TraceAction::UnplugTimer, _, _) => out.push(Step::Unplug(r.pid)),
+            (TraceAction::Queue, Some(d), _) => {
+                let sector = r.sector.unwrap_or(0);
+                let target = match remaps.remove(&(d, sector, r.nr_sectors)) {
+                    None => Some((d, sector)),
+                    Some((from, fs)) => match (map.get(&from), map.get(&d)) {
+                        // A partition's bio, remapped onto its disk.
+                        (Some(f), Some(to)) if f.whole == to.name && f.name != to.name => Some((from, fs)),
+                        // A clone of a stacked device's bio.
+                        (Some(_), _) => None,
+                        // From a device the scenario lacks: replay it where it landed.
+                        (None, _) => Some((d, sector)),
+                    },
+                };
+                let Some((dev, sector)) = target else { continue };
+                let e = map.get(&dev).ok_or((r.line, format!("device {dev} is not in the scenario (map it with device_map)")))?;
+                if let Some((op, flags)) = op_of(&r.rwbs) {
+                    out.push(Step::Root(Root { line: r.line, time: r.time_ns, pid: r.pid, dev: e.name.clone(), op, flags, sector, sectors: r.nr_sectors }));
+                }
+            }
+            _ => {}
+        }
+    }
+    Ok(out)
+}
+
+/// The bio's op and flags from RWBS; `None` for ops a bio cannot be
+/// replayed as (`N`: write zeroes, zone management).
+fn op_of(rwbs: &str) -> Option<(Op, u32)> {
+    let r = Rwbs::decode(rwbs);
+    let mut flags = 0;
+    for (on, f) in [(r.preflush, req::PREFLUSH), (r.fua, req::FUA), (r.rahead, req::RAHEAD), (r.sync, req::SYNC), (r.meta, req::META)] {
+        if on {
+            flags |= f;
+        }
+    }
+    let op = if r.secure_erase {
+        Op::SecureErase
+    } else if r.discard {
+        Op::Discard
+    } else if r.write {
+        Op::Write
+    } else if r.read {
+        Op::Read
+    } else if r.flush {
+        // A flush request's bio: an empty PREFLUSH write.
+        flags |= req::PREFLUSH;
+        Op::Write
+    } else {
+        return None;
+    };
+    Some((op, flags))
+}
+
+fn check_root(r: &Root, map: &HashMap<DevNo, DevEntry>) -> Result<(), String> {
+    let e = map.values().find(|e| e.name == r.dev).expect("mapped");
+    let lbs = (e.lbs >> SECTOR_SHIFT) as u64;
+    if r.sector % lbs != 0 || r.sectors as u64 % lbs != 0 {
+        return Err(format!("{} + {} is not aligned to {}'s logical block size ({})", r.sector, r.sectors, r.dev, e.lbs));
+    }
+    if r.sectors > u32::MAX >> SECTOR_SHIFT {
+        return Err(format!("{} sectors is more than a bio holds (UINT_MAX bytes)", r.sectors));
+    }
+    if r.sector + r.sectors as u64 > e.nr_sectors {
+        return Err(format!("{} + {} passes the end of {} ({} sectors)", r.sector, r.sectors, r.dev, e.nr_sectors));
+    }
+    Ok(())
+}
+
+/// Each pid's units: consecutive roots at one instant, not split by an unplug.
+fn group(steps: &[Step]) -> Vec<(u32, Vec<(u64, Vec<Root>)>)> {
+    let mut out: Vec<(u32, Vec<(u64, Vec<Root>)>)> = Vec::new();
+    let mut open: HashMap<u32, bool> = HashMap::new();
+    for s in steps {
+        match s {
+            Step::Unplug(pid) => {
+                open.insert(*pid, false);
+            }
+            Step::Root(r) => {
+                let i = out.iter().position(|(p, _)| *p == r.pid).unwrap_or_else(|| {
+                    out.push((r.pid, Vec::new()));
+                    out.len() - 1
+                });
+                let units = &mut out[i].1;
+                let joins = open.get(&r.pid).copied().unwrap_or(false) && units.last().is_some_and(|u| u.0 == r.time);
+                if joins {
+                    units.last_mut().expect("checked").1.push(r.clone());
+                } else {
+                    units.push((r.time, vec![r.clone()]));
+                }
+                open.insert(r.pid, true);
+            }
+        }
+    }
+    out
+}
+
+/// The replay job of one traced process.
+fn job(pid: u32, comm: String, units: Vec<(u64, Vec<Root>)>, t0: Option<u64>, iodepth: u32) -> JobSpec {
+    let make = Rc::new(move |topo: &Topology, _: &Behaviour, _: &mut SharedCaches| {
+        let built = units
+            .iter()
+            .map(|(time, roots)| {
+                let bios = roots.iter().map(|r| bio_spec(topo, r)).collect();
+                let not_before = t0.map_or(0, |t| time.saturating_sub(t));
+                IoUnit { bios, plug: roots.len() > 1, not_before, ..IoUnit::default() }
+            })
+            .collect();
+        Box::new(Replay::new(built)) as Box<dyn Source>
+    });
+    // One unit per submission: units of one instant were separate calls.
+    JobSpec { pid, comm: comm.clone(), iodepth, batch: 1, complete_min: 1, make }
+}
+
+fn bio_spec(topo: &Topology, r: &Root) -> BioSpec {
+    let dev = topo.by_name(&r.dev).expect("a validated device");
+    let size = r.sectors << SECTOR_SHIFT;
+    let bvecs = if r.op.has_data() && size > 0 { vec![Bvec { phys: REPLAY_PHYS + (r.sector << SECTOR_SHIFT), len: size }] } else { Vec::new() };
+    BioSpec { dev, op: r.op, flags: r.flags, sector: r.sector, bvecs, size }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rwbs_to_bios() {
+        assert_eq!(op_of("WS"), Some((Op::Write, req::SYNC)));
+        assert_eq!(op_of("FWS"), Some((Op::Write, req::PREFLUSH | req::SYNC)));
+        assert_eq!(op_of("WFS"), Some((Op::Write, req::FUA | req::SYNC)));
+        assert_eq!(op_of("RA"), Some((Op::Read, req::RAHEAD)));
+        assert_eq!(op_of("DS"), Some((Op::Discard, req::SYNC)));
+        assert_eq!(op_of("DE"), Some((Op::SecureErase, 0)));
+        assert_eq!(op_of("N"), None);
+        assert_eq!(parse_devno("8,16"), Some(DevNo { major: 8, minor: 16 }));
+        assert_eq!(parse_devno("259:0"), Some(DevNo { major: 259, minor: 0 }));
+        assert_eq!(parse_devno("sda"), None);
+    }
+}

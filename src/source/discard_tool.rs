@@ -1,0 +1,195 @@
+//! Discard tools as workloads: util-linux `blkdiscard`, the discard pass
+//! of `mkfs.xfs`, and `fstrim` over a list of free extents.
+//!
+//! Each BLKDISCARD ioctl (`blk_ioctl_discard`), BLKSECDISCARD
+//! (`blk_ioctl_secure_erase`) or per-extent discard of FITRIM is one
+//! synchronous [`IoUnit`]: `blkdev_issue_discard` cuts the range into
+//! chained bios the way the kernel version does ([`DiscardChopping`], the
+//! `discard_chopping` switch), all inside one plug, and waits with
+//! `submit_bio_wait` on the last bio — which sets `REQ_SYNC` on it, so
+//! blkparse shows `DS` for the last bio of each call and `D` for the others.
+//! Secure erase (`blkdev_issue_secure_erase`) cuts at
+//! `max_secure_erase_sectors` instead.
+
+use std::collections::VecDeque;
+
+use crate::bio::{req, Op, SECTOR_SHIFT};
+use crate::genhd::{DevId, Topology};
+use crate::profile::Behaviour;
+
+use super::discard::{blkdev_issue_discard, blkdiscard, DiscardChopping, DiscardError, DiscardLimits};
+use super::{BioSpec, IoUnit, Source, UnitKind};
+
+/// A device as `blkdev_issue_discard` sees it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DiscardTarget {
+    pub dev: DevId,
+    pub limits: DiscardLimits,
+    pub chop: DiscardChopping,
+    pub dev_bytes: u64,
+    pub max_secure_erase_sectors: u32,
+}
+
+impl DiscardTarget {
+    /// The limits of `dev` (its whole disk's queue, its partition start).
+    pub fn new(topo: &Topology, dev: DevId, beh: &Behaviour) -> Self {
+        let l = topo.limits(dev);
+        let d = topo.dev(dev);
+        let limits = DiscardLimits {
+            logical_block_size: l.logical_block_size,
+            discard_granularity: l.discard_granularity,
+            discard_alignment: l.discard_alignment,
+            max_discard_sectors: l.max_discard_sectors,
+            start_sect: d.start_sect,
+        };
+        DiscardTarget { dev, limits, chop: beh.discard_chopping, dev_bytes: d.nr_sectors << SECTOR_SHIFT, max_secure_erase_sectors: l.max_secure_erase_sectors }
+    }
+
+    /// One BLKDISCARD of bytes [start, start + len).
+    pub fn blkdiscard(&self, start: u64, len: u64) -> Result<IoUnit, DiscardError> {
+        let bios = blkdiscard(self.chop, &self.limits, start, len, self.dev_bytes)?;
+        Ok(self.unit(Op::Discard, &bios))
+    }
+
+    /// One FITRIM extent: `blkdev_issue_discard(sector, nr_sects)`.
+    pub fn discard_sectors(&self, sector: u64, nr: u64) -> Result<IoUnit, DiscardError> {
+        if (sector + nr) << SECTOR_SHIFT > self.dev_bytes {
+            return Err(DiscardError::Invalid(format!("sectors {sector} + {nr} pass the device's end")));
+        }
+        let bios = blkdev_issue_discard(self.chop, &self.limits, sector, nr)?;
+        Ok(self.unit(Op::Discard, &bios))
+    }
+
+    /// One BLKSECDISCARD: pieces of `max_secure_erase_sectors` (capped at
+    /// UINT_MAX >> 9 and rounded down to the logical block size).
+    pub fn blksecdiscard(&self, start: u64, len: u64) -> Result<IoUnit, DiscardError> {
+        let lbs = self.limits.logical_block_size as u64;
+        if start % lbs != 0 || len % lbs != 0 || start + len > self.dev_bytes || len == 0 {
+            return Err(DiscardError::Invalid(format!("BLKSECDISCARD {start} + {len} bytes is not whole blocks inside the {}-byte device", self.dev_bytes)));
+        }
+        let bs_mask = (lbs >> SECTOR_SHIFT) as u32 - 1;
+        let max = self.max_secure_erase_sectors.min(u32::MAX >> SECTOR_SHIFT) & !bs_mask;
+        if max == 0 {
+            return Err(DiscardError::NotSupported);
+        }
+        let (mut sector, mut nr) = (start >> SECTOR_SHIFT, len >> SECTOR_SHIFT);
+        let mut bios = Vec::new();
+        while nr > 0 {
+            let piece = nr.min(max as u64);
+            bios.push((sector, piece as u32));
+            sector += piece;
+            nr -= piece;
+        }
+        Ok(self.unit(Op::SecureErase, &bios))
+    }
+
+    /// The call's bios in a plug, the last one `REQ_SYNC` (`submit_bio_wait`).
+    fn unit(&self, op: Op, bios: &[(u64, u32)]) -> IoUnit {
+        let n = bios.len();
+        let specs: Vec<BioSpec> = bios
+            .iter()
+            .enumerate()
+            .map(|(i, &(sector, nr))| {
+                let flags = if i + 1 == n { req::SYNC } else { 0 };
+                BioSpec { dev: self.dev, op, flags, sector, bvecs: Vec::new(), size: nr << SECTOR_SHIFT }
+            })
+            .collect();
+        let bytes = specs.iter().map(|b| b.size as u64).sum();
+        IoUnit { bios: specs, plug: true, sync: true, kind: UnitKind::Trim, bytes, ..IoUnit::default() }
+    }
+}
+
+/// What one call of a discard tool discards.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DiscardCall {
+    /// BLKDISCARD of (offset, length) in bytes.
+    Bytes(u64, u64),
+    /// BLKSECDISCARD of (offset, length) in bytes.
+    Secure(u64, u64),
+    /// A FITRIM extent (sector, sectors).
+    Sectors(u64, u64),
+}
+
+impl DiscardCall {
+    pub fn unit(self, t: &DiscardTarget) -> Result<IoUnit, DiscardError> {
+        match self {
+            DiscardCall::Bytes(s, l) => t.blkdiscard(s, l),
+            DiscardCall::Secure(s, l) => t.blksecdiscard(s, l),
+            DiscardCall::Sectors(s, n) => t.discard_sectors(s, n),
+        }
+    }
+}
+
+/// `blkdiscard [-s] -o OFFSET -l LENGTH [-p STEP]`: one call per step
+/// (util-linux's loop `range[1] = min(step, end - range[0])`), or one call
+/// for the whole range without a step.
+pub fn blkdiscard_calls(offset: u64, length: u64, step: Option<u64>, secure: bool) -> Vec<DiscardCall> {
+    let step = step.filter(|&s| s > 0).unwrap_or(length.max(1));
+    let end = offset + length;
+    let mut calls = Vec::new();
+    let mut at = offset;
+    while at < end {
+        let len = step.min(end - at);
+        calls.push(if secure { DiscardCall::Secure(at, len) } else { DiscardCall::Bytes(at, len) });
+        at += len;
+    }
+    calls
+}
+
+/// A discard tool: its calls, one synchronous unit each.
+pub struct DiscardTool {
+    target: DiscardTarget,
+    calls: VecDeque<DiscardCall>,
+}
+
+impl DiscardTool {
+    pub fn new(target: DiscardTarget, calls: Vec<DiscardCall>) -> Self {
+        DiscardTool { target, calls: calls.into() }
+    }
+}
+
+impl Source for DiscardTool {
+    fn next_unit(&mut self) -> Option<IoUnit> {
+        let call = self.calls.pop_front()?;
+        // The scenario reader checked every call against the same limits;
+        // should one still fail, the ioctl returns an error and submits nothing.
+        Some(call.unit(&self.target).unwrap_or_default())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn target(chop: DiscardChopping, max_discard: u32) -> DiscardTarget {
+        let limits = DiscardLimits { logical_block_size: 512, discard_granularity: 4096, discard_alignment: 0, max_discard_sectors: max_discard, start_sect: 0 };
+        DiscardTarget { dev: 0, limits, chop, dev_bytes: 8 << 30, max_secure_erase_sectors: 1024 }
+    }
+
+    #[test]
+    fn blkdiscard_is_one_plugged_unit_with_a_sync_last_bio() {
+        // 8 GiB whole device, 6.1+ chopping with 4 KiB granularity: pieces of
+        // 8,388,600 sectors (round_down(UINT_MAX, 4096) bytes): 16,777,216 =
+        // 2 × 8,388,600 + 16.
+        let u = target(DiscardChopping::BioDiscardLimit, u32::MAX).blkdiscard(0, 8 << 30).unwrap();
+        let got: Vec<(u64, u32, u32)> = u.bios.iter().map(|b| (b.sector, b.size >> 9, b.flags)).collect();
+        assert_eq!(got, [(0, 8_388_600, 0), (8_388_600, 8_388_600, 0), (16_777_200, 16, req::SYNC)]);
+        assert!(u.plug && u.sync && u.kind == UnitKind::Trim && u.bytes == 8 << 30);
+        // 4.19-5.9 chopping ignores max_discard: pieces of 8,388,607 sectors.
+        let u = target(DiscardChopping::AllowedMaxSectors, 1024).blkdiscard(0, 8 << 30).unwrap();
+        assert_eq!(u.bios[0].size >> 9, 8_388_607);
+    }
+
+    #[test]
+    fn steps_and_secure_erase() {
+        // 10 MiB from 1 MiB in 4 MiB steps: 4, 4, 2 MiB.
+        let m = 1 << 20;
+        assert_eq!(blkdiscard_calls(m, 10 * m, Some(4 * m), false), [DiscardCall::Bytes(m, 4 * m), DiscardCall::Bytes(5 * m, 4 * m), DiscardCall::Bytes(9 * m, 2 * m)]);
+        assert_eq!(blkdiscard_calls(0, m, None, true), [DiscardCall::Secure(0, m)]);
+        // 1 MiB secure erase with max_secure_erase_sectors 1024: two bios of 1024.
+        let u = target(DiscardChopping::BioDiscardLimit, 1024).blksecdiscard(0, m).unwrap();
+        assert_eq!(u.bios.iter().map(|b| (b.op, b.sector, b.size >> 9)).collect::<Vec<_>>(), [(Op::SecureErase, 0, 1024), (Op::SecureErase, 1024, 1024)]);
+        assert!(target(DiscardChopping::BioDiscardLimit, 1024).blksecdiscard(0, 100).is_err());
+        assert!(target(DiscardChopping::BioDiscardLimit, 0).blkdiscard(0, m).is_err(), "no discard support");
+    }
+}

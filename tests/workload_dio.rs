@@ -1,0 +1,80 @@
+//! Direct I/O bio sizes per kernel version (seed 003): a 64 MiB O_DIRECT
+//! read into a physically fragmented buffer, max_sectors_kb = 512.
+//!
+//! In seed 003 only p ≈ 4.5 % of the buffer's page boundaries continue
+//! physically, i.e. `buffer_fragmentation` (the probability that a page is
+//! *not* after the previous one) is 1 − p = 0.955.
+//!
+//! Expected size of a bio under `dio_bvec_merge = phys_contig` (worked by
+//! hand from `bio_iov_iter_get_pages`): the first batch pins 256 pages,
+//! which merge into 256 − X₁ bvecs, X₁ ~ Bin(255, p) being the contiguous
+//! boundaries; the next batch pins the X₁ free vecs' worth of pages, of
+//! which X₂ ~ Bin(X₁, p) merge, and so on until the 256 vecs are full. The
+//! pages per bio are 256 + X₁ + X₂ + …, with mean 256 + 255·p/(1 − p) =
+//! 256 + 255 × 0.045/0.955 = 268.02 pages (2144 sectors), and standard
+//! deviation about √(255·p·(1 − p)) ≈ 3.3 pages. Over ~61 full bios the
+//! mean is within 268.0 ± 4 × 3.4/√61 ≈ ± 1.8 pages: [266, 270] pages, i.e.
+//! 2128–2160 sectors (the seed observed 2136, 2152, 2128, 2160). No bio can
+//! hold fewer than 256 pages (the first batch fills the vecs or merges).
+
+mod common;
+
+use blkstack::trace::Action;
+use common::{on, run_events};
+
+const SEED_003: &str = r#"
+seed = 3
+[disks.sda]
+kind = "sata"
+size = "1GiB"
+[disks.sda.queue]
+max_sectors_kb = 512
+[workload]
+type = "dd"
+if = "/dev/sda"
+of = "/dev/null"
+bs = "64M"
+count = 1
+iflag = "direct"
+buffer_fragmentation = 0.955
+"#;
+
+/// Sizes in sectors of the bios dd queued on sda ('Q').
+fn queued(sets: &[&str]) -> Vec<u32> {
+    let (engine, events) = run_events(SEED_003, sets);
+    let q = on(&engine, &events, "sda", Action::Queue);
+    // The bios tile the 64 MiB read: 131,072 sectors from sector 0.
+    assert_eq!(q.iter().map(|b| b.1 as u64).sum::<u64>(), 131_072);
+    q.iter().map(|b| b.1).collect()
+}
+
+#[test]
+fn phys_contig_bios_hold_256_plus_merged_pages() {
+    let q = queued(&["kernel=6.12"]);
+    let full = &q[..q.len() - 1];
+    assert!(full.iter().all(|&s| (2048..=2400).contains(&s)), "{full:?}");
+    let mean_pages = full.iter().map(|&s| s as f64 / 8.0).sum::<f64>() / full.len() as f64;
+    assert!((266.0..=270.0).contains(&mean_pages), "mean {mean_pages} pages per bio");
+}
+
+#[test]
+fn iov_align_max_io_cuts_every_bio_but_the_last_to_max_sectors() {
+    // max_sectors 1024: each ~268-page bio is cut to 256 pages (2048
+    // sectors, two max-size requests); the pages beyond start the next bio.
+    let q = queued(&["kernel=6.12", "behaviour.iov_align=max_io"]);
+    let (last, rest) = q.split_last().unwrap();
+    assert!(rest.iter().all(|&s| s % 1024 == 0 && s >= 2048), "{rest:?}");
+    assert!(*last > 0);
+    // 64 MiB = 64 × 2048 sectors: 64 bios of 2048 (a remainder of a few
+    // pages can only come last).
+    assert!(rest.len() >= 63);
+}
+
+#[test]
+fn folio_only_puts_one_page_in_each_bvec() {
+    // 7.2: no merging across order-0 folios, 256 pages (2048 sectors) per
+    // bio: 64 MiB is exactly 64 bios.
+    let q = queued(&["kernel=7.2"]);
+    assert_eq!(q, vec![2048; 64]);
+}
+

@@ -1,0 +1,149 @@
+//! Trace replay: a blkparse trace blkstack wrote, replayed on the same
+//! stack, gives the same requests ('D') at the same times.
+
+use std::path::{Path, PathBuf};
+
+use blkstack::run::{run_file, Output, RunOptions};
+use blkstack::scenario;
+
+fn tmp(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("blkstack-replay-{}-{name}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// Run `text` as `dir/name.toml`, writing its blkparse trace; return the trace.
+fn traced(dir: &Path, name: &str, text: &str) -> String {
+    let scen = dir.join(format!("{name}.toml"));
+    std::fs::write(&scen, text).unwrap();
+    let trace = dir.join(format!("{name}.trace"));
+    let opts = RunOptions { trace: Some(Output::File(trace.clone())), ..Default::default() };
+    run_file(scen.to_str().unwrap(), &opts).unwrap_or_else(|e| panic!("{e}"));
+    std::fs::read_to_string(trace).unwrap()
+}
+
+/// The 'D' lines without their per-device sequence numbers: device, time,
+/// pid, action, RWBS, sector + size.
+fn issued(trace: &str) -> Vec<String> {
+    trace
+        .lines()
+        .filter(|l| l.split_whitespace().nth(5) == Some("D"))
+        .map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            format!("{} {} {}", f[0], f[3], f[5..].join(" "))
+        })
+        .collect()
+}
+
+/// Replay `stack`'s workload from its own trace, with the same stack.
+fn round_trip(name: &str, stack: &str, workload: &str, timing: &str) -> (Vec<String>, Vec<String>) {
+    let dir = tmp(name);
+    let original = traced(&dir, "orig", &format!("{stack}{workload}"));
+    let replay = format!("{stack}[workload]\ntype = \"replay\"\ntrace = \"orig.trace\"\ntiming = \"{timing}\"\n");
+    let again = traced(&dir, "replay", &replay);
+    std::fs::remove_dir_all(&dir).unwrap();
+    (issued(&original), issued(&again))
+}
+
+const PARTITIONED: &str = r#"
+[disks.sda]
+kind = "sata"
+size = "1GiB"
+[disks.sda.queue]
+max_sectors_kb = 128
+[disks.sda.partitions.sda1]
+start = 2048
+size = "512MiB"
+"#;
+
+#[test]
+fn dd_through_a_partition_replays_to_the_same_requests() {
+    // 2 MiB O_DIRECT writes: 512 pages, two bios per call inside a plug,
+    // each split to 256 sectors; the trace shows them on sda after the
+    // partition remap ('A'), replayed on sda1.
+    let dd = "[workload]\ntype = \"dd\"\nif = \"/dev/zero\"\nof = \"/dev/sda1\"\nbs = \"2M\"\ncount = 4\noflag = \"direct\"\n";
+    for kernel in ["6.1", "6.12", "7.2"] {
+        let stack = format!("kernel = \"{kernel}\"\n{PARTITIONED}");
+        let (orig, again) = round_trip(&format!("dd{kernel}"), &stack, dd, "original");
+        assert_eq!(orig.len(), 4 * 16, "{kernel}: 8 MiB in 128 KiB requests");
+        assert_eq!(orig, again, "{kernel}");
+    }
+}
+
+const RAID1: &str = r#"
+kernel = "6.12"
+[disks.sdb]
+kind = "sata"
+size = "1GiB"
+[disks.sdc]
+kind = "sata"
+size = "1GiB"
+[md.md0]
+level = 1
+members = ["sdb", "sdc"]
+"#;
+
+#[test]
+fn fio_on_md_replays_to_the_same_requests() {
+    // libaio random writes, 4 in flight in batches of 2, on raid1: the
+    // trace's md0 'Q's are the roots; the members' clones ('A' from 9,0)
+    // are made again by md.
+    let fio = "[workload]\ntype = \"fio\"\njob = \"\"\"\n[w]\nfilename=/dev/md0\nrw=randwrite\ndirect=1\nioengine=libaio\niodepth=4\niodepth_batch_submit=2\nbs=16k\nnumber_ios=200\n\"\"\"\n";
+    let (orig, again) = round_trip("fio", RAID1, fio, "original");
+    assert_eq!(orig.len(), 2 * 200);
+    assert_eq!(orig, again);
+}
+
+#[test]
+fn asap_timing_keeps_the_order() {
+    let fio = "[workload]\ntype = \"fio\"\njob = \"\"\"\n[w]\nfilename=/dev/md0\nrw=randwrite\ndirect=1\nbs=8k\nnumber_ios=50\n\"\"\"\n";
+    let (orig, again) = round_trip("asap", RAID1, fio, "asap");
+    // psync: one I/O at a time, replayed one at a time: same requests, same times.
+    assert_eq!(orig, again);
+}
+
+#[test]
+fn malformed_traces_name_the_line() {
+    let dir = tmp("bad");
+    std::fs::write(dir.join("t.txt"), "  8,0    0        1     0.000000000  4242  Q   W 0 + 8 [dd]\n  8,0    0        2     0.00000000x  4242  Q   W 8 + 8 [dd]\n").unwrap();
+    let scen = dir.join("s.toml");
+    let text = format!("{PARTITIONED}[workload]\ntype = \"replay\"\ntrace = \"t.txt\"\n");
+    let e = scenario::load(scen.to_str().unwrap(), &text, None, &[]).unwrap_err().to_string();
+    assert!(e.contains(&format!("workload.trace: {}:2: ", dir.join("t.txt").display())), "{e}");
+    // A device the scenario lacks.
+    std::fs::write(dir.join("t.txt"), "  8,48   0        1     0.000000000  4242  Q   W 0 + 8 [dd]\n").unwrap();
+    let e = scenario::load(scen.to_str().unwrap(), &text, None, &[]).unwrap_err().to_string();
+    assert!(e.contains(":1: device 8,48 is not in the scenario (map it with device_map)"), "{e}");
+    // ... mapped by hand, and a bio past the end of the device.
+    let mapped = format!("{text}device_map = {{ \"8,48\" = \"sda1\" }}\n");
+    assert!(scenario::load(scen.to_str().unwrap(), &mapped, None, &[]).is_ok());
+    std::fs::write(dir.join("t.txt"), "  8,48   0        1     0.000000000  4242  Q   W 1048576 + 8 [dd]\n").unwrap();
+    let e = scenario::load(scen.to_str().unwrap(), &mapped, None, &[]).unwrap_err().to_string();
+    assert!(e.contains(":1: 1048576 + 8 passes the end of sda1 (1048576 sectors)"), "{e}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn ftrace_text_replays_with_its_timing() {
+    // Two bios 100 µs apart in the kernel's tracepoint text (6.12 layout);
+    // the replay submits them at 0 and 100 µs (times relative to the first
+    // event), from the traced process.
+    let dir = tmp("ftrace");
+    let text = "\
+# tracer: nop
+             fio-4242    [001] ..... 100.000000: block_bio_queue: 8,1 W 0 + 8 [fio]
+             fio-4242    [001] ..... 100.000100: block_bio_queue: 8,1 WS 8 + 8 [fio]
+";
+    std::fs::write(dir.join("t.txt"), text).unwrap();
+    let scen = dir.join("s.toml");
+    let sc = scenario::load(scen.to_str().unwrap(), &format!("{PARTITIONED}[workload]\ntype = \"replay\"\ntrace = \"t.txt\"\n"), None, &[]).unwrap();
+    let mut engine = sc.build();
+    engine.core.tracer.keep_log();
+    engine.run();
+    let ev = engine.core.tracer.log.take().unwrap().events;
+    let q: Vec<(u64, u64, u32)> = ev.iter().filter(|e| e.action == blkstack::trace::Action::Queue).map(|e| (e.time, e.sector, e.sectors())).collect();
+    // 8,1 is sda1 (start 2048): Q on sda after the partition remap.
+    assert_eq!(q, [(0, 2048, 8), (100_000, 2056, 8)]);
+    assert_eq!(engine.core.tasks.last().map(|t| (t.pid, t.comm.as_str())), Some((4242, "fio")));
+    std::fs::remove_dir_all(&dir).unwrap();
+}
