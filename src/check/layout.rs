@@ -91,6 +91,13 @@ impl Runs {
         Runs { runs: Vec::new(), logical, last: Vec::new() }
     }
 
+    /// Empty again, keeping the allocations (a scratch buffer reused per bio).
+    pub fn clear(&mut self, logical: bool) {
+        self.runs.clear();
+        self.last.clear();
+        self.logical = logical;
+    }
+
     fn push(&mut self, r: Run) {
         let slot = self.last.iter().position(|&(l, _)| l == r.leaf);
         if let Some(i) = slot.map(|s| self.last[s].1) {

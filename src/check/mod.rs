@@ -70,6 +70,8 @@ pub struct Checker {
     pub roots_unchecked: u64,
     pub violations: Vec<String>,
     pub violation_count: u64,
+    /// Reused for every placement check (one per bio reaching a disk).
+    scratch: Option<Runs>,
 }
 
 /// Byte offset of `iter` in a bvec table.
@@ -211,7 +213,8 @@ impl Checker {
     fn check_placement(&mut self, topo: &Topology, root: BioId, leaf: DevId, phys: u64, n: u64, l: u64) {
         let st = self.roots[root as usize].as_ref().expect("root");
         let (dev, seq, op) = (st.dev, st.seq, st.op);
-        let mut runs = Runs::new(true);
+        let mut runs = self.scratch.take().unwrap_or_else(|| Runs::new(true));
+        runs.clear(true);
         self.mapper(topo, Op::Read).map(dev, l, n, l, Bounds::EXACT, false, &mut runs);
         let ok = runs.runs.iter().any(|r| r.leaf == leaf && r.phys <= phys && phys + n <= r.phys + r.len && r.logical + (phys - r.phys) == l);
         if op == Op::Read {
@@ -229,6 +232,7 @@ impl Checker {
                 homes.join(", ")
             ));
         }
+        self.scratch = Some(runs);
     }
 
     /// A submitter's bio completed with `status`; `errors` is the block
