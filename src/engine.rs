@@ -501,18 +501,8 @@ impl Engine {
         for j in 0..self.jobs.len() {
             self.run_job(j);
         }
-        self.reap();
-        let mut events = 0u64;
-        while let Some(ev) = self.core.pop_event() {
-            self.handle(ev);
-            self.reap();
-            events += 1;
-            if events % TICK_EVENTS == 0 {
-                let p = Progress { sim_time_ns: self.core.now, bios: self.core.bios_allocated, wall_s: wall.elapsed().as_secs_f64() };
-                if !tick(&p) {
-                    return None;
-                }
-            }
+        if !self.drain(wall, tick) {
+            return None;
         }
         // A trailing sample must not stretch the run.
         self.core.now = self.core.now.min(self.core.last_activity.max(self.samples.last().map_or(0, |s| s.0)));
@@ -531,10 +521,25 @@ impl Engine {
 
     /// Run timed events until nothing is pending.
     pub fn run_until_idle(&mut self) {
+        self.drain(Instant::now(), &mut |_| true);
+    }
+
+    /// The event loop: handle timed events until none is pending, calling
+    /// `tick` every [`TICK_EVENTS`] events; false if `tick` stopped it.
+    fn drain(&mut self, wall: Instant, tick: &mut dyn FnMut(&Progress) -> bool) -> bool {
         self.reap();
+        let mut events = 0u64;
         while let Some(ev) = self.core.pop_event() {
             self.handle(ev);
             self.reap();
+            events += 1;
+            if events % TICK_EVENTS == 0 {
+                let p = Progress { sim_time_ns: self.core.now, bios: self.core.bios_allocated, wall_s: wall.elapsed().as_secs_f64() };
+                if !tick(&p) {
+                    return false;
+                }
+            }
         }
+        true
     }
 }

@@ -140,12 +140,7 @@ pub fn load_file(path: &str, opts: &RunOptions) -> Result<Scenario, RunError> {
 
 /// Run a scenario file; returns the JSON summary.
 pub fn run_file(path: &str, opts: &RunOptions) -> Result<Value, RunError> {
-    run_file_with(path, opts, &mut |_| true)
-}
-
-/// [`run_file`] with a progress callback that may stop the run.
-pub fn run_file_with(path: &str, opts: &RunOptions, tick: &mut dyn FnMut(&Progress) -> bool) -> Result<Value, RunError> {
-    run_file_full(path, opts, tick).map(|r| r.summary)
+    run_file_full(path, opts, &mut |_| true).map(|r| r.summary)
 }
 
 /// A finished run: its summary, and its events when they were kept.
