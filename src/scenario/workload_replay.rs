@@ -30,6 +30,7 @@ use crate::source::pagecache::SharedCaches;
 use crate::source::replay::Replay;
 use crate::source::{BioSpec, IoUnit, Source};
 use crate::trace::parse::{parse_trace, DevNo, Extra, Rwbs, TraceAction, TraceRecord};
+use crate::trace::Action;
 
 use super::disks::{dev_names, DiskSpec};
 use super::jobs::{read_named_file, JobSpec};
@@ -160,11 +161,11 @@ fn roots(records: &[TraceRecord], map: &HashMap<DevNo, DevEntry>) -> Result<Vec<
     let mut out = Vec::new();
     for r in records {
         match (r.action, r.dev, &r.extra) {
-            (TraceAction::Remap, Some(d), Extra::Remap { from, from_sector, .. }) => {
+            (TraceAction::Model(Action::Remap), Some(d), Extra::Remap { from, from_sector, .. }) => {
                 remaps.insert((d, r.sector.unwrap_or(0), r.nr_sectors), (*from, *from_sector));
             }
-            (TraceAction::Unplug | TraceAction::UnplugTimer, _, _) => out.push(Step::Unplug(r.pid)),
-            (TraceAction::Queue, Some(d), _) => {
+            (TraceAction::Model(Action::Unplug) | TraceAction::Model(Action::UnplugTimer), _, _) => out.push(Step::Unplug(r.pid)),
+            (TraceAction::Model(Action::Queue), Some(d), _) => {
                 let sector = r.sector.unwrap_or(0);
                 let target = match remaps.remove(&(d, sector, r.nr_sectors)) {
                     None => Some((d, sector)),

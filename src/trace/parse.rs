@@ -40,22 +40,11 @@ impl fmt::Display for DevNo {
     }
 }
 
-/// What happened: blkparse's action letters, plus the tracepoints that have none.
+/// What happened: the model's actions, plus the tracepoints it has none for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum TraceAction {
-    Queue,
-    Split,
-    Remap,
-    GetRq,
-    Insert,
-    Issue,
-    Complete,
-    Plug,
-    Unplug,
-    UnplugTimer,
-    BackMerge,
-    FrontMerge,
-    Requeue,
+    /// One of the model's actions (blkparse's letters).
+    Model(Action),
     /// B: `block_bio_bounce`
     Bounce,
     /// S: `block_sleeprq` (before 5.x)
@@ -70,71 +59,32 @@ pub enum TraceAction {
     IoDone,
 }
 
-const BLKPARSE_ACTIONS: &[(&str, TraceAction)] = &[
-    ("Q", TraceAction::Queue),
-    ("X", TraceAction::Split),
-    ("A", TraceAction::Remap),
-    ("G", TraceAction::GetRq),
-    ("I", TraceAction::Insert),
-    ("D", TraceAction::Issue),
-    ("C", TraceAction::Complete),
-    ("P", TraceAction::Plug),
-    ("U", TraceAction::Unplug),
-    ("UT", TraceAction::UnplugTimer),
-    ("T", TraceAction::UnplugTimer),
-    ("M", TraceAction::BackMerge),
-    ("F", TraceAction::FrontMerge),
-    ("R", TraceAction::Requeue),
-    ("B", TraceAction::Bounce),
-    ("S", TraceAction::Sleep),
-    ("m", TraceAction::Message),
-];
-
 impl TraceAction {
-    /// From blkparse's action column.
+    /// From blkparse's action column ("T", the old unplug-timer letter, as "UT").
     pub fn from_blkparse(s: &str) -> Option<TraceAction> {
-        BLKPARSE_ACTIONS.iter().find(|(l, _)| *l == s).map(|(_, a)| *a)
+        if let Some(&a) = Action::ALL.iter().find(|a| a.letter() == s) {
+            return Some(TraceAction::Model(a));
+        }
+        Some(match s {
+            "T" => TraceAction::Model(Action::UnplugTimer),
+            "B" => TraceAction::Bounce,
+            "S" => TraceAction::Sleep,
+            "m" => TraceAction::Message,
+            _ => return None,
+        })
     }
 
     /// The model's [`Action`], where it has one.
     pub fn model(self) -> Option<Action> {
-        use TraceAction as T;
-        Some(match self {
-            T::Queue => Action::Queue,
-            T::Split => Action::Split,
-            T::Remap => Action::Remap,
-            T::GetRq => Action::GetRq,
-            T::Insert => Action::Insert,
-            T::Issue => Action::Issue,
-            T::Complete => Action::Complete,
-            T::Plug => Action::Plug,
-            T::Unplug => Action::Unplug,
-            T::UnplugTimer => Action::UnplugTimer,
-            T::BackMerge => Action::BackMerge,
-            T::FrontMerge => Action::FrontMerge,
-            T::Requeue => Action::Requeue,
-            T::Bounce | T::Sleep | T::Message | T::Error | T::IoStart | T::IoDone => return None,
-        })
+        match self {
+            TraceAction::Model(a) => Some(a),
+            _ => None,
+        }
     }
 
     /// The inverse of [`TraceAction::model`].
     pub fn from_model(a: Action) -> TraceAction {
-        use TraceAction as T;
-        match a {
-            Action::Queue => T::Queue,
-            Action::Split => T::Split,
-            Action::Remap => T::Remap,
-            Action::GetRq => T::GetRq,
-            Action::Insert => T::Insert,
-            Action::Issue => T::Issue,
-            Action::Complete => T::Complete,
-            Action::Plug => T::Plug,
-            Action::Unplug => T::Unplug,
-            Action::UnplugTimer => T::UnplugTimer,
-            Action::BackMerge => T::BackMerge,
-            Action::FrontMerge => T::FrontMerge,
-            Action::Requeue => T::Requeue,
-        }
+        TraceAction::Model(a)
     }
 }
 
@@ -473,13 +423,13 @@ fn word_num(c: &mut Cur, what: &str) -> Result<u64, String> {
 fn blkparse_tail(r: &mut TraceRecord, c: &mut Cur) -> Result<(), String> {
     use TraceAction as T;
     match r.action {
-        T::Complete | T::Requeue => bp_completion(r, c),
-        T::Issue | T::Insert | T::Queue | T::Bounce => bp_with_pc(r, c),
-        T::BackMerge | T::FrontMerge | T::GetRq | T::Sleep => bp_range_comm(r, c),
-        T::Plug => bp_plug(r, c),
-        T::Unplug | T::UnplugTimer => bp_unplug(r, c),
-        T::Remap => bp_remap(r, c),
-        T::Split => bp_split(r, c),
+        T::Model(Action::Complete) | T::Model(Action::Requeue) => bp_completion(r, c),
+        T::Model(Action::Issue) | T::Model(Action::Insert) | T::Model(Action::Queue) | T::Bounce => bp_with_pc(r, c),
+        T::Model(Action::BackMerge) | T::Model(Action::FrontMerge) | T::Model(Action::GetRq) | T::Sleep => bp_range_comm(r, c),
+        T::Model(Action::Plug) => bp_plug(r, c),
+        T::Model(Action::Unplug) | T::Model(Action::UnplugTimer) => bp_unplug(r, c),
+        T::Model(Action::Remap) => bp_remap(r, c),
+        T::Model(Action::Split) => bp_split(r, c),
         T::Message => {
             r.extra = Extra::Message(c.0.to_string());
             Ok(())
@@ -668,18 +618,18 @@ fn parse_ftrace(line: &str, ev: &str, n: usize) -> Result<Option<TraceRecord>, S
 fn ftrace_action(ev: &str) -> Option<TraceAction> {
     use TraceAction as T;
     Some(match ev {
-        "block_bio_queue" => T::Queue,
-        "block_split" => T::Split,
-        "block_bio_remap" | "block_rq_remap" => T::Remap,
-        "block_getrq" => T::GetRq,
-        "block_rq_insert" => T::Insert,
-        "block_rq_issue" => T::Issue,
-        "block_rq_complete" | "block_bio_complete" => T::Complete,
-        "block_plug" => T::Plug,
-        "block_unplug" => T::Unplug,
-        "block_bio_backmerge" | "block_rq_merge" => T::BackMerge,
-        "block_bio_frontmerge" => T::FrontMerge,
-        "block_rq_requeue" => T::Requeue,
+        "block_bio_queue" => T::Model(Action::Queue),
+        "block_split" => T::Model(Action::Split),
+        "block_bio_remap" | "block_rq_remap" => T::Model(Action::Remap),
+        "block_getrq" => T::Model(Action::GetRq),
+        "block_rq_insert" => T::Model(Action::Insert),
+        "block_rq_issue" => T::Model(Action::Issue),
+        "block_rq_complete" | "block_bio_complete" => T::Model(Action::Complete),
+        "block_plug" => T::Model(Action::Plug),
+        "block_unplug" => T::Model(Action::Unplug),
+        "block_bio_backmerge" | "block_rq_merge" => T::Model(Action::BackMerge),
+        "block_bio_frontmerge" => T::Model(Action::FrontMerge),
+        "block_rq_requeue" => T::Model(Action::Requeue),
         "block_bio_bounce" => T::Bounce,
         "block_sleeprq" => T::Sleep,
         "block_rq_error" => T::Error,
@@ -915,7 +865,7 @@ Skips: 0 forward (0 -   0.0%)
         // "WZ": 'Z' is no RWBS letter; kept, and counted.
         assert_eq!((p.records[3].rwbs.as_str(), Rwbs::decode("WZ").unknown), ("WZ", 1));
         assert_eq!((p.records[4].bytes, p.records[4].cmd.as_deref()), (Some(0), Some("12 00 00 00")));
-        assert_eq!((p.records[5].action, &p.records[5].extra), (TraceAction::UnplugTimer, &Extra::Unplug { depth: 3 }));
+        assert_eq!((p.records[5].action, &p.records[5].extra), (TraceAction::Model(Action::UnplugTimer), &Extra::Unplug { depth: 3 }));
         let bad: Vec<usize> = p.bad.iter().map(|b| b.line).collect();
         assert_eq!(bad, [8, 9]);
         assert!(p.bad[1].reason.contains("unknown action"));
@@ -945,7 +895,7 @@ CPU:2 [LOST 12 EVENTS]
         assert_eq!(p.records.len(), 7, "{:?}", p.bad);
         let r = &p.records[0];
         // 11.357392 s = 11,357,392,000 ns; 65536 bytes = 128 sectors.
-        assert_eq!((r.time_ns, r.pid, r.cpu, r.action), (11_357_392_000, 843, 0, TraceAction::Issue));
+        assert_eq!((r.time_ns, r.pid, r.cpu, r.action), (11_357_392_000, 843, 0, TraceAction::Model(Action::Issue)));
         assert_eq!((r.dev, r.sector, r.nr_sectors, r.bytes), (Some(DevNo { major: 8, minor: 0 }), Some(14071424), 128, Some(65536)));
         assert_eq!((r.cmd.as_deref(), r.ioprio.as_deref(), r.comm.as_deref()), (Some(""), None, Some("dd")));
         assert_eq!((p.records[1].cpu, p.records[1].ioprio.as_deref()), (1, Some("be,0,4")));
