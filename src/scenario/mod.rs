@@ -26,7 +26,7 @@ pub use disks::{DiskSpec, PartSpec};
 pub use stack::{StackBody, StackSpec};
 pub use tree::ScenarioError;
 use tree::{apply_set, Doc, Obj, Value};
-pub use workload::{BioEntry, DdSpec, Workload, WorkloadKind};
+pub use workload::{BioEntry, DdSpec, DdTarget, Workload, WorkloadKind};
 
 const ROOT_KEYS: &[&str] = &["name", "description", "kernel", "seed", "behaviour", "disks", "md", "dm", "workload"];
 

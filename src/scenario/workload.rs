@@ -41,11 +41,21 @@ const DD_KEYS: &[&str] = &[
 ];
 const BIOS_KEYS: &[&str] = &["type", "device", "iodepth", "batch", "plug", "bio", "pid", "comm"];
 const BIO_KEYS: &[&str] = &["device", "op", "sector", "size", "flags", "bvecs", "repeat", "stride"];
+/// One side of a dd copy on a scenario device.
+#[derive(Clone, Debug)]
+pub struct DdTarget {
+    pub device: String,
+    /// Byte offset of the first block (`skip`/`seek` × `bs`).
+    pub start: u64,
+    pub lbs: u32,
+    /// `REQ_*` flags of this side's bios (`oflag=sync` adds FUA).
+    pub flags: u32,
+}
+
 #[derive(Clone, Debug)]
 pub struct DdSpec {
-    /// (device, byte offset, logical block size | REQ_* flags << 16).
-    pub input: Option<(String, u64, u32)>,
-    pub output: Option<(String, u64, u32)>,
+    pub input: Option<DdTarget>,
+    pub output: Option<DdTarget>,
     pub bs: u64,
     pub total: u64,
     pub buffer_offset: u32,
@@ -65,13 +75,12 @@ impl DdSpec {
     pub fn job(&self, seed: u64, pid: u32, comm: &str) -> JobSpec {
         let dd = self.clone();
         let make = Rc::new(move |topo: &Topology, beh: &Behaviour, shared: &mut SharedCaches| {
-            let side = |s: &Option<(String, u64, u32)>, shared: &mut SharedCaches, buffered: bool| {
-                s.as_ref().map(|(n, start, l)| {
-                    let dev = topo.by_name(n).expect("a validated device");
-                    let lbs = l & 0xFFFF;
-                    let rules = DioRules::new(beh, lbs, topo.limits(dev).max_sectors);
+            let side = |s: &Option<DdTarget>, shared: &mut SharedCaches, buffered: bool| {
+                s.as_ref().map(|t| {
+                    let dev = topo.by_name(&t.device).expect("a validated device");
+                    let rules = DioRules::new(beh, t.lbs, topo.limits(dev).max_sectors);
                     let cache = if buffered { shared.open(topo, dev, dd.blocksize, dd.dirty_background).ok() } else { None };
-                    DdSide { dev, start: *start, lbs, flags: l >> 16, rules, cache }
+                    DdSide { dev, start: t.start, lbs: t.lbs, flags: t.flags, rules, cache }
                 })
             };
             let input = side(&dd.input, shared, false);
@@ -224,7 +233,7 @@ fn read_dd(w: &Obj, disks: &[DiskSpec], seed: u64) -> Result<DdSpec, ScenarioErr
     }
     // Bytes available from the input side, and room on the output side.
     let mut total = count.map(|(c, _)| c.saturating_mul(bs));
-    let side = |dev: &Option<String>, blocks: u64, key: &str, flagkey: &str, direct: bool| -> Result<Option<(String, u64, u32)>, ScenarioError> {
+    let side = |dev: &Option<String>, blocks: u64, key: &str, flagkey: &str, direct: bool| -> Result<Option<DdTarget>, ScenarioError> {
         let Some(name) = dev else { return Ok(None) };
         let info = find_dev(disks, name).expect("checked");
         if !direct && flagkey == "iflag" {
@@ -239,12 +248,12 @@ fn read_dd(w: &Obj, disks: &[DiskSpec], seed: u64) -> Result<DdSpec, ScenarioErr
             return Err(w.err(key, &at(key), format!("offset {start} is at or beyond the end of {name} ({size} bytes)")));
         }
         let _ = info.dma_alignment;
-        Ok(Some((name.clone(), start, info.lbs)))
+        Ok(Some(DdTarget { device: name.clone(), start, lbs: info.lbs, flags: 0 }))
     };
     let input = side(&in_dev, skip, "skip", "iflag", idirect)?;
     let output = side(&out_dev, seek, "seek", "oflag", odirect)?;
     for (s, what) in [(&input, "read"), (&output, "write")] {
-        let Some((name, start, _)) = s else { continue };
+        let Some(DdTarget { device: name, start, .. }) = s else { continue };
         let size = find_dev(disks, name).expect("checked").nr_sectors << SECTOR_SHIFT;
         match total {
             Some(t) if start + t > size => {
@@ -281,7 +290,7 @@ fn read_dd(w: &Obj, disks: &[DiskSpec], seed: u64) -> Result<DdSpec, ScenarioErr
     let lbs = out_dev.as_ref().map(|d| find_dev(disks, d).expect("checked").lbs);
     let blocksize = soft_blocksize(w, "blocksize", lbs)?;
     let dirty_background = w.opt_size("dirty_background_bytes")?.map(|x| x.0);
-    let output = output.map(|(n, s, l)| (n, s, l | oflags << 16));
+    let output = output.map(|t| DdTarget { flags: oflags, ..t });
     Ok(DdSpec { input, output, bs, total, buffer_offset, fragmentation, out_buffered, conv_fsync, blocksize, dirty_background })
 }
 
