@@ -85,6 +85,19 @@ impl Rqs {
         self.slots[id as usize].as_mut().expect("live request")
     }
 
+    /// Two different requests at once (a request merge).
+    pub fn get2_mut(&mut self, a: u32, b: u32) -> (&mut Request, &mut Request) {
+        assert_ne!(a, b, "a request cannot merge with itself");
+        let (lo, hi) = (a.min(b) as usize, a.max(b) as usize);
+        let (left, right) = self.slots.split_at_mut(hi);
+        let (x, y) = (left[lo].as_mut().expect("live request"), right[0].as_mut().expect("live request"));
+        if a < b {
+            (x, y)
+        } else {
+            (y, x)
+        }
+    }
+
     /// Free the slot and hand the request back.
     pub fn take(&mut self, id: u32) -> Request {
         self.free.push(id);
@@ -378,8 +391,8 @@ fn dd_bio_merge(q: &mut RequestQueue, core: &mut BlockCore, bio: BioId, nsegs: u
 /// request `next` into `rq`, then drop `next` from the scheduler and free it.
 fn attempt_req_merge(q: &mut RequestQueue, core: &mut BlockCore, rq: u32, next: u32) -> bool {
     let old_end = q.rqs.get(rq).end();
-    let mut n = q.rqs.get(next).clone();
-    if !merge::attempt_merge(core, q.rqs.get_mut(rq), &mut n, &q.lim) {
+    let (r, n) = q.rqs.get2_mut(rq, next);
+    if !merge::attempt_merge(core, r, n, &q.lim) {
         return false;
     }
     let discard = merge::blk_discard_mergable(q.rqs.get(rq), &q.lim);
