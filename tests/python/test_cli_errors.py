@@ -20,7 +20,7 @@ def _fail_with(monkeypatch, exc: BaseException) -> None:
     def simulate(*_args, **_kwargs):
         raise exc
 
-    monkeypatch.setattr(cli, "_simulate", simulate)
+    monkeypatch.setattr(cli.common, "simulate", simulate)
 
 
 def test_keyboard_interrupt_exits_130_quietly(monkeypatch, tiny, capsys):

@@ -1,0 +1,158 @@
+"""The ``blkstack`` command-line tool.
+
+Every bad input ends the program with exactly one line on standard error,
+``blkstack: error: ...``, and exit status 2. An unexpected failure prints one
+line ``blkstack: internal error: ...`` and exits with status 1 (set
+``BLKSTACK_DEBUG=1`` to see the traceback instead). Ctrl-C exits with status
+130, and a closed output pipe (``blkstack ... | head``) ends it quietly.
+
+Each command lives in a module of its own with a ``register(sub, kernels)``
+function that adds its parser; ``COMMANDS`` lists them in ``--help`` order.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import select
+import stat
+import sys
+from typing import List, Optional, Sequence
+
+from blkstack import ScenarioError, __version__
+from blkstack._core import CheckError
+from blkstack.cli import demo, diff, fio, profiles, run, scenarios, validate
+from blkstack.cli.common import (EXIT_CHECK, EXIT_INTERNAL, EXIT_OK, EXIT_SIGINT, EXIT_SIGPIPE, EXIT_USAGE, PROG,
+                                 ArgumentParser, UsageError, kernel_choices, one_line, os_error_message, say,
+                                 write_atomic)
+
+__all__ = ["main", "build_parser", "UsageError", "write_atomic"]
+
+COMMANDS = [run, fio, demo, profiles, scenarios, validate, diff]
+
+
+MAIN_DESCRIPTION = """\
+blkstack models the Linux block I/O path -- bio splitting, device stacking,
+plugging, merging and blktrace-style tracing -- for a scenario described in a
+TOML file, under the behaviour of a chosen kernel version."""
+
+
+MAIN_EPILOG = """\
+examples:
+  blkstack demo                                  # a guided first run
+  blkstack scenarios demo --show > my.toml       # copy a built-in scenario
+  blkstack run my.toml                           # simulate it, print a summary
+  blkstack run my.toml --kernel 6.1 --trace -    # blkparse-style trace on stdout
+  blkstack fio job.fio --stack my.toml           # fio jobs on the scenario's devices
+  blkstack profiles                              # kernel profiles and switches
+  blkstack validate my.toml --kernel 6.1         # the same scenario on a real kernel (qemu)
+  blkstack diff real.txt sim.txt                 # compare two block traces
+
+Run 'blkstack COMMAND --help' for the details of one command."""
+
+
+def build_parser() -> ArgumentParser:
+    fmt = argparse.RawDescriptionHelpFormatter
+    parser = ArgumentParser(prog=PROG, description=MAIN_DESCRIPTION, epilog=MAIN_EPILOG,
+                            formatter_class=fmt)
+    parser.add_argument("--version", action="version", version=f"{PROG} {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=ArgumentParser)
+
+    kernels = kernel_choices()
+    for command in COMMANDS:
+        command.register(sub, kernels)
+    return parser
+
+
+def _silence_stdout() -> None:
+    """After EPIPE, point stdout at /dev/null so exit-time flushing is quiet."""
+    with contextlib.suppress(OSError, ValueError):
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+
+
+def _stdout_is_broken() -> bool:
+    """True if standard output is a pipe whose reading end has been closed."""
+    try:
+        fd = sys.stdout.fileno()
+        if not stat.S_ISFIFO(os.fstat(fd).st_mode):
+            return False
+        poller = select.poll()
+        poller.register(fd, select.POLLOUT)
+        return any(events & select.POLLERR for _fd, events in poller.poll(0))
+    except (AttributeError, OSError, ValueError):
+        return False
+
+
+def _dispatch(argv: Optional[Sequence[str]]) -> int:
+    parser = build_parser()
+    try:
+        args, extras = parser.parse_known_args(argv)
+    except SystemExit as exc:  # --help and --version
+        sys.stdout.flush()
+        return exc.code if isinstance(exc.code, int) else EXIT_OK
+    if extras and args.command == "fio":
+        # Everything argparse does not know is fio's: options and job files.
+        args.fio_args, extras = extras, []
+    if extras:
+        where = f"{PROG} {args.command}" if args.command else PROG
+        raise UsageError(f"unrecognized arguments: {' '.join(extras)} (see '{where} --help')")
+    if args.command is None:
+        names = ", ".join(sub_names(parser))
+        raise UsageError(f"missing COMMAND: one of {names} (see 'blkstack --help')")
+    status = args.func(args)
+    sys.stdout.flush()
+    return status
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    """Run the command line *argv* (default: ``sys.argv[1:]``); return the exit status."""
+    try:
+        return _dispatch(argv)
+    except KeyboardInterrupt:
+        return EXIT_SIGINT
+    except BrokenPipeError:
+        _silence_stdout()
+        return EXIT_SIGPIPE
+    except UsageError as exc:
+        say(sys.stderr, f"{PROG}: error: {one_line(str(exc))}")
+        return EXIT_USAGE
+    except ScenarioError as exc:
+        say(sys.stderr, f"{PROG}: error: {one_line(str(exc)) or 'invalid scenario'}")
+        return EXIT_USAGE
+    except CheckError as exc:
+        say(sys.stderr, f"{PROG}: check failed: {exc}")
+        return EXIT_CHECK
+    except OSError as exc:
+        if _stdout_is_broken():
+            # The engine wrote the trace to a closed pipe (`--trace - | head`)
+            # and reports EPIPE as a plain OSError.
+            _silence_stdout()
+            return EXIT_SIGPIPE
+        # A file we were asked to read or write could not be (permissions,
+        # full disk, ...): the user's environment, not a bug.
+        say(sys.stderr, f"{PROG}: error: {one_line(os_error_message(exc))}")
+        return EXIT_USAGE
+    except BaseException as exc:  # also pyo3's PanicException (a BaseException)
+        if isinstance(exc, SystemExit):
+            raise
+        if os.environ.get("BLKSTACK_DEBUG") == "1":
+            raise
+        detail = one_line(str(exc))
+        what = f"{type(exc).__name__}: {detail}" if detail else type(exc).__name__
+        say(sys.stderr, f"{PROG}: internal error: {what} (set BLKSTACK_DEBUG=1 for a traceback)")
+        return EXIT_INTERNAL
+
+
+def sub_names(parser: argparse.ArgumentParser) -> List[str]:
+    """The command names, in the order --help lists them."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            return list(action.choices)
+    return []
+
+
+if __name__ == "__main__":  # pragma: no cover
+    raise SystemExit(main())

@@ -1,0 +1,78 @@
+"""``blkstack fio``: fio job files or options on a scenario's stack, fio's report."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any, List
+
+from blkstack.cli import common
+from blkstack.cli.common import (EXIT_OK, UsageError, check_input, check_run_outputs, check_sets, print_warnings,
+                                 write_atomic)
+
+
+def _toml_string(text: str) -> str:
+    """A TOML basic string (JSON's escapes are TOML's)."""
+    return json.dumps(text)
+
+
+FIO_DESCRIPTION = """\
+Run fio jobs on the devices of a scenario. Give fio's own arguments: job
+files and/or options (--name=NAME starts a job; options before the first
+--name are global), read as fio 3.x reads them. Each job's filename= is a
+scenario device (/dev/NAME); without it, the top of the stack.
+
+Prints fio's report: per job IOPS, bandwidth, completion latency and its
+percentiles, fsync latency, the run status line and fio's "Disk stats".
+Options fio has that do not change the I/O (output, logging, verify, CPU
+placement) are ignored with a warning on standard error; any other option
+the model does not reproduce is an error."""
+
+
+FIO_EPILOG = """\
+examples:
+  blkstack fio job.fio --stack my.toml
+  blkstack fio --stack my.toml --name=w --rw=randwrite --bs=4k --direct=1 --ioengine=libaio --iodepth=32 --size=1G
+  blkstack fio job.fio --stack my.toml --kernel 6.1 --json - | python3 -m json.tool
+  blkstack fio job.fio --stack my.toml --trace trace.txt"""
+
+
+def cmd_fio(args: argparse.Namespace) -> int:
+    fio_args: List[str] = list(args.fio_args or [])
+    if not fio_args:
+        raise UsageError("fio: give a job file or fio's options, e.g. 'blkstack fio job.fio --stack S.toml' "
+                         "or 'blkstack fio --stack S.toml --name=x --rw=randwrite' (see 'blkstack fio --help')")
+    sets: List[str] = args.set or []
+    check_sets(sets)
+    check_input(args.stack)
+    args.scenario = args.stack
+    to_stdout = check_run_outputs(args)
+    workload = "{type = \"fio\", args = [" + ", ".join(_toml_string(a) for a in fio_args) + "]}"
+    summary = common.simulate(args.stack, args.kernel, [f"workload={workload}"] + sets, args.trace, args.requests)
+    print_warnings(summary)
+    if args.json == "-":
+        sys.stdout.write(json.dumps(summary, indent=2) + "\n")
+    elif args.json is not None:
+        write_atomic(args.json, json.dumps(summary, indent=2) + "\n")
+    stream = sys.stderr if to_stdout else sys.stdout
+    report = (summary.get("reports") or {}).get("fio") or ""
+    print(report.rstrip("\n"), file=stream)
+    return EXIT_OK
+
+
+def register(sub: Any, kernels: List[str]) -> None:
+    """Add the command to the top-level parser's subcommands."""
+    fmt = argparse.RawDescriptionHelpFormatter
+    p = sub.add_parser("fio", help="run fio job files or fio options on a scenario's stack",
+                       description=FIO_DESCRIPTION, epilog=FIO_EPILOG, formatter_class=fmt, allow_abbrev=False)
+    p.add_argument("--stack", required=True, metavar="SCENARIO.toml",
+                   help="the scenario whose devices (and kernel) the jobs run on; its own workload is replaced")
+    p.add_argument("--kernel", choices=kernels, metavar="|".join(kernels),
+                   help="kernel profile to model instead of the scenario's 'kernel'")
+    p.add_argument("--set", action="append", metavar="KEY=VALUE", default=[],
+                   help="override one scenario key, e.g. workload.buffer_fragmentation=0.1; may be repeated")
+    p.add_argument("--trace", metavar="FILE|-", help="write a blkparse-style text trace to FILE ('-' for standard output)")
+    p.add_argument("--requests", metavar="FILE|-", help="write one CSV row per issued request to FILE")
+    p.add_argument("--json", metavar="FILE|-", help="write the summary (with fio's figures under 'fio') as JSON to FILE")
+    p.set_defaults(func=cmd_fio, fio_args=[])
