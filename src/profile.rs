@@ -372,7 +372,8 @@ pub fn profiles() -> Vec<Profile> {
         dio_bvec_merge: DioBvecMerge::FolioOnly,
         ..v6_12.clone()
     };
-    vec![
+    let mut all = pre_6_profiles(&v6_1);
+    all.extend([
         Profile { name: "6.1", kernel: "6.1.192", summary: "Debian bookworm's 6.1 LTS", behaviour: v6_1 },
         Profile { name: "6.12", kernel: "6.12.117", summary: "Debian trixie's 6.12 LTS", behaviour: v6_12 },
         Profile {
@@ -382,17 +383,13 @@ pub fn profiles() -> Vec<Profile> {
             behaviour: v6_15,
         },
         Profile { name: "7.2", kernel: "7.2.13", summary: "newest: head insertion of split remainders, 4 MiB default cap", behaviour: v7_2 },
-    ]
+    ]);
+    all
 }
 
-/// Old kernels the seeds were taken on, as 6.1's values except what the
-/// spec documents for them (stack §2.4, §3.3, §3.4, §4.4; block-core
-/// §6.4). Not registered in [`profiles`] yet: the profile list is pinned by
-/// tests/scenario_errors.rs and the Python tests, which their owner updates
-/// when they are added; until then a scenario gets the same behaviour by
-/// setting the switches these change.
-pub fn pre_6_profiles() -> Vec<Profile> {
-    let v6_1 = profile("6.1").expect("6.1 exists").behaviour;
+/// Old kernels the seeds were taken on: 6.1's values except what the spec
+/// documents for them (stack §2.4, §3.3, §3.4, §4.4; block-core §6.4).
+fn pre_6_profiles(v6_1: &Behaviour) -> Vec<Profile> {
     let v5_8 = Behaviour {
         raid10_discard: Raid10Discard::ChunkLimited,
         raid0_split: Raid0Split::RemainderToMd,
@@ -400,7 +397,7 @@ pub fn pre_6_profiles() -> Vec<Profile> {
         md_accounting: MdAccounting::Inline,
         io_ticks: IoTicks::Legacy,
         discard_chopping: DiscardChopping::AllowedMaxSectors,
-        ..v6_1
+        ..v6_1.clone()
     };
     let v5_13 = Behaviour {
         raid10_discard: Raid10Discard::WholeRange,
@@ -409,7 +406,7 @@ pub fn pre_6_profiles() -> Vec<Profile> {
         ..v5_8.clone()
     };
     vec![
-        Profile { name: "5.8", kernel: "5.8.18", summary: "md raid10 discards one chunk at a time (seeds' old kernels)", behaviour: v5_8 },
+        Profile { name: "5.8", kernel: "5.8.18", summary: "md raid10 discards one chunk at a time (seed 002's old kernels)", behaviour: v5_8 },
         Profile { name: "5.13", kernel: "5.13.19", summary: "md raid10 whole-range discard, md accounting in md_submit_bio", behaviour: v5_13 },
     ]
 }
@@ -591,7 +588,7 @@ mod tests {
 
     #[test]
     fn every_switch_round_trips_in_every_profile() {
-        for p in profiles().into_iter().chain(pre_6_profiles()) {
+        for p in profiles() {
             for s in SWITCHES {
                 let mut b = p.behaviour.clone();
                 let v = (s.get)(&b);
@@ -611,7 +608,7 @@ mod tests {
     #[test]
     fn stacking_switches_match_the_limit_code_per_version() {
         // The per-version StackingBehaviour of limits.rs is what the profiles give.
-        assert_eq!(pre_6_profiles()[0].behaviour.stacking(), StackingBehaviour::v5_10());
+        assert_eq!(profile("5.8").unwrap().behaviour.stacking(), StackingBehaviour::v5_10());
         assert_eq!(profile("6.1").unwrap().behaviour.stacking(), StackingBehaviour::v6_1());
         assert_eq!(profile("6.12").unwrap().behaviour.stacking(), StackingBehaviour::v6_12());
         assert_eq!(profile("7.2").unwrap().behaviour.stacking(), StackingBehaviour::v7_2());
