@@ -393,8 +393,17 @@ impl BlockCore {
         }
         match beh.bio_list_assembly {
             BioListAssembly::LowerSamePending => {
-                l0.extend(same.drain(..));
-                l0.extend(pending.drain(..));
+                // bio_list_merge is O(1) on the kernel's linked lists; here
+                // the pending list can hold millions of bios (a discard
+                // chopped by a stacked driver), so lower and same, a few
+                // bios, go in front of it rather than it behind them.
+                while let Some(b) = same.pop_back() {
+                    pending.push_front(b);
+                }
+                while let Some(b) = l0.pop_back() {
+                    pending.push_front(b);
+                }
+                std::mem::swap(l0, pending);
             }
             BioListAssembly::PendingLowerSame => {
                 pending.extend(l0.drain(..));
