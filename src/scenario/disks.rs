@@ -23,6 +23,7 @@ const MODEL_KEYS: &[&str] = &[
     "discard_us_per_gib",
     "discard_parallelism",
     "flush_latency_us",
+    "command_overhead_us",
     "rpm",
     "seek_min_us",
     "seek_max_us",
@@ -228,6 +229,7 @@ fn read_model(d: &Obj, kind: DiskKind) -> Result<ServiceModel, ScenarioError> {
     us("discard_latency_us", &mut m.discard_latency_ns)?;
     us("discard_us_per_gib", &mut m.discard_ns_per_gib)?;
     us("flush_latency_us", &mut m.flush_latency_ns)?;
+    us("command_overhead_us", &mut m.command_overhead_ns)?;
     let positive = |key: &str| -> Result<Option<u64>, ScenarioError> {
         match t.opt_size(key)? {
             Some((0, n)) => Err(t.err(key, &n.at, "must be positive")),
