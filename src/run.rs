@@ -267,6 +267,10 @@ pub fn summary(sc: &Scenario, engine: &Engine, st: &RunStats) -> Value {
         },
         "warnings": sc.workload.warnings,
     });
+    if let Some(c) = &sc.compare {
+        let side = |s: &crate::scenario::compare::Side| json!({"label": s.label, "kernel": s.kernel, "set": s.sets});
+        v["compare"] = json!({"before": side(&c.before), "after": side(&c.after)});
+    }
     if let Some(meta) = &sc.workload.fio {
         let (fio, text) = crate::stats::fio::report(meta, engine);
         v["fio"] = fio;

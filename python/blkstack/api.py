@@ -32,6 +32,7 @@ import os
 from typing import Any, Dict, Iterable, Iterator, List, Mapping, Optional, Sequence, Union
 
 from blkstack import _core
+from blkstack.compare import device_figures
 
 PathLike = Union[str, "os.PathLike[str]"]
 SetValue = Union[str, int, float, bool]
@@ -266,8 +267,9 @@ def compare(scenario: Union[PathLike, Scenario], kernels: Sequence[str] = ("6.1"
             sets: Union[None, Mapping[str, Any], Sequence[Any]] = None):
     """Run one scenario under several kernels (or several override sets,
     given as a list of mappings in *sets*) and return a DataFrame with one
-    row per run and device: requests, mean request size, merges, iostat
-    figures and simulated time."""
+    row per run and device: the figures ``blkstack compare`` shows
+    (requests, mean_request_kib, merges, bios_queued, splits, zero_seek_pct,
+    throughput_mb_s), every iostat -x column and the simulated time."""
     pd = _pandas()
     variants: List[tuple] = []
     if isinstance(sets, Sequence) and not isinstance(sets, (str, bytes)) and sets and isinstance(sets[0], Mapping):
@@ -280,12 +282,6 @@ def compare(scenario: Union[PathLike, Scenario], kernels: Sequence[str] = ("6.1"
         for dev, d in r["devices"].items():
             if "iostat" not in d:
                 continue
-            reqs = d.get("requests", 0)
-            sectors = sum(d.get("sectors_issued", {}).values())
-            rows.append({
-                "run": label, "device": dev, "requests": reqs,
-                "mean_request_kb": (sectors / 2 / reqs) if reqs else 0.0,
-                "merges": sum(d["diskstats"][i] for i in (1, 5, 12)),
-                **d["iostat"], "sim_time_s": r["sim_time_ns"] / 1e9,
-            })
+            rows.append({"run": label, "device": dev, **d["iostat"], **device_figures(d),
+                         "sim_time_s": r["sim_time_ns"] / 1e9})
     return pd.DataFrame(rows)

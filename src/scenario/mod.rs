@@ -7,6 +7,7 @@
 //! into an [`Engine`] ready to run. Each part of the file has its reader:
 //! [`disks`] and [`workload`].
 
+pub mod compare;
 pub mod disks;
 pub mod jobs;
 pub mod stack;
@@ -28,7 +29,7 @@ pub use tree::ScenarioError;
 use tree::{apply_set, Doc, Obj, Value};
 pub use workload::{BioEntry, DdSpec, DdTarget, Workload, WorkloadKind};
 
-const ROOT_KEYS: &[&str] = &["name", "description", "kernel", "seed", "behaviour", "disks", "md", "dm", "workload"];
+const ROOT_KEYS: &[&str] = &["name", "description", "kernel", "seed", "behaviour", "disks", "md", "dm", "workload", "compare"];
 
 #[derive(Clone, Debug)]
 pub struct Scenario {
@@ -42,6 +43,8 @@ pub struct Scenario {
     /// md arrays and dm devices, each after the devices it is built on.
     pub stacked: Vec<StackSpec>,
     pub workload: Workload,
+    /// The `[compare]` table's two sides, when given.
+    pub compare: Option<compare::Compare>,
 }
 
 /// Read and validate `text` (the contents of `file`), with `--kernel` and
@@ -64,8 +67,9 @@ pub fn load(file: &str, text: &str, kernel: Option<&str>, sets: &[String]) -> Re
     let targets: Vec<DiskSpec> = disks.iter().cloned().chain(stacked.iter().map(StackSpec::as_target)).collect();
     let ctx = workload::WorkloadCtx { targets: &targets, nr_disks: disks.len(), stacked: &stacked, seed, beh: &beh };
     let workload = workload::read_workload(&o, &ctx)?;
+    let compare = compare::read_compare(&o)?;
     o.finish(ROOT_KEYS)?;
-    Ok(Scenario { file: file.to_string(), name, description, profile, beh, seed, disks, stacked, workload })
+    Ok(Scenario { file: file.to_string(), name, description, profile, beh, seed, disks, stacked, workload, compare })
 }
 
 fn profile_names() -> String {

@@ -67,7 +67,7 @@ def test_overrides_as_keywords_and_compare(tiny):
     assert list(table["run"]) == ["6.1", "7.2"]
     # 7.2's larger default cap does not matter: max_sectors_kb is set to 128.
     assert list(table["requests"]) == [32, 32]
-    assert table.loc[0, "mean_request_kb"] == pytest.approx(128.0)
+    assert table.loc[0, "mean_request_kib"] == pytest.approx(128.0)
 
 
 def test_load_validates_without_running(tiny):
