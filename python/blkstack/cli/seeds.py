@@ -34,12 +34,13 @@ def _run(path: str, kernel: Optional[str], sets: Sequence[str], trace: Optional[
     return common.simulate(path, kernel, list(sets), trace, None)
 
 
-def run_side(seed: S.Seed, path: str, side: Tuple[str, Optional[str], List[str]],
-             extra_sets: Sequence[str] = ()) -> S.Runs:
-    """Every run of one side: the scenario and each variant."""
+def run_side(seed: S.Seed, path: str, side: Tuple[str, Optional[str], List[str]], quick: bool = False) -> S.Runs:
+    """Every run of one side: the scenario and each variant (quick: the
+    scenario alone, with the seed's quick overrides)."""
     label, kernel, sets = side
+    extra_sets = list(seed.quick) if quick else []
     runs: S.Runs = {}
-    for variant, vsets in [("", [])] + list(seed.variants.items()):
+    for variant, vsets in [("", [])] + ([] if quick else list(seed.variants.items())):
         _progress(f"seed {seed.number} {seed.name}: {label}{' ' + variant if variant else ''}")
         all_sets = list(sets) + list(extra_sets) + list(vsets)
         if seed.from_trace and not variant:
@@ -54,15 +55,15 @@ def run_side(seed: S.Seed, path: str, side: Tuple[str, Optional[str], List[str]]
     return runs
 
 
-def evaluate(seed: S.Seed, extra_sets: Sequence[str] = ()) -> Dict[str, Any]:
+def evaluate(seed: S.Seed, quick: bool = False) -> Dict[str, Any]:
     """Run a seed before and after; its figures, the seed's and blkstack's."""
     resource = builtin_scenarios()[seed.name]
     with importlib.resources.as_file(resource) as path:
         sides = scenario_sides(str(path))
         assert sides is not None, f"{seed.name}.toml has no [compare] table"
-        before = run_side(seed, str(path), sides[0], extra_sets)
-        after = run_side(seed, str(path), sides[1], extra_sets)
-    result: Dict[str, Any] = {"name": seed.name, "seed": seed.number, "title": seed.title}
+        before = run_side(seed, str(path), sides[0], quick)
+        after = run_side(seed, str(path), sides[1], quick)
+    result: Dict[str, Any] = {"name": seed.name, "seed": seed.number, "title": seed.title, "quick": quick}
     for key, side, runs in (("before", sides[0], before), ("after", sides[1], after)):
         figures = {f.key: f.read(runs) for f in seed.figures}
         result[key] = {"label": side[0], "kernel": runs[""].get("profile"), "set": side[2], **figures}
@@ -104,6 +105,24 @@ def format_seed(result: Dict[str, Any], seed: S.Seed) -> str:
     if result.get("evidence"):
         lines.append("")
         lines += ["  " + l if l else "" for l in result["evidence"]]
+    return "\n".join(lines)
+
+
+def format_compact(results: Sequence[Dict[str, Any]]) -> str:
+    """One line per seed: its headline figure, the seed's and blkstack's."""
+    rows = []
+    for result in results:
+        seed = S.seed(result["name"])
+        f = next(f for f in seed.figures if f.key == seed.headline)
+        b, a = result["before"][f.key], result["after"][f.key]
+        unit = f" {f.unit}" if f.unit else ""
+        rows.append([seed.number, seed.name, f.label,
+                     f"{_num(f.seed_before)} -> {_num(f.seed_after)}{unit}",
+                     f"{_num(b)} -> {_num(a)}{unit}" + (" *" if seed.quick else "")])
+    lines = table(["SEED", "NAME", "FIGURE", "SEED'S MEASUREMENT", "BLKSTACK"], rows, [False] * 5)
+    if any(S.seed(r["name"]).quick for r in results):
+        lines.append("* on devices scaled down for speed (1/64 of the size): times scale with it; "
+                     "the full run: blkstack seeds raid10-discard")
     return "\n".join(lines)
 
 
