@@ -108,6 +108,12 @@ fn run_columns<'py>(
     let opts = RunOptions { keep_events: true, ..with_check(options(kernel, sets, None, None, interval), check)? };
     let r = run_checked(py, &path, &opts, false)?;
     let c = EventColumns::build(&r.events);
+    let tables = tables_dict(py, r.devices, r.tasks, &c)?;
+    Ok((r.summary.to_string(), columns_dict(py, &c)?, tables))
+}
+
+/// The columns of `run_columns` as a dict of bytes.
+fn columns_dict<'py>(py: Python<'py>, c: &EventColumns) -> PyResult<Bound<'py, PyDict>> {
     let cols = PyDict::new(py);
     for (name, data) in [
         ("time_ns", &c.time_ns),
@@ -123,12 +129,38 @@ fn run_columns<'py>(
     ] {
         cols.set_item(name, PyBytes::new(py, data))?;
     }
+    Ok(cols)
+}
+
+/// The tables that name what the columns hold: devices (name, major,
+/// minor), tasks (pid, comm), actions and rwbs strings.
+fn tables_dict<'py>(py: Python<'py>, devices: Vec<(String, u32, u32)>, tasks: Vec<(u32, String)>, c: &EventColumns) -> PyResult<Bound<'py, PyDict>> {
     let tables = PyDict::new(py);
-    tables.set_item("devices", r.devices)?;
-    tables.set_item("tasks", r.tasks)?;
+    tables.set_item("devices", devices)?;
+    tables.set_item("tasks", tasks)?;
     tables.set_item("actions", Action::ALL.iter().map(|a| a.letter()).collect::<Vec<_>>())?;
-    tables.set_item("rwbs", c.rwbs_names)?;
-    Ok((r.summary.to_string(), cols, tables))
+    tables.set_item("rwbs", c.rwbs_names.clone())?;
+    Ok(tables)
+}
+
+/// Analyse a trace file (blkparse text or the kernel's ftrace text of the
+/// block tracepoints) as a run is analysed: returns (summary JSON, columns
+/// or None, tables), the columns and tables as `run_columns` gives them
+/// (times relative to the trace's first record). `interval`: seconds of
+/// trace time between iostat snapshots. `events`: also return the columns.
+#[pyfunction]
+#[pyo3(signature = (path, interval=None, events=false))]
+#[allow(clippy::type_complexity)]
+fn trace_stats<'py>(py: Python<'py>, path: String, interval: Option<f64>, events: bool) -> PyResult<(String, Option<Bound<'py, PyDict>>, Bound<'py, PyDict>)> {
+    let bytes = std::fs::read(&path).map_err(|e| PyOSError::new_err(format!("{path}: {e}")))?;
+    let text = String::from_utf8_lossy(&bytes);
+    let every = interval.map(|s| (s * 1e9) as u64).filter(|&ns| ns > 0);
+    let st = py.detach(|| crate::stats::trace::analyse(crate::trace::parse::parse_trace(&text), every));
+    let c = if events { st.columns() } else { EventColumns::default() };
+    let tasks = st.tasks.iter().map(|t| (t.pid, t.comm.clone())).collect();
+    let tables = tables_dict(py, st.device_table(), tasks, &c)?;
+    let cols = if events { Some(columns_dict(py, &c)?) } else { None };
+    Ok((st.summary(&path).to_string(), cols, tables))
 }
 
 /// Load and validate a scenario without running it; returns JSON of the
@@ -275,6 +307,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(check, m)?)?;
     m.add_function(wrap_pyfunction!(profiles, m)?)?;
     m.add_function(wrap_pyfunction!(parse_trace, m)?)?;
+    m.add_function(wrap_pyfunction!(trace_stats, m)?)?;
     m.add_function(wrap_pyfunction!(version, m)?)?;
     Ok(())
 }

@@ -194,6 +194,7 @@ pub fn run_file_full(path: &str, opts: &RunOptions, tick: &mut dyn FnMut(&Progre
 /// The JSON summary of a finished run.
 pub fn summary(sc: &Scenario, engine: &Engine, st: &RunStats) -> Value {
     let topo = &engine.core.topo;
+    let input = report::ReportInput::from_engine(engine);
     let mut devices = Map::new();
     for (i, d) in topo.devs.iter().enumerate() {
         let s = &engine.core.stats[i];
@@ -220,7 +221,7 @@ pub fn summary(sc: &Scenario, engine: &Engine, st: &RunStats) -> Value {
             "sectors_issued": per_op(&s.sectors_issued),
         });
         if d.whole == i as u32 {
-            report::device_json(engine, i as u32, &mut dev);
+            report::device_json(engine, &input, i as u32, &mut dev);
             let q = topo.queue(i as u32);
             let mut lim = Map::new();
             for (k, v) in q.limits.sysfs() {
@@ -259,12 +260,8 @@ pub fn summary(sc: &Scenario, engine: &Engine, st: &RunStats) -> Value {
             "roots_checked": engine.core.check.roots_checked,
             "roots_unchecked": engine.core.check.roots_unchecked,
         },
-        "iostat_intervals": report::intervals_json(engine),
-        "reports": {
-            "iostat": report::iostat_text(engine),
-            "btt": report::btt_text(engine),
-            "histograms": report::histograms_text(engine),
-        },
+        "iostat_intervals": report::intervals_json(&input),
+        "reports": report::reports_json(&input),
         "warnings": sc.workload.warnings,
     });
     if let Some(meta) = &sc.workload.fio {

@@ -97,5 +97,48 @@ def parse_trace(
     :raises OSError: the file cannot be read.
     """
 
+def run_columns(
+    path: str,
+    kernel: str | None = None,
+    sets: list[str] = ...,
+    interval: float | None = None,
+    check: str | None = None,
+) -> tuple[str, dict[str, bytes], dict[str, list]]:
+    """Like :func:`run`, and also every event as columns: ``(summary JSON,
+    {column: bytes}, {table: list})``. Columns are little-endian arrays:
+    ``time_ns`` u64, ``dev`` u32 (into ``tables["devices"]``: ``(name,
+    major, minor)``), ``action`` u8 (into ``tables["actions"]``), ``rwbs``
+    u16 (into ``tables["rwbs"]``), ``sector`` u64, ``bytes`` u32, ``task``
+    u32 (into ``tables["tasks"]``: ``(pid, comm)``), ``error`` i32, ``arg``
+    u64, ``from_dev`` u32."""
+
+def trace_stats(
+    path: str,
+    interval: float | None = None,
+    events: bool = False,
+) -> tuple[str, dict[str, bytes] | None, dict[str, list]]:
+    """Analyse a block trace -- blkparse's default text or the kernel's
+    ftrace text of the ``block_*`` tracepoints -- through the analysis a
+    simulated run uses: btt stages, merge information, histograms, and
+    /proc/diskstats rebuilt from the requests (so iostat figures).
+
+    Returns ``(summary JSON, columns or None, tables)``: the columns and
+    tables as :func:`run_columns` gives them (with *events*), times relative
+    to the trace's first record and each event's RWBS as the trace printed
+    it. The summary has ``trace``, ``format`` (``blkparse``, ``ftrace``,
+    ``mixed``), ``events``, ``origin_ns``, ``duration_ns``, ``devices``
+    (name -> ``{"major", "minor", "request_based", "requests",
+    "sectors_issued", "unmatched_completions", "diskstats", "iostat",
+    "btt", "merge_info", "seek_histogram", "size_histogram"}``),
+    ``iostat_intervals``, ``reports`` (as :func:`run`), ``other_records``
+    (kind -> count of records not analysed: messages, bounces,
+    ``block_io_start``...), ``no_device_records``, ``unknown_rwbs``
+    (``[{"line", "rwbs"}]``), ``bad_lines`` (``[{"line", "text",
+    "reason"}]``: skipped) and ``skipped_lines``.
+
+    :param interval: seconds of trace time between diskstats snapshots.
+    :raises OSError: the file cannot be read.
+    """
+
 def version() -> str:
     """Return the engine's version string."""
