@@ -9,7 +9,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict};
 
 use crate::engine::Progress;
-use crate::run::{profiles_json, run_file_full, Output, RunError, RunOptions, RunResult};
+use crate::run::{profiles_json, progress_line, run_file_full, Output, RunError, RunOptions, RunResult};
 use crate::trace::columns::EventColumns;
 use crate::trace::Action;
 
@@ -26,24 +26,38 @@ fn to_py(e: RunError) -> PyErr {
     }
 }
 
-/// One progress line on stderr, rewritten in place.
-fn show_progress(p: &Progress) {
-    let rate = if p.wall_s > 0.0 { p.bios as f64 / p.wall_s / 1e6 } else { 0.0 };
-    let mut err = std::io::stderr().lock();
-    let _ = write!(err, "\rblkstack: simulated {:.3} s, {} bios, {:.2} M bios/s ", p.sim_time_ns as f64 / 1e9, p.bios, rate);
-    let _ = err.flush();
+/// Wall-clock seconds between two looks at Python's signals (Ctrl-C).
+const SIGNAL_EVERY_S: f64 = 0.1;
+/// Wall-clock seconds between two redraws of the progress bar.
+const DRAW_EVERY_S: f64 = 0.25;
+
+/// Seconds of wall time after which a run shows its progress bar: 1, or
+/// `BLKSTACK_PROGRESS_AFTER` (the tests set 0).
+fn progress_after() -> f64 {
+    std::env::var("BLKSTACK_PROGRESS_AFTER").ok().and_then(|v| v.parse().ok()).unwrap_or(1.0)
 }
 
-/// Run with a tick that honours Ctrl-C and, when asked, shows progress.
+/// Run with a tick that honours Ctrl-C and, when asked, shows a progress
+/// bar on stderr (a terminal only). The engine ticks every 65536 events;
+/// Python is asked about signals and the bar redrawn only a few times a
+/// second of wall time, so the loop stays in Rust.
 fn run_checked(py: Python<'_>, path: &str, opts: &RunOptions, progress: bool) -> PyResult<RunResult> {
     let show = progress && std::io::stderr().is_terminal();
-    let mut shown = false;
+    let after = progress_after();
+    let (mut shown, mut checked, mut drawn, mut draws) = (false, f64::NEG_INFINITY, f64::NEG_INFINITY, 0u64);
     let mut tick = |p: &Progress| {
-        if py.check_signals().is_err() {
-            return false;
+        if p.wall_s - checked >= SIGNAL_EVERY_S {
+            checked = p.wall_s;
+            if py.check_signals().is_err() {
+                return false;
+            }
         }
-        if show && p.wall_s > 1.0 {
-            show_progress(p);
+        if show && p.wall_s >= after && p.wall_s - drawn >= DRAW_EVERY_S {
+            drawn = p.wall_s;
+            let mut err = std::io::stderr().lock();
+            let _ = write!(err, "\r{}\x1b[K", progress_line(p, draws));
+            let _ = err.flush();
+            draws += 1;
             shown = true;
         }
         true

@@ -42,8 +42,11 @@ def run(
     :param interval: take /proc/diskstats snapshots every *interval*
         seconds of simulated time; ``iostat_intervals`` and the iostat
         report then cover each interval.
-    :param progress: show a progress line on standard error (a terminal
-        only) during runs longer than a second.
+    :param progress: show a progress bar on standard error (a terminal
+        only) during runs longer than a second (``BLKSTACK_PROGRESS_AFTER``
+        seconds, if set): the share of the workload handed out when its
+        sources know it, simulated time and bios/s, redrawn four times a
+        second of wall time.
     :param check: ``"integrity"`` also runs the integrity oracle (the
         conservation check always runs).
     :returns: JSON text of a dict with the keys ``scenario``, ``kernel``,

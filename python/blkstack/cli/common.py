@@ -209,10 +209,13 @@ def check_sets(sets: Sequence[str]) -> None:
 
 def simulate(scenario: str, kernel: Optional[str], sets: Sequence[str],
               trace: Optional[str], requests: Optional[str],
-              interval: Optional[float] = None, check: Optional[str] = None) -> Dict[str, Any]:
+              interval: Optional[float] = None, check: Optional[str] = None,
+              progress: bool = True) -> Dict[str, Any]:
+    """Run a scenario for a command; with *progress*, runs longer than a
+    second show a progress bar on standard error when it is a terminal."""
     # Rust may write the trace to file descriptor 1 itself: flush ours first.
     sys.stdout.flush()
-    text = _core.run(scenario, kernel, list(sets), trace, requests, interval, True, check)
+    text = _core.run(scenario, kernel, list(sets), trace, requests, interval, progress, check)
     return json.loads(text)
 
 
