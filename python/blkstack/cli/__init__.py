@@ -22,14 +22,14 @@ from typing import List, Optional, Sequence
 
 from blkstack import ScenarioError, __version__
 from blkstack._core import CheckError
-from blkstack.cli import demo, diff, fio, plot, profiles, report, run, scenarios, stats, validate
+from blkstack.cli import capture, demo, diff, fio, plot, profiles, report, run, scenarios, stats, validate
 from blkstack.cli.common import (EXIT_CHECK, EXIT_INTERNAL, EXIT_OK, EXIT_SIGINT, EXIT_SIGPIPE, EXIT_USAGE, PROG,
                                  ArgumentParser, UsageError, kernel_choices, one_line, os_error_message, say,
                                  write_atomic)
 
 __all__ = ["main", "build_parser", "UsageError", "write_atomic"]
 
-COMMANDS = [run, fio, stats, plot, report, demo, profiles, scenarios, validate, diff]
+COMMANDS = [run, fio, stats, plot, report, capture, demo, profiles, scenarios, validate, diff]
 
 
 MAIN_DESCRIPTION = """\
