@@ -55,6 +55,8 @@ MAX_BARS = 50_000
 MAX_STEPS = 20_000
 DEPTH_BINS = 2_000
 THROUGHPUT_BINS = 100
+# Histograms whose largest bucket is this many times the smallest use a log axis.
+LOG_RATIO = 20
 
 FIG_SIZE = (8.0, 4.5)
 DPI = 100
@@ -161,7 +163,7 @@ def _finish(fig: Figure, ax, title: str, subtitle: str) -> Figure:
 
 def _kib_label(kib: int) -> str:
     if kib == 0:
-        return "0"
+        return "<1K"
     for unit, scale in (("G", 1 << 20), ("M", 1 << 10)):
         if kib >= scale:
             return f"{kib // scale}{unit}"
@@ -228,7 +230,13 @@ def _hist(ax, runs: Sequence[Tuple[str, Dict[int, int]]], what: str) -> None:
     ax.set_xticks(x)
     ax.set_xticklabels([_kib_label(k) for k in keys], rotation=45 if len(keys) > 12 else 0, fontsize=8)
     ax.set_xlabel(f"{what} (KiB bucket: from this size up to twice it)")
-    ax.set_ylabel("requests")
+    counts = [c for _, b in runs for c in b.values() if c > 0]
+    if counts and max(counts) > LOG_RATIO * min(counts):
+        # A few requests beside thousands would not show on a linear axis.
+        ax.set_yscale("log")
+        ax.set_ylabel("requests (log scale)")
+    else:
+        ax.set_ylabel("requests")
 
 
 def _depth_steps(s: DeviceSeries) -> Tuple[np.ndarray, np.ndarray]:

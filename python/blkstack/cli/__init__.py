@@ -45,6 +45,10 @@ examples:
   blkstack run my.toml                           # simulate it, print a summary
   blkstack run my.toml --kernel 6.1 --trace -    # blkparse-style trace on stdout
   blkstack fio job.fio --stack my.toml           # fio jobs on the scenario's devices
+  blkstack report my.toml --kernel 6.1 --kernel 6.12 --out r.html   # HTML: tables and plots
+  blkstack plot my.toml --out plots/             # LBA over time, sizes, seeks, depth, throughput
+  blkstack stats real-trace.txt                  # iostat, btt, histograms of a real trace
+  blkstack capture > stack.toml                  # this machine's disks, md and dm as a scenario
   blkstack profiles                              # kernel profiles and switches
   blkstack validate my.toml --kernel 6.1         # the same scenario on a real kernel (qemu)
   blkstack diff real.txt sim.txt                 # compare two block traces

@@ -20,6 +20,14 @@ class Run(NamedTuple):
     source: str
 
 
+def add_run_options(p: Any, kernels: List[str]) -> None:
+    """--kernel (repeatable: one run per kernel) and --set, for scenarios."""
+    p.add_argument("--kernel", action="append", default=[], choices=kernels, metavar="|".join(kernels),
+                   help="run the scenarios under this kernel profile; repeat it to compare kernels")
+    p.add_argument("--set", action="append", metavar="KEY=VALUE", default=[],
+                   help="override one scenario key (as for 'blkstack run'); may be repeated")
+
+
 def is_scenario(path: str) -> bool:
     """Scenarios are TOML files; anything else is read as a block trace."""
     return path.lower().endswith(".toml")

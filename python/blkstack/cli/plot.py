@@ -83,16 +83,14 @@ def cmd_plot(args: argparse.Namespace) -> int:
 
 def register(sub: Any, kernels: List[str]) -> None:
     """Add the command to the top-level parser's subcommands."""
+    from blkstack.cli.inputs import add_run_options
     from blkstack.plots import FORMATS
     fmt = argparse.RawDescriptionHelpFormatter
     p = sub.add_parser("plot", help="plots of a run or trace: LBA over time, sizes, seeks, depth, throughput",
                        description=PLOT_DESCRIPTION, epilog=PLOT_EPILOG, formatter_class=fmt)
     p.add_argument("inputs", nargs="+", metavar="INPUT", help="a scenario (.toml) or a block trace (a saved result)")
     p.add_argument("--out", metavar="DIR", help="directory for the plots (created if missing); required")
-    p.add_argument("--kernel", action="append", default=[], choices=kernels, metavar="|".join(kernels),
-                   help="run the scenarios under this kernel profile; repeat it to compare kernels")
-    p.add_argument("--set", action="append", metavar="KEY=VALUE", default=[],
-                   help="override one scenario key (as for 'blkstack run'); may be repeated")
+    add_run_options(p, kernels)
     p.add_argument("--format", choices=FORMATS, default="png", help="image format (default png)")
     p.add_argument("-q", "--quiet", action="store_true", help="do not list the files written")
     p.set_defaults(func=cmd_plot)

@@ -50,15 +50,13 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 def register(sub: Any, kernels: List[str]) -> None:
     """Add the command to the top-level parser's subcommands."""
+    from blkstack.cli.inputs import add_run_options
     fmt = argparse.RawDescriptionHelpFormatter
     p = sub.add_parser("report", help="a self-contained HTML report: tables, iostat, btt, plots, scenario",
                        description=REPORT_DESCRIPTION, epilog=REPORT_EPILOG, formatter_class=fmt)
     p.add_argument("inputs", nargs="+", metavar="SCENARIO", help="a scenario (.toml), or a block trace")
     p.add_argument("--out", metavar="FILE", help="the HTML file to write; required")
-    p.add_argument("--kernel", action="append", default=[], choices=kernels, metavar="|".join(kernels),
-                   help="run under this kernel profile; repeat it to compare kernels")
-    p.add_argument("--set", action="append", metavar="KEY=VALUE", default=[],
-                   help="override one scenario key (as for 'blkstack run'); may be repeated")
+    add_run_options(p, kernels)
     p.add_argument("--format", choices=("svg", "png"), default="svg",
                    help="how plots are embedded (default svg: sharp at any zoom)")
     p.add_argument("-q", "--quiet", action="store_true", help="do not print the file name")
