@@ -30,6 +30,8 @@ import re
 import subprocess
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
+from blkstack import _core
+
 # queue/ files that are driver values or sysfs writes in a scenario.
 INT_KEYS = ("logical_block_size", "physical_block_size", "minimum_io_size", "optimal_io_size", "max_hw_sectors_kb",
             "max_segments", "max_segment_size", "virt_boundary_mask", "dma_alignment", "chunk_sectors",
@@ -38,7 +40,6 @@ INT_KEYS = ("logical_block_size", "physical_block_size", "minimum_io_size", "opt
 # What md and dm devices accept (sysfs writes on the array).
 STACK_WRITES = ("max_sectors_kb", "discard_max_bytes")
 SKIPPED_PREFIXES = ("loop", "ram", "zram", "sr", "fd", "nbd", "mmcblk", "xvd", "rbd", "pmem", "ubi", "mtd")
-PROFILES = ("6.1", "6.12", "7.2")
 MIB = 1 << 20
 
 
@@ -90,16 +91,20 @@ def toml_value(v: Any) -> str:
     return json.dumps(str(v))
 
 
-def profile_for(release: Optional[str]) -> Tuple[str, str]:
-    """(profile, why): the newest profile not newer than the release."""
-    if not release:
-        return PROFILES[1], "no /proc/sys/kernel/osrelease: the default profile"
-    m = re.match(r"(\d+)\.(\d+)", release)
-    if not m:
-        return PROFILES[1], f"kernel {release}: the default profile"
-    have = (int(m.group(1)), int(m.group(2)))
-    fits = [p for p in PROFILES if tuple(map(int, p.split("."))) <= have]
-    return (fits[-1] if fits else PROFILES[0]), f"the machine runs {release}"
+def _version(s: str) -> Optional[Tuple[int, int]]:
+    m = re.match(r"(\d+)\.(\d+)", s)
+    return (int(m.group(1)), int(m.group(2))) if m else None
+
+
+def profile_for(release: Optional[str], profiles: Sequence[str], default: str) -> Tuple[str, str]:
+    """(profile, why): the newest of *profiles* not newer than the release."""
+    have = _version(release or "")
+    if have is None:
+        why = f"kernel {release}" if release else "no /proc/sys/kernel/osrelease"
+        return default, f"{why}: the default profile"
+    known = sorted((v, p) for p in profiles for v in [_version(p)] if v is not None)
+    fits = [p for v, p in known if v <= have]
+    return (fits[-1] if fits else known[0][1]), f"the machine runs {release}"
 
 
 def disk_kind(r: Reader, name: str, rotational: bool) -> Optional[str]:
@@ -419,7 +424,9 @@ def capture(root: str = "/", dmsetup: Optional[str] = None,
     _drop_unresolved(st)
     if not st.disks:
         raise CaptureError(f"{r.path('sys/block')}: no disk blkstack can model ({'; '.join(st.notes) or 'none'})")
-    profile, why = profile_for(r.text("proc/sys/kernel/osrelease"))
+    info = json.loads(_core.profiles())
+    names = [str(p["name"]) for p in info["profiles"]]
+    profile, why = profile_for(r.text("proc/sys/kernel/osrelease"), names, str(info.get("default", names[-1])))
     extra: Dict[str, Dict[str, int]] = {}
     sizes: Dict[str, int] = {}
     mismatches: List[str] = []

@@ -148,3 +148,13 @@ def test_md_sysfs_writes_and_differences(tmp_path):
     assert proc.stderr == f"blkstack: warning: {differs}\n"
     s = json.loads(run_cli("run", out, "--json", "-", "-q").stdout)
     assert s["devices"]["md0"]["limits"]["max_sectors_kb"] == 64
+
+
+def test_profile_for_a_release():
+    from blkstack.capture import profile_for
+    profiles = ["6.1", "6.12", "6.15", "7.2"]
+    # The newest profile not newer than the machine's kernel.
+    assert profile_for("6.18.44-fc", profiles, "6.12")[0] == "6.15"
+    assert profile_for("6.1.0-31-amd64", profiles, "6.12")[0] == "6.1"
+    assert profile_for("5.10.0", profiles, "6.12")[0] == "6.1"      # older than all: the oldest
+    assert profile_for(None, profiles, "6.12") == ("6.12", "no /proc/sys/kernel/osrelease: the default profile")
