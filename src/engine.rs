@@ -204,6 +204,8 @@ pub struct Progress {
     pub sim_time_ns: u64,
     pub bios: u64,
     pub wall_s: f64,
+    /// The share of the workload handed out, when its sources know it.
+    pub done: Option<f64>,
 }
 
 /// The outcome of [`Engine::run`].
@@ -534,7 +536,8 @@ impl Engine {
             self.reap();
             events += 1;
             if events % TICK_EVENTS == 0 {
-                let p = Progress { sim_time_ns: self.core.now, bios: self.core.bios_allocated, wall_s: wall.elapsed().as_secs_f64() };
+                let done = crate::source::overall_progress(self.jobs.iter().map(|j| &*j.source), self.core.now);
+                let p = Progress { sim_time_ns: self.core.now, bios: self.core.bios_allocated, wall_s: wall.elapsed().as_secs_f64(), done };
                 if !tick(&p) {
                     return false;
                 }

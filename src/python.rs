@@ -9,7 +9,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict};
 
 use crate::engine::Progress;
-use crate::run::{profiles_json, run_file_full, Output, RunError, RunOptions, RunResult};
+use crate::run::{profiles_json, progress_line, run_file_full, Output, RunError, RunOptions, RunResult};
 use crate::trace::columns::EventColumns;
 use crate::trace::Action;
 
@@ -26,24 +26,38 @@ fn to_py(e: RunError) -> PyErr {
     }
 }
 
-/// One progress line on stderr, rewritten in place.
-fn show_progress(p: &Progress) {
-    let rate = if p.wall_s > 0.0 { p.bios as f64 / p.wall_s / 1e6 } else { 0.0 };
-    let mut err = std::io::stderr().lock();
-    let _ = write!(err, "\rblkstack: simulated {:.3} s, {} bios, {:.2} M bios/s ", p.sim_time_ns as f64 / 1e9, p.bios, rate);
-    let _ = err.flush();
+/// Wall-clock seconds between two looks at Python's signals (Ctrl-C).
+const SIGNAL_EVERY_S: f64 = 0.1;
+/// Wall-clock seconds between two redraws of the progress bar.
+const DRAW_EVERY_S: f64 = 0.25;
+
+/// Seconds of wall time after which a run shows its progress bar: 1, or
+/// `BLKSTACK_PROGRESS_AFTER` (the tests set 0).
+fn progress_after() -> f64 {
+    std::env::var("BLKSTACK_PROGRESS_AFTER").ok().and_then(|v| v.parse().ok()).unwrap_or(1.0)
 }
 
-/// Run with a tick that honours Ctrl-C and, when asked, shows progress.
+/// Run with a tick that honours Ctrl-C and, when asked, shows a progress
+/// bar on stderr (a terminal only). The engine ticks every 65536 events;
+/// Python is asked about signals and the bar redrawn only a few times a
+/// second of wall time, so the loop stays in Rust.
 fn run_checked(py: Python<'_>, path: &str, opts: &RunOptions, progress: bool) -> PyResult<RunResult> {
     let show = progress && std::io::stderr().is_terminal();
-    let mut shown = false;
+    let after = progress_after();
+    let (mut shown, mut checked, mut drawn, mut draws) = (false, f64::NEG_INFINITY, f64::NEG_INFINITY, 0u64);
     let mut tick = |p: &Progress| {
-        if py.check_signals().is_err() {
-            return false;
+        if p.wall_s - checked >= SIGNAL_EVERY_S {
+            checked = p.wall_s;
+            if py.check_signals().is_err() {
+                return false;
+            }
         }
-        if show && p.wall_s > 1.0 {
-            show_progress(p);
+        if show && p.wall_s >= after && p.wall_s - drawn >= DRAW_EVERY_S {
+            drawn = p.wall_s;
+            let mut err = std::io::stderr().lock();
+            let _ = write!(err, "\r{}\x1b[K", progress_line(p, draws));
+            let _ = err.flush();
+            draws += 1;
             shown = true;
         }
         true
@@ -108,6 +122,12 @@ fn run_columns<'py>(
     let opts = RunOptions { keep_events: true, ..with_check(options(kernel, sets, None, None, interval), check)? };
     let r = run_checked(py, &path, &opts, false)?;
     let c = EventColumns::build(&r.events);
+    let tables = tables_dict(py, r.devices, r.tasks, &c)?;
+    Ok((r.summary.to_string(), columns_dict(py, &c)?, tables))
+}
+
+/// The columns of `run_columns` as a dict of bytes.
+fn columns_dict<'py>(py: Python<'py>, c: &EventColumns) -> PyResult<Bound<'py, PyDict>> {
     let cols = PyDict::new(py);
     for (name, data) in [
         ("time_ns", &c.time_ns),
@@ -123,12 +143,38 @@ fn run_columns<'py>(
     ] {
         cols.set_item(name, PyBytes::new(py, data))?;
     }
+    Ok(cols)
+}
+
+/// The tables that name what the columns hold: devices (name, major,
+/// minor), tasks (pid, comm), actions and rwbs strings.
+fn tables_dict<'py>(py: Python<'py>, devices: Vec<(String, u32, u32)>, tasks: Vec<(u32, String)>, c: &EventColumns) -> PyResult<Bound<'py, PyDict>> {
     let tables = PyDict::new(py);
-    tables.set_item("devices", r.devices)?;
-    tables.set_item("tasks", r.tasks)?;
+    tables.set_item("devices", devices)?;
+    tables.set_item("tasks", tasks)?;
     tables.set_item("actions", Action::ALL.iter().map(|a| a.letter()).collect::<Vec<_>>())?;
-    tables.set_item("rwbs", c.rwbs_names)?;
-    Ok((r.summary.to_string(), cols, tables))
+    tables.set_item("rwbs", c.rwbs_names.clone())?;
+    Ok(tables)
+}
+
+/// Analyse a trace file (blkparse text or the kernel's ftrace text of the
+/// block tracepoints) as a run is analysed: returns (summary JSON, columns
+/// or None, tables), the columns and tables as `run_columns` gives them
+/// (times relative to the trace's first record). `interval`: seconds of
+/// trace time between iostat snapshots. `events`: also return the columns.
+#[pyfunction]
+#[pyo3(signature = (path, interval=None, events=false))]
+#[allow(clippy::type_complexity)]
+fn trace_stats<'py>(py: Python<'py>, path: String, interval: Option<f64>, events: bool) -> PyResult<(String, Option<Bound<'py, PyDict>>, Bound<'py, PyDict>)> {
+    let bytes = std::fs::read(&path).map_err(|e| PyOSError::new_err(format!("{path}: {e}")))?;
+    let text = String::from_utf8_lossy(&bytes);
+    let every = interval.map(|s| (s * 1e9) as u64).filter(|&ns| ns > 0);
+    let st = py.detach(|| crate::stats::trace::analyse(crate::trace::parse::parse_trace(&text), every));
+    let c = if events { st.columns() } else { EventColumns::default() };
+    let tasks = st.tasks.iter().map(|t| (t.pid, t.comm.clone())).collect();
+    let tables = tables_dict(py, st.device_table(), tasks, &c)?;
+    let cols = if events { Some(columns_dict(py, &c)?) } else { None };
+    Ok((st.summary(&path).to_string(), cols, tables))
 }
 
 /// Load and validate a scenario without running it; returns JSON of the
@@ -275,6 +321,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(check, m)?)?;
     m.add_function(wrap_pyfunction!(profiles, m)?)?;
     m.add_function(wrap_pyfunction!(parse_trace, m)?)?;
+    m.add_function(wrap_pyfunction!(trace_stats, m)?)?;
     m.add_function(wrap_pyfunction!(version, m)?)?;
     Ok(())
 }

@@ -34,7 +34,7 @@ except ImportError as exc:  # pragma: no cover - only on a broken install
 
 from blkstack._core import ScenarioError
 
-from blkstack.api import DISKSTATS_FIELDS, Result, Scenario, compare, load, run
+from blkstack.api import DISKSTATS_FIELDS, Result, Scenario, compare, load, load_trace, run
 
 __all__ = [
     "DISKSTATS_FIELDS",
@@ -44,6 +44,7 @@ __all__ = [
     "__version__",
     "compare",
     "load",
+    "load_trace",
     "profiles",
     "run",
     "version",

@@ -42,8 +42,11 @@ def run(
     :param interval: take /proc/diskstats snapshots every *interval*
         seconds of simulated time; ``iostat_intervals`` and the iostat
         report then cover each interval.
-    :param progress: show a progress line on standard error (a terminal
-        only) during runs longer than a second.
+    :param progress: show a progress bar on standard error (a terminal
+        only) during runs longer than a second (``BLKSTACK_PROGRESS_AFTER``
+        seconds, if set): the share of the workload handed out when its
+        sources know it, simulated time and bios/s, redrawn four times a
+        second of wall time.
     :param check: ``"integrity"`` also runs the integrity oracle (the
         conservation check always runs).
     :returns: JSON text of a dict with the keys ``scenario``, ``kernel``,
@@ -94,6 +97,49 @@ def parse_trace(
     reason) for lines that looked like events and did not parse.
     :mod:`blkstack.diff` is built on it.
 
+    :raises OSError: the file cannot be read.
+    """
+
+def run_columns(
+    path: str,
+    kernel: str | None = None,
+    sets: list[str] = ...,
+    interval: float | None = None,
+    check: str | None = None,
+) -> tuple[str, dict[str, bytes], dict[str, list]]:
+    """Like :func:`run`, and also every event as columns: ``(summary JSON,
+    {column: bytes}, {table: list})``. Columns are little-endian arrays:
+    ``time_ns`` u64, ``dev`` u32 (into ``tables["devices"]``: ``(name,
+    major, minor)``), ``action`` u8 (into ``tables["actions"]``), ``rwbs``
+    u16 (into ``tables["rwbs"]``), ``sector`` u64, ``bytes`` u32, ``task``
+    u32 (into ``tables["tasks"]``: ``(pid, comm)``), ``error`` i32, ``arg``
+    u64, ``from_dev`` u32."""
+
+def trace_stats(
+    path: str,
+    interval: float | None = None,
+    events: bool = False,
+) -> tuple[str, dict[str, bytes] | None, dict[str, list]]:
+    """Analyse a block trace -- blkparse's default text or the kernel's
+    ftrace text of the ``block_*`` tracepoints -- through the analysis a
+    simulated run uses: btt stages, merge information, histograms, and
+    /proc/diskstats rebuilt from the requests (so iostat figures).
+
+    Returns ``(summary JSON, columns or None, tables)``: the columns and
+    tables as :func:`run_columns` gives them (with *events*), times relative
+    to the trace's first record and each event's RWBS as the trace printed
+    it. The summary has ``trace``, ``format`` (``blkparse``, ``ftrace``,
+    ``mixed``), ``events``, ``origin_ns``, ``duration_ns``, ``devices``
+    (name -> ``{"major", "minor", "request_based", "requests",
+    "sectors_issued", "unmatched_completions", "diskstats", "iostat",
+    "btt", "merge_info", "seek_histogram", "size_histogram"}``),
+    ``iostat_intervals``, ``reports`` (as :func:`run`), ``other_records``
+    (kind -> count of records not analysed: messages, bounces,
+    ``block_io_start``...), ``no_device_records``, ``unknown_rwbs``
+    (``[{"line", "rwbs"}]``), ``bad_lines`` (``[{"line", "text",
+    "reason"}]``: skipped) and ``skipped_lines``.
+
+    :param interval: seconds of trace time between diskstats snapshots.
     :raises OSError: the file cannot be read.
     """
 

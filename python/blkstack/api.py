@@ -132,7 +132,14 @@ class Result(Mapping[str, Any]):
         return len(self.summary)
 
     def __repr__(self) -> str:
+        if "trace" in self.summary:
+            return f"<blkstack.Result of trace {self.summary['trace']}>"
         return f"<blkstack.Result {self.summary.get('scenario')} kernel {self.summary.get('kernel')}>"
+
+    @property
+    def duration_s(self) -> float:
+        """Seconds the run (simulated) or the trace covers."""
+        return self.summary.get("sim_time_ns", self.summary.get("duration_ns", 0)) / 1e9
 
     @property
     def events(self):
@@ -170,7 +177,7 @@ class Result(Mapping[str, Any]):
                     rows.append({"device": dev, "start_s": start, "end_s": iv["time_s"], **cols})
                 start = iv["time_s"]
         else:
-            end = self.summary.get("sim_time_ns", 0) / 1e9
+            end = self.duration_s
             for dev, d in self.summary["devices"].items():
                 if "iostat" in d:
                     rows.append({"device": dev, "start_s": 0.0, "end_s": end, **d["iostat"]})
@@ -261,6 +268,29 @@ def run(scenario: Union[PathLike, Scenario], kernel: Optional[str] = None, *,
                      None if trace is None else os.fspath(trace),
                      None if requests is None else os.fspath(requests), interval)
     return Result(json.loads(text))
+
+
+def load_trace(path: PathLike, *, interval: Optional[float] = None, events: bool = True) -> Result:
+    """Analyse a block trace from a real machine -- blkparse's default text
+    or the kernel's ftrace text of the ``block_*`` tracepoints (6.1 and
+    6.12 layouts) -- as a simulated run is analysed, and return a
+    :class:`Result`: the same DataFrames (``events`` with times relative to
+    the trace's first record, ``requests``, ``iostat``, ``diskstats``,
+    ``latency``) and a summary with the same ``devices`` and ``reports``
+    keys, plus ``trace``, ``format``, ``duration_ns``, ``bad_lines``
+    (``{"line", "text", "reason"}`` of lines that did not parse, which are
+    skipped), ``skipped_lines`` (headers, summaries, other tracepoints),
+    ``other_records`` and ``unknown_rwbs``.
+
+    Devices are named as Linux names those with fixed majors (``8,0`` is
+    ``sda``, ``9,1`` is ``md1``), others by ``MAJ,MIN``.
+
+    :param interval: seconds of trace time between iostat snapshots.
+    :param events: keep every event for :attr:`Result.events`.
+    :raises OSError: the file cannot be read.
+    """
+    summary, columns, tables = _core.trace_stats(os.fspath(path), interval, events)
+    return Result(json.loads(summary), columns, tables)
 
 
 def compare(scenario: Union[PathLike, Scenario], kernels: Sequence[str] = ("6.1", "6.12"), *,

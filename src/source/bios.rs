@@ -13,12 +13,16 @@ pub struct BioList {
     /// (bio, times left, stride in sectors).
     pending: VecDeque<(BioSpec, u64, u64)>,
     plug: bool,
+    /// Submissions in all (for progress).
+    total: u64,
+    done: u64,
 }
 
 impl BioList {
     /// `plug`: each submission runs inside a plug.
     pub fn new(bios: Vec<(BioSpec, u64, u64)>, plug: bool) -> Self {
-        BioList { pending: bios.into(), plug }
+        let total = bios.iter().map(|b| b.1).sum();
+        BioList { pending: bios.into(), plug, total, done: 0 }
     }
 }
 
@@ -27,6 +31,7 @@ impl Source for BioList {
         let (spec, left, stride) = self.pending.front_mut()?;
         let bio = spec.clone();
         *left -= 1;
+        self.done += 1;
         if *left == 0 {
             self.pending.pop_front();
         } else {
@@ -36,5 +41,9 @@ impl Source for BioList {
             }
         }
         Some(IoUnit { bios: vec![bio], plug: self.plug, ..IoUnit::default() })
+    }
+
+    fn progress(&self, _now: u64) -> Option<f64> {
+        Some(super::fraction(self.done, self.total))
     }
 }

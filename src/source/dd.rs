@@ -128,4 +128,8 @@ impl Source for Dd {
         let (bios, plug) = blkdev_direct_io_with(side.dev, op, flags, pos, len, &self.buffer, &side.rules, true);
         Some(IoUnit { bios, plug, ..IoUnit::default() })
     }
+
+    fn progress(&self, _now: u64) -> Option<f64> {
+        Some(super::fraction(self.done, self.total))
+    }
 }

@@ -140,11 +140,12 @@ pub fn blkdiscard_calls(offset: u64, length: u64, step: Option<u64>, secure: boo
 pub struct DiscardTool {
     target: DiscardTarget,
     calls: VecDeque<DiscardCall>,
+    total: usize,
 }
 
 impl DiscardTool {
     pub fn new(target: DiscardTarget, calls: Vec<DiscardCall>) -> Self {
-        DiscardTool { target, calls: calls.into() }
+        DiscardTool { target, total: calls.len(), calls: calls.into() }
     }
 }
 
@@ -154,6 +155,10 @@ impl Source for DiscardTool {
         // The scenario reader checked every call against the same limits;
         // should one still fail, the ioctl returns an error and submits nothing.
         Some(call.unit(&self.target).unwrap_or_default())
+    }
+
+    fn progress(&self, _now: u64) -> Option<f64> {
+        Some(super::fraction((self.total - self.calls.len()) as u64, self.total as u64))
     }
 }
 

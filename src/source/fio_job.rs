@@ -418,6 +418,23 @@ impl Source for FioJobSource {
         // The I/O goes first; what it triggered follows.
         Some(unit)
     }
+
+    /// The furthest of the job's stop conditions (`should_stop`).
+    fn progress(&self, now: u64) -> Option<f64> {
+        if self.stopped {
+            return Some(1.0);
+        }
+        let j = self.job();
+        let share = |done: u64, all: u64| (all > 0).then(|| done as f64 / all as f64);
+        [
+            self.plan.end_ns.and_then(|e| share(now, e)),
+            share(self.issued_ios, j.number_ios),
+            if j.time_based { None } else { share(self.issued_bytes, self.plan.io_limit) },
+        ]
+        .into_iter()
+        .flatten()
+        .reduce(f64::max)
+    }
 }
 
 /// fio's hash (`__hash_u64`, the golden-ratio multiply of hash.h), which

@@ -91,4 +91,31 @@ pub trait Source {
         let _ = now;
         self.next_unit()
     }
+
+    /// How much of its work the source has handed out, from 0 to 1, when it
+    /// knows (for progress displays); `now` is the simulated time in ns.
+    fn progress(&self, now: u64) -> Option<f64> {
+        let _ = now;
+        None
+    }
+}
+
+/// The share of the work of all `sources` handed out: the mean of their
+/// shares, when each knows its own.
+pub fn overall_progress<'a>(sources: impl Iterator<Item = &'a dyn Source>, now: u64) -> Option<f64> {
+    let (mut sum, mut n) = (0.0, 0);
+    for s in sources {
+        sum += s.progress(now)?.clamp(0.0, 1.0);
+        n += 1;
+    }
+    (n > 0).then(|| sum / n as f64)
+}
+
+/// `done / total`; an empty workload is done.
+pub fn fraction(done: u64, total: u64) -> f64 {
+    if total == 0 {
+        1.0
+    } else {
+        done as f64 / total as f64
+    }
 }

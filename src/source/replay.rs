@@ -10,16 +10,21 @@ use super::{IoUnit, Source};
 /// One traced process's units, in trace order.
 pub struct Replay {
     units: VecDeque<IoUnit>,
+    total: usize,
 }
 
 impl Replay {
     pub fn new(units: Vec<IoUnit>) -> Self {
-        Replay { units: units.into() }
+        Replay { total: units.len(), units: units.into() }
     }
 }
 
 impl Source for Replay {
     fn next_unit(&mut self) -> Option<IoUnit> {
         self.units.pop_front()
+    }
+
+    fn progress(&self, _now: u64) -> Option<f64> {
+        Some(super::fraction((self.total - self.units.len()) as u64, self.total as u64))
     }
 }

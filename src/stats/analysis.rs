@@ -222,6 +222,11 @@ impl DeviceAnalysis {
             if let Some(i) = i {
                 self.stage(I2D, t.saturating_sub(i));
             }
+        } else {
+            // A request whose allocation the trace does not show (only
+            // block_rq_issue and block_rq_complete enabled, a flush from
+            // the flush machinery): followed from here for D2C.
+            self.requests.insert(ev.sector, Tracked { q: None, g: t, i: None, d: Some(t) });
         }
     }
 

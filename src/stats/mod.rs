@@ -8,6 +8,7 @@ pub mod diskstats;
 pub mod fio;
 pub mod iostat;
 pub mod report;
+pub mod trace;
 
 use crate::bio::Op;
 use diskstats::DiskStats;

@@ -1,31 +1,71 @@
-//! Reports of a finished run: the per-device JSON figures, and the text
-//! blocks users know — `iostat -x`, btt's stage table and merge
-//! information, seek and request-size histograms.
+//! Reports of a finished run or of a parsed trace: the per-device JSON
+//! figures, and the text blocks users know — `iostat -x`, btt's stage table
+//! and merge information, seek and request-size histograms.
+//!
+//! The reports read a [`ReportInput`]: the devices to show, diskstats
+//! snapshots and the btt-style [`Analysis`]. A simulated run builds it from
+//! its engine ([`ReportInput::from_engine`]); `blkstack stats` from a real
+//! trace ([`super::trace`]), so both print the same figures the same way.
 
 use std::fmt::Write as _;
 
 use serde_json::{json, Map, Value};
 
-use super::analysis::{Avg, DeviceAnalysis, Log2Hist, STAGES};
+use super::analysis::{Analysis, Avg, DeviceAnalysis, Log2Hist, STAGES};
 use super::iostat;
 use crate::engine::Engine;
 use crate::genhd::DevId;
 
-/// Whole devices (partitions are counted on their disk).
-fn whole_devices(engine: &Engine) -> impl Iterator<Item = DevId> + '_ {
-    let topo = &engine.core.topo;
-    (0..topo.devs.len() as DevId).filter(move |&d| topo.dev(d).whole == d)
+/// A device as the reports show it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ReportDev {
+    /// Index into the samples' per-device arrays and the analysis.
+    pub id: DevId,
+    pub name: String,
+    pub major: u32,
+    pub minor: u32,
 }
 
-fn name(engine: &Engine, dev: DevId) -> &str {
-    &engine.core.topo.dev(dev).name
+/// Diskstats snapshots: (time in ns, the 17 fields of every device by id).
+pub type Samples = [(u64, Vec<[u64; 17]>)];
+
+/// What the reports are computed from.
+pub struct ReportInput<'a> {
+    /// The devices to report on, in order (a run's whole devices).
+    pub devices: Vec<ReportDev>,
+    /// At least the first and the last snapshot; one per interval when
+    /// `intervals` is set.
+    pub samples: &'a Samples,
+    /// The snapshots were taken every interval (iostat per interval).
+    pub intervals: bool,
+    pub analysis: Option<&'a Analysis>,
 }
 
-/// iostat figures of `dev` between samples `a` and `b`.
-fn ext_stats(engine: &Engine, dev: DevId, a: usize, b: usize) -> [f64; 22] {
-    let (ta, sa) = &engine.samples[a];
-    let (tb, sb) = &engine.samples[b];
-    iostat::ext_stats(&sa[dev as usize], &sb[dev as usize], (tb - ta) as f64 / 1e9)
+impl<'a> ReportInput<'a> {
+    /// A simulated run: its whole devices (partitions are counted on
+    /// their disk), its snapshots and its analysis.
+    pub fn from_engine(engine: &'a Engine) -> Self {
+        let topo = &engine.core.topo;
+        let devices = (0..topo.devs.len() as DevId)
+            .filter(|&d| topo.dev(d).whole == d)
+            .map(|d| {
+                let x = topo.dev(d);
+                ReportDev { id: d, name: x.name.clone(), major: x.major, minor: x.minor }
+            })
+            .collect();
+        ReportInput { devices, samples: &engine.samples, intervals: engine.sample_every.is_some(), analysis: engine.core.tracer.analysis.as_ref() }
+    }
+
+    fn device_analysis(&self, dev: DevId) -> Option<&'a DeviceAnalysis> {
+        self.analysis.and_then(|a| a.device(dev))
+    }
+
+    /// iostat figures of `dev` between samples `a` and `b`.
+    fn ext_stats(&self, dev: DevId, a: usize, b: usize) -> [f64; 22] {
+        let (ta, sa) = &self.samples[a];
+        let (tb, sb) = &self.samples[b];
+        iostat::ext_stats(&sa[dev as usize], &sb[dev as usize], (tb - ta) as f64 / 1e9)
+    }
 }
 
 fn iostat_map(v: &[f64; 22]) -> Value {
@@ -56,15 +96,22 @@ fn merge_info(a: &DeviceAnalysis) -> Value {
     json!({"q": a.n_q, "d": a.n_d, "ratio": ratio, "blkmin": a.blks.min, "blkavg": a.blks.avg() as u64, "blkmax": a.blks.max, "total": a.blks.total as u64})
 }
 
-/// Add the accounting and analysis of `dev` to its JSON object.
-pub fn device_json(engine: &Engine, dev: DevId, out: &mut Value) {
+/// Add the accounting and analysis of a simulated run's `dev` to its JSON
+/// object.
+pub fn device_json(engine: &Engine, input: &ReportInput, dev: DevId, out: &mut Value) {
     let s = &engine.core.stats[dev as usize];
     out["diskstats"] = json!(engine.core.diskstats(dev).to_vec());
-    if engine.samples.len() >= 2 {
-        out["iostat"] = iostat_map(&ext_stats(engine, dev, 0, engine.samples.len() - 1));
-    }
     out["plug"] = json!({"plugs": s.plugs, "unplugs": s.unplugs, "merge_attempts": s.plug_merge_attempts, "merges": s.plug_merges});
-    let Some(a) = engine.core.tracer.analysis.as_ref().and_then(|a| a.device(dev)) else { return };
+    analysis_json(input, dev, out);
+}
+
+/// Add the iostat figures over the whole input, btt's stages, merge
+/// information and the histograms of `dev` to its JSON object.
+pub fn analysis_json(input: &ReportInput, dev: DevId, out: &mut Value) {
+    if input.samples.len() >= 2 {
+        out["iostat"] = iostat_map(&input.ext_stats(dev, 0, input.samples.len() - 1));
+    }
+    let Some(a) = input.device_analysis(dev) else { return };
     let stages: Map<String, Value> = STAGES.iter().zip(&a.stages).filter(|(_, x)| x.n > 0).map(|(k, x)| (k.to_string(), avg_json(x))).collect();
     out["btt"] = Value::Object(stages);
     out["merge_info"] = merge_info(a);
@@ -73,30 +120,30 @@ pub fn device_json(engine: &Engine, dev: DevId, out: &mut Value) {
 }
 
 /// Per-interval iostat figures (with `--interval`).
-pub fn intervals_json(engine: &Engine) -> Value {
-    if engine.sample_every.is_none() {
+pub fn intervals_json(input: &ReportInput) -> Value {
+    if !input.intervals {
         return Value::Null;
     }
-    let out: Vec<Value> = (1..engine.samples.len())
+    let out: Vec<Value> = (1..input.samples.len())
         .map(|i| {
-            let devs: Map<String, Value> = whole_devices(engine).map(|d| (name(engine, d).to_string(), iostat_map(&ext_stats(engine, d, i - 1, i)))).collect();
-            json!({"time_s": engine.samples[i].0 as f64 / 1e9, "devices": devs})
+            let devs: Map<String, Value> = input.devices.iter().map(|d| (d.name.clone(), iostat_map(&input.ext_stats(d.id, i - 1, i)))).collect();
+            json!({"time_s": input.samples[i].0 as f64 / 1e9, "devices": devs})
         })
         .collect();
     Value::Array(out)
 }
 
 /// `iostat -x` over the whole run, then per interval if sampled.
-pub fn iostat_text(engine: &Engine) -> String {
-    let n = engine.samples.len();
+pub fn iostat_text(input: &ReportInput) -> String {
+    let n = input.samples.len();
     if n < 2 {
         return String::new();
     }
     let block = |a: usize, b: usize| {
-        let rows: Vec<(String, [f64; 22])> = whole_devices(engine).map(|d| (name(engine, d).to_string(), ext_stats(engine, d, a, b))).collect();
+        let rows: Vec<(String, [f64; 22])> = input.devices.iter().map(|d| (d.name.clone(), input.ext_stats(d.id, a, b))).collect();
         iostat::report(&rows)
     };
-    if engine.sample_every.is_none() {
+    if !input.intervals {
         return block(0, n - 1);
     }
     (1..n).map(|i| block(i - 1, i)).collect::<Vec<_>>().join("\n")
@@ -128,13 +175,12 @@ fn combine(a: &mut Avg, b: &Avg) {
 
 /// btt's "All Devices" stage table, per-device tables (as `btt -A`), and
 /// "Device Merge Information".
-pub fn btt_text(engine: &Engine) -> String {
-    let Some(an) = engine.core.tracer.analysis.as_ref() else { return String::new() };
-    let devs: Vec<(DevId, &DeviceAnalysis)> = whole_devices(engine).filter_map(|d| an.device(d).map(|a| (d, a))).collect();
-    let dev_hdr = |d: DevId| {
-        let x = engine.core.topo.dev(d);
-        format!("({:3},{:3})", x.major, x.minor)
-    };
+pub fn btt_text(input: &ReportInput) -> String {
+    if input.analysis.is_none() {
+        return String::new();
+    }
+    let devs: Vec<(&ReportDev, &DeviceAnalysis)> = input.devices.iter().filter_map(|d| input.device_analysis(d.id).map(|a| (d, a))).collect();
+    let dev_hdr = |d: &ReportDev| format!("({:3},{:3})", d.major, d.minor);
     let mut out = String::new();
     for (i, stage) in STAGES.iter().enumerate() {
         if devs.iter().all(|(_, a)| a.stages[i].n == 0) {
@@ -142,7 +188,7 @@ pub fn btt_text(engine: &Engine) -> String {
         }
         btt_hdr(&mut out, stage);
         for (d, a) in &devs {
-            btt_line(&mut out, &dev_hdr(*d), &a.stages[i]);
+            btt_line(&mut out, &dev_hdr(d), &a.stages[i]);
         }
         out.push('\n');
     }
@@ -166,7 +212,7 @@ pub fn btt_text(engine: &Engine) -> String {
         let _ = writeln!(
             out,
             "{:>10} | {:>8} {:>8} {:>7.1} | {:>8} {:>8} {:>8} {:>8}",
-            dev_hdr(*d),
+            dev_hdr(d),
             a.n_q.max(a.n_d),
             a.n_d,
             ratio,
@@ -181,16 +227,20 @@ pub fn btt_text(engine: &Engine) -> String {
 
 /// Seek-distance and request-size histograms of every disk that issued
 /// requests (seed 000's layout).
-pub fn histograms_text(engine: &Engine) -> String {
-    let Some(an) = engine.core.tracer.analysis.as_ref() else { return String::new() };
+pub fn histograms_text(input: &ReportInput) -> String {
     let mut out = String::new();
-    for d in whole_devices(engine) {
-        let Some(a) = an.device(d).filter(|a| a.n_d > 0) else { continue };
-        let _ = writeln!(out, "{}:", name(engine, d));
+    for d in &input.devices {
+        let Some(a) = input.device_analysis(d.id).filter(|a| a.n_d > 0) else { continue };
+        let _ = writeln!(out, "{}:", d.name);
         a.seek.render("Read|Write seek", &mut out);
         out.push('\n');
         a.sizes.render("Read|Write request size", &mut out);
         out.push('\n');
     }
     out
+}
+
+/// The text reports, as the JSON summary's `reports` holds them.
+pub fn reports_json(input: &ReportInput) -> Value {
+    json!({"iostat": iostat_text(input), "btt": btt_text(input), "histograms": histograms_text(input)})
 }

@@ -22,14 +22,15 @@ from typing import List, Optional, Sequence
 
 from blkstack import ScenarioError, __version__
 from blkstack._core import CheckError
-from blkstack.cli import compare, demo, diff, explain, fio, profiles, run, scenarios, seeds, validate
+from blkstack.cli import (capture, compare, demo, diff, explain, fio, plot, profiles, report, run, scenarios, seeds,
+                          stats, validate)
 from blkstack.cli.common import (EXIT_CHECK, EXIT_INTERNAL, EXIT_OK, EXIT_SIGINT, EXIT_SIGPIPE, EXIT_USAGE, PROG,
                                  ArgumentParser, UsageError, kernel_choices, one_line, os_error_message, say,
                                  write_atomic)
 
 __all__ = ["main", "build_parser", "UsageError", "write_atomic"]
 
-COMMANDS = [run, compare, seeds, fio, demo, profiles, explain, scenarios, validate, diff]
+COMMANDS = [run, compare, seeds, fio, stats, plot, report, capture, demo, profiles, explain, scenarios, validate, diff]
 
 
 MAIN_DESCRIPTION = """\
@@ -44,7 +45,14 @@ examples:
   blkstack scenarios demo --show > my.toml       # copy a built-in scenario
   blkstack run my.toml                           # simulate it, print a summary
   blkstack run my.toml --kernel 6.1 --trace -    # blkparse-style trace on stdout
+  blkstack seeds                                 # the five seed kernel changes, before and after
+  blkstack compare my.toml --kernel 6.1 --kernel 7.2   # one scenario under two kernels, side by side
+  blkstack explain split_remainder               # what one behaviour switch models
   blkstack fio job.fio --stack my.toml           # fio jobs on the scenario's devices
+  blkstack report my.toml --kernel 6.1 --kernel 6.12 --out r.html   # HTML: tables and plots
+  blkstack plot my.toml --out plots/             # LBA over time, sizes, seeks, depth, throughput
+  blkstack stats real-trace.txt                  # iostat, btt, histograms of a real trace
+  blkstack capture > stack.toml                  # this machine's disks, md and dm as a scenario
   blkstack profiles                              # kernel profiles and switches
   blkstack validate my.toml --kernel 6.1         # the same scenario on a real kernel (qemu)
   blkstack diff real.txt sim.txt                 # compare two block traces

@@ -11,7 +11,7 @@ import stat
 import sys
 import tempfile
 import textwrap
-from typing import Any, Dict, List, NoReturn, Optional, Sequence, TextIO
+from typing import Any, Dict, List, NoReturn, Optional, Sequence, TextIO, Union
 
 from blkstack import _core
 
@@ -152,8 +152,8 @@ def _new_file_mode(target: str) -> int:
         return 0o666 & ~umask
 
 
-def write_atomic(path: str, text: str) -> None:
-    """Write *text* to *path*: a temp file in the same directory, then rename.
+def write_atomic(path: str, text: Union[str, bytes]) -> None:
+    """Write *text* (or bytes) to *path*: a temp file in the same directory, then rename.
 
     Readers see either the old file or the complete new one, never a part.
     A target that exists and is not a regular file (``/dev/null``, a FIFO)
@@ -163,15 +163,16 @@ def write_atomic(path: str, text: str) -> None:
         special = not stat.S_ISREG(os.stat(path).st_mode)
     except OSError:
         special = False
+    binary = isinstance(text, bytes)
     if special:
-        with open(path, "w", encoding="utf-8", newline="\n") as fh:
+        with (open(path, "wb") if binary else open(path, "w", encoding="utf-8", newline="\n")) as fh:
             fh.write(text)
         return
     directory = os.path.dirname(os.path.abspath(path))
     mode = _new_file_mode(path)
     fd, tmp = tempfile.mkstemp(dir=directory, prefix=f".{os.path.basename(path)}.", suffix=".tmp")
     try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as fh:
+        with (os.fdopen(fd, "wb") if binary else os.fdopen(fd, "w", encoding="utf-8", newline="\n")) as fh:
             fh.write(text)
             fh.flush()
             os.fsync(fh.fileno())
@@ -209,10 +210,13 @@ def check_sets(sets: Sequence[str]) -> None:
 
 def simulate(scenario: str, kernel: Optional[str], sets: Sequence[str],
               trace: Optional[str], requests: Optional[str],
-              interval: Optional[float] = None, check: Optional[str] = None) -> Dict[str, Any]:
+              interval: Optional[float] = None, check: Optional[str] = None,
+              progress: bool = True) -> Dict[str, Any]:
+    """Run a scenario for a command; with *progress*, runs longer than a
+    second show a progress bar on standard error when it is a terminal."""
     # Rust may write the trace to file descriptor 1 itself: flush ours first.
     sys.stdout.flush()
-    text = _core.run(scenario, kernel, list(sets), trace, requests, interval, True, check)
+    text = _core.run(scenario, kernel, list(sets), trace, requests, interval, progress, check)
     return json.loads(text)
 
 

@@ -100,7 +100,8 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     if args.interval is not None and args.interval <= 0:
         raise UsageError(f"--interval {args.interval}: must be a positive number of seconds")
-    summary = common.simulate(args.scenario, args.kernel, sets, args.trace, args.requests, args.interval, args.check)
+    summary = common.simulate(args.scenario, args.kernel, sets, args.trace, args.requests, args.interval, args.check,
+                              progress=not args.quiet)
     print_warnings(summary)
 
     if args.json == "-":
@@ -149,5 +150,7 @@ def register(sub: Any, kernels: List[str]) -> None:
                    help="also run the integrity oracle: every copy of every written block is tracked, and a "
                         "missed copy, a stale read or a discard outside its range fails the run (exit status 3); "
                         "the conservation check always runs")
-    p.add_argument("-q", "--quiet", action="store_true", help="do not print the human-readable summary")
+    p.add_argument("-q", "--quiet", action="store_true",
+                   help="do not print the human-readable summary, nor the progress bar that runs longer than a "
+                        "second show on a terminal")
     p.set_defaults(func=cmd_run)

@@ -1,0 +1,75 @@
+"""What ``plot`` and ``report`` read: scenarios to run (under one or more
+kernels) and block traces to analyse, each becoming a labelled run."""
+
+from __future__ import annotations
+
+import os
+from typing import Any, List, NamedTuple, Optional, Sequence
+
+from blkstack.cli.common import UsageError, check_input, check_sets
+
+
+class Run(NamedTuple):
+    """One thing to show: ``label`` names it in legends and file names,
+    ``source`` is the scenario's text (empty for a trace)."""
+
+    label: str
+    path: str
+    kernel: Optional[str]
+    result: Any  # blkstack.Result
+    source: str
+
+
+def add_run_options(p: Any, kernels: List[str]) -> None:
+    """--kernel (repeatable: one run per kernel) and --set, for scenarios."""
+    p.add_argument("--kernel", action="append", default=[], choices=kernels, metavar="|".join(kernels),
+                   help="run the scenarios under this kernel profile; repeat it to compare kernels")
+    p.add_argument("--set", action="append", metavar="KEY=VALUE", default=[],
+                   help="override one scenario key (as for 'blkstack run'); may be repeated")
+
+
+def is_scenario(path: str) -> bool:
+    """Scenarios are TOML files; anything else is read as a block trace."""
+    return path.lower().endswith(".toml")
+
+
+def _stem(path: str) -> str:
+    return os.path.splitext(os.path.basename(path))[0]
+
+
+def load_runs(inputs: Sequence[str], kernels: Sequence[str], sets: Sequence[str]) -> List[Run]:
+    """Run every scenario under every kernel (or its own), read every trace.
+
+    Labels: the kernel when one scenario runs under several, the file's
+    name otherwise (with the kernel when both vary)."""
+    from blkstack.api import load_trace, run
+    from blkstack.cli.stats import report_problems
+    from blkstack.plots import label_runs
+
+    for path in inputs:
+        check_input(path)
+    check_sets(sets)
+    traces = [p for p in inputs if not is_scenario(p)]
+    if traces and (kernels or sets):
+        option = "--kernel" if kernels else "--set"
+        raise UsageError(f"{option} applies to scenarios, but {traces[0]} is a trace (scenarios end in .toml)")
+    scenarios = [p for p in inputs if is_scenario(p)]
+    runs: List[tuple] = []
+    for path in inputs:
+        if not is_scenario(path):
+            result = load_trace(path)
+            if not result.summary.get("events"):
+                raise UsageError(f"{path}: no block trace events (a scenario file must end in .toml; "
+                                 f"a trace is blkparse or ftrace block_* text)")
+            report_problems(path, result.summary)
+            runs.append((_stem(path), path, None, result, ""))
+            continue
+        with open(path, encoding="utf-8") as fh:
+            text = fh.read()
+        for kernel in kernels or [None]:
+            label = kernel if (kernel and len(scenarios) == 1 and not traces) else _stem(path)
+            if kernel and label != kernel:
+                label = f"{label}-{kernel}"
+            runs.append((label, path, kernel, run(path, kernel, sets=list(sets)), text))
+    labels = label_runs([r[0] for r in runs])
+    return [Run(label, *rest) for label, (_, *rest) in zip(labels, runs)]

@@ -1,0 +1,519 @@
+//! Statistics of a real trace (`blkstack stats`): the records of a parsed
+//! blkparse or ftrace text ([`crate::trace::parse`]) become the model's
+//! [`Event`]s, go through the same btt-style [`Analysis`] as a simulated
+//! run's, and rebuild each device's /proc/diskstats as the kernel accounts
+//! it, so that [`super::report`] prints the same iostat, btt and histogram
+//! reports for both.
+//!
+//! The accounting follows what the tracepoints show of the kernel's:
+//!
+//! * request-based disks (any `G`, `I` or `D` on the device): a request is
+//!   accounted from its `G` (`blk_account_io_start` at allocation; from its
+//!   `D` when the trace has no `G`) to its `C` (`blk_account_io_done`: one
+//!   I/O, its sectors, its latency); a bio merge (`M`/`F` of a queued bio)
+//!   counts a merge, a request merge (`M` of a request) a merge and one
+//!   fewer request in flight;
+//! * bio-based devices (md, dm: only `Q`, `X`, `A`, `C`): each bio is in
+//!   flight from its `Q` (or its split, `X`) to its `C`, counted at the end
+//!   with a latency in whole jiffies (`bio_end_io_acct`, 6.12's rule);
+//! * `io_ticks` by the precise rule of 6.1.93+/6.10+, with jiffies counted
+//!   from the trace's first event.
+//!
+//! Times are relative to the trace's first record. Records the model has
+//! no event for (messages, bounces, errors, `block_io_start`...) and those
+//! that name no device (ftrace's `block_plug`/`block_unplug`) are counted,
+//! not analysed. RWBS letters are decoded by [`Rwbs::decode`]; a record
+//! whose RWBS has letters it does not know is read by the letters it knows,
+//! and listed.
+
+use std::collections::HashMap;
+
+use serde_json::{json, Map, Value};
+
+use super::analysis::Analysis;
+use super::diskstats::DiskStats;
+use super::report::{self, ReportDev, ReportInput};
+use super::{NR_OPS, OPS};
+use crate::bio::{req, Op};
+use crate::genhd::DevId;
+use crate::profile::IoTicks;
+use crate::trace::parse::{BadLine, DevNo, Extra, Rwbs, TraceAction, TraceParse, TraceRecord};
+use crate::trace::columns::EventColumns;
+use crate::trace::{Action, Event, Task};
+
+/// The rule `blkstack stats` counts `io_ticks` by.
+const IO_TICKS: IoTicks = IoTicks::Precise;
+
+/// A request being accounted, by its first sector.
+#[derive(Clone, Copy, Debug)]
+struct Rq {
+    start: u64,
+}
+
+/// One device's accounting state.
+#[derive(Default)]
+struct Acct {
+    request_based: bool,
+    disk: DiskStats,
+    /// Queued bios not yet in a request or merged: sector -> 'Q' time.
+    pending_q: HashMap<u64, u64>,
+    rqs: HashMap<u64, Rq>,
+    requests: u64,
+    sectors_issued: [u64; NR_OPS],
+    /// Completions whose request or bio started before the trace did.
+    unmatched: u64,
+}
+
+impl Acct {
+    fn event(&mut self, ev: &Event) {
+        let t = ev.time;
+        let accounted = ev.op != Op::Read || ev.bytes != 0 || ev.flags & req::PREFLUSH != 0;
+        match ev.action {
+            Action::Queue => {
+                self.pending_q.insert(ev.sector, t);
+                if !self.request_based {
+                    self.disk.io_start(t, ev.op, IO_TICKS);
+                }
+            }
+            Action::Split => {
+                if let Some(&q) = self.pending_q.get(&ev.sector) {
+                    self.pending_q.insert(ev.arg, q);
+                }
+                if !self.request_based {
+                    self.disk.io_start(t, ev.op, IO_TICKS);
+                }
+            }
+            Action::GetRq => {
+                self.pending_q.remove(&ev.sector);
+                self.rqs.insert(ev.sector, Rq { start: t });
+                self.disk.io_start(t, ev.op, IO_TICKS);
+            }
+            Action::Issue => {
+                self.requests += 1;
+                self.sectors_issued[op_index(ev.op)] += ev.sectors() as u64;
+                if !self.rqs.contains_key(&ev.sector) && accounted {
+                    self.rqs.insert(ev.sector, Rq { start: t });
+                    self.disk.io_start(t, ev.op, IO_TICKS);
+                }
+            }
+            Action::BackMerge | Action::FrontMerge => {
+                if self.pending_q.remove(&ev.sector).is_some() {
+                    self.disk.account_merge(ev.op);
+                    if ev.action == Action::FrontMerge {
+                        if let Some(r) = self.rqs.remove(&(ev.sector + ev.sectors() as u64)) {
+                            self.rqs.insert(ev.sector, r);
+                        }
+                    }
+                } else if self.rqs.remove(&ev.sector).is_some() {
+                    self.disk.account_request_merge(ev.op);
+                }
+            }
+            Action::Complete => self.complete(ev, accounted),
+            _ => {}
+        }
+    }
+
+    fn complete(&mut self, ev: &Event, accounted: bool) {
+        let (t, sectors) = (ev.time, ev.sectors() as u64);
+        if self.request_based {
+            let start = match self.rqs.remove(&ev.sector) {
+                Some(r) => r.start,
+                None if accounted => {
+                    self.unmatched += 1;
+                    t
+                }
+                None => return,
+            };
+            self.disk.account_sectors(ev.op, ev.flags, sectors);
+            self.disk.io_done(t, ev.op, ev.flags, start, IO_TICKS);
+        } else {
+            let start = self.pending_q.remove(&ev.sector).unwrap_or_else(|| {
+                self.unmatched += 1;
+                t
+            });
+            self.disk.bio_done(t, ev.op, ev.flags, start, sectors, IO_TICKS, true);
+        }
+    }
+}
+
+fn op_index(op: Op) -> usize {
+    OPS.iter().position(|&o| o == op).unwrap_or(0)
+}
+
+/// The op and `REQ_*` flags an RWBS string stands for; `N` (no data: a
+/// passthrough command, write zeroes) reads as a read of nothing, which
+/// is not accounted.
+pub fn rwbs_op(rwbs: &str) -> (Op, u32) {
+    let r = Rwbs::decode(rwbs);
+    let op = if r.discard {
+        if r.secure_erase {
+            Op::SecureErase
+        } else {
+            Op::Discard
+        }
+    } else if r.write {
+        Op::Write
+    } else if r.flush {
+        Op::Flush
+    } else {
+        Op::Read
+    };
+    let mut flags = 0;
+    for (on, f) in [(r.preflush, req::PREFLUSH), (r.fua, req::FUA), (r.rahead, req::RAHEAD), (r.sync, req::SYNC), (r.meta, req::META)] {
+        if on {
+            flags |= f;
+        }
+    }
+    (op, flags)
+}
+
+/// The name Linux gives device `d` when its major is one of the fixed
+/// ones (SCSI disks `sdX[N]`, md `mdN`); else `maj,min`.
+pub fn device_name(d: DevNo) -> String {
+    let sd_base = match d.major {
+        8 => Some(0),
+        65..=71 => Some(16 * (d.major - 64)),
+        128..=135 => Some(128 + 16 * (d.major - 128)),
+        _ => None,
+    };
+    match (sd_base, d.major) {
+        (Some(base), _) => {
+            // sd_format_disk_name: a, ..., z, aa, ab, ... (bijective base 26).
+            let mut i = base + d.minor / 16 + 1;
+            let mut letters = Vec::new();
+            while i > 0 {
+                i -= 1;
+                letters.push(b'a' + (i % 26) as u8);
+                i /= 26;
+            }
+            letters.reverse();
+            let part = d.minor % 16;
+            let disk = format!("sd{}", String::from_utf8(letters).unwrap_or_default());
+            if part == 0 {
+                disk
+            } else {
+                format!("{disk}{part}")
+            }
+        }
+        (None, 9) => format!("md{}", d.minor),
+        _ => d.to_string(),
+    }
+}
+
+/// A record whose RWBS has letters [`Rwbs::decode`] does not know.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct OddRwbs {
+    pub line: usize,
+    pub rwbs: String,
+}
+
+/// Everything `blkstack stats` computes from a trace.
+pub struct TraceStats {
+    /// Device numbers by [`DevId`], in order of first appearance.
+    pub devices: Vec<DevNo>,
+    pub names: Vec<String>,
+    /// The records as events, in time order (relative to `origin_ns`).
+    pub events: Vec<Event>,
+    /// Each event's RWBS as the trace printed it, an index into `rwbs_names`.
+    pub rwbs: Vec<u16>,
+    pub rwbs_names: Vec<String>,
+    pub tasks: Vec<Task>,
+    /// The trace's first record time (its own clock), in ns.
+    pub origin_ns: u64,
+    pub samples: Vec<(u64, Vec<[u64; 17]>)>,
+    pub intervals: bool,
+    pub analysis: Analysis,
+    acct: Vec<Acct>,
+    /// How many records of each kind the model has no event for.
+    pub other: Vec<(String, usize)>,
+    /// Records that name no device (ftrace's plug and unplug).
+    pub no_device: usize,
+    pub odd_rwbs: Vec<OddRwbs>,
+    pub bad: Vec<BadLine>,
+    /// Blank lines, headers, summaries and other tracepoints.
+    pub skipped: usize,
+    pub format: &'static str,
+}
+
+/// The name of a record kind the model has no event for.
+fn other_name(a: TraceAction) -> &'static str {
+    match a {
+        TraceAction::Bounce => "B (bounce)",
+        TraceAction::Sleep => "S (sleep)",
+        TraceAction::Message => "m (message)",
+        TraceAction::Error => "block_rq_error",
+        TraceAction::IoStart => "block_io_start",
+        TraceAction::IoDone => "block_io_done",
+        TraceAction::Model(a) => a.letter(),
+    }
+}
+
+struct Interner<K> {
+    ids: HashMap<K, u32>,
+}
+
+impl<K: std::hash::Hash + Eq + Clone> Interner<K> {
+    fn new() -> Self {
+        Interner { ids: HashMap::new() }
+    }
+
+    /// The id of `k`, and whether it is new.
+    fn get(&mut self, k: &K) -> (u32, bool) {
+        if let Some(&i) = self.ids.get(k) {
+            return (i, false);
+        }
+        let i = self.ids.len() as u32;
+        self.ids.insert(k.clone(), i);
+        (i, true)
+    }
+}
+
+/// Analyse a parsed trace. With `interval_ns`, diskstats are also
+/// snapshotted every interval of trace time (iostat per interval).
+pub fn analyse(parse: TraceParse, interval_ns: Option<u64>) -> TraceStats {
+    let TraceParse { mut records, bad, skipped } = parse;
+    records.sort_by_key(|r| r.time_ns);
+    let origin_ns = records.first().map_or(0, |r| r.time_ns);
+    let format = match (records.iter().any(|r| r.seq.is_some()), records.iter().any(|r| r.seq.is_none())) {
+        (true, true) => "mixed",
+        (true, false) => "blkparse",
+        (false, true) => "ftrace",
+        (false, false) => "empty",
+    };
+    let mut st = TraceStats {
+        devices: Vec::new(),
+        names: Vec::new(),
+        events: Vec::with_capacity(records.len()),
+        rwbs: Vec::with_capacity(records.len()),
+        rwbs_names: Vec::new(),
+        tasks: Vec::new(),
+        origin_ns,
+        samples: Vec::new(),
+        intervals: interval_ns.is_some(),
+        analysis: Analysis::default(),
+        acct: Vec::new(),
+        other: Vec::new(),
+        no_device: 0,
+        odd_rwbs: Vec::new(),
+        bad,
+        skipped,
+        format,
+    };
+    st.build_events(&records, origin_ns);
+    st.account(interval_ns);
+    st
+}
+
+impl TraceStats {
+    /// Records to events: devices, tasks and RWBS strings interned.
+    fn build_events(&mut self, records: &[TraceRecord], origin_ns: u64) {
+        let (mut devs, mut tasks, mut rwbs) = (Interner::new(), Interner::new(), Interner::new());
+        let mut other: Vec<(String, usize)> = Vec::new();
+        for r in records {
+            let Some(action) = r.action.model() else {
+                let name = other_name(r.action);
+                match other.iter_mut().find(|(n, _)| n == name) {
+                    Some((_, c)) => *c += 1,
+                    None => other.push((name.to_string(), 1)),
+                }
+                continue;
+            };
+            let Some(dev) = r.dev else {
+                self.no_device += 1;
+                continue;
+            };
+            let (id, new) = devs.get(&dev);
+            if new {
+                self.devices.push(dev);
+                self.names.push(device_name(dev));
+            }
+            let (task, new) = tasks.get(&(r.pid, r.comm.clone().unwrap_or_default()));
+            if new {
+                self.tasks.push(Task { pid: r.pid, comm: r.comm.clone().unwrap_or_default() });
+            }
+            let (code, new) = rwbs.get(&r.rwbs);
+            if new {
+                self.rwbs_names.push(r.rwbs.clone());
+            }
+            if Rwbs::decode(&r.rwbs).unknown > 0 {
+                self.odd_rwbs.push(OddRwbs { line: r.line, rwbs: r.rwbs.clone() });
+            }
+            let (op, flags) = rwbs_op(&r.rwbs);
+            let (arg, from_dev) = match &r.extra {
+                Extra::Split { new_sector } => (*new_sector, 0),
+                Extra::Remap { from, from_sector, .. } => {
+                    let (fid, new) = devs.get(from);
+                    if new {
+                        self.devices.push(*from);
+                        self.names.push(device_name(*from));
+                    }
+                    (*from_sector, fid)
+                }
+                Extra::Unplug { depth } => (*depth as u64, 0),
+                _ => (0, 0),
+            };
+            let bytes = (r.nr_sectors as u64 * 512).min(u32::MAX as u64 & !511) as u32;
+            self.events.push(Event {
+                time: r.time_ns - origin_ns,
+                dev: id as DevId,
+                action,
+                op,
+                flags,
+                sector: r.sector.unwrap_or(0),
+                bytes,
+                task,
+                error: r.error.unwrap_or(0),
+                arg,
+                from_dev: from_dev as DevId,
+            });
+            self.rwbs.push(code as u16);
+        }
+        self.other = other;
+    }
+
+    /// The analysis and the diskstats accounting, with snapshots.
+    fn account(&mut self, interval_ns: Option<u64>) {
+        let n = self.devices.len();
+        self.acct = (0..n).map(|_| Acct::default()).collect();
+        for ev in &self.events {
+            if matches!(ev.action, Action::GetRq | Action::Insert | Action::Issue) {
+                self.acct[ev.dev as usize].request_based = true;
+            }
+        }
+        self.snapshot(0);
+        let mut next = interval_ns;
+        for i in 0..self.events.len() {
+            let ev = self.events[i];
+            while let Some(at) = next.filter(|&at| ev.time >= at) {
+                self.snapshot(at);
+                next = interval_ns.map(|every| at + every);
+            }
+            self.analysis.add(&ev);
+            self.acct[ev.dev as usize].event(&ev);
+        }
+        let end = self.events.last().map_or(0, |e| e.time);
+        if self.samples.last().map(|s| s.0) != Some(end) || self.samples.len() < 2 {
+            self.snapshot(end);
+        }
+    }
+
+    fn snapshot(&mut self, at: u64) {
+        let all = self.acct.iter().map(|a| a.disk.fields(a.disk.inflight())).collect();
+        self.samples.push((at, all));
+    }
+
+    /// The events as columns (as a simulated run's), with each event's
+    /// RWBS as the trace printed it.
+    pub fn columns(&self) -> EventColumns {
+        let mut c = EventColumns::build(&self.events);
+        c.rwbs = self.rwbs.iter().flat_map(|r| r.to_le_bytes()).collect();
+        c.rwbs_names = self.rwbs_names.clone();
+        c
+    }
+
+    /// (name, major, minor) of each device, by id.
+    pub fn device_table(&self) -> Vec<(String, u32, u32)> {
+        self.devices.iter().zip(&self.names).map(|(d, n)| (n.clone(), d.major, d.minor)).collect()
+    }
+
+    /// The devices as the reports show them: those with events of their
+    /// own (not those only named as a remap's source).
+    pub fn report_input(&self) -> ReportInput<'_> {
+        let mut seen = vec![false; self.devices.len()];
+        for ev in &self.events {
+            seen[ev.dev as usize] = true;
+        }
+        let devices = self
+            .devices
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| seen[*i])
+            .map(|(i, d)| ReportDev { id: i as DevId, name: self.names[i].clone(), major: d.major, minor: d.minor })
+            .collect();
+        ReportInput { devices, samples: &self.samples, intervals: self.intervals, analysis: Some(&self.analysis) }
+    }
+
+    /// The summary, shaped like a simulated run's (`devices`, `reports`,
+    /// `iostat_intervals`) plus what was read and skipped.
+    pub fn summary(&self, path: &str) -> Value {
+        let input = self.report_input();
+        let mut devices = Map::new();
+        for rd in &input.devices {
+            let (i, d) = (rd.id as usize, &self.devices[rd.id as usize]);
+            let a = &self.acct[i];
+            let per_op: Map<String, Value> = OPS.iter().map(|op| (op.name().to_string(), json!(a.sectors_issued[op_index(*op)]))).collect();
+            let mut dev = json!({
+                "major": d.major,
+                "minor": d.minor,
+                "request_based": a.request_based,
+                "requests": a.requests,
+                "sectors_issued": per_op,
+                "unmatched_completions": a.unmatched,
+                "diskstats": self.samples.last().map(|s| s.1[i].to_vec()).unwrap_or_default(),
+            });
+            report::analysis_json(&input, i as DevId, &mut dev);
+            devices.insert(self.names[i].clone(), dev);
+        }
+        let end = self.samples.last().map_or(0, |s| s.0);
+        let other: Map<String, Value> = self.other.iter().map(|(k, v)| (k.clone(), json!(v))).collect();
+        json!({
+            "trace": path,
+            "format": self.format,
+            "events": self.events.len(),
+            "origin_ns": self.origin_ns,
+            "duration_ns": end,
+            "devices": devices,
+            "iostat_intervals": report::intervals_json(&input),
+            "reports": report::reports_json(&input),
+            "other_records": other,
+            "no_device_records": self.no_device,
+            "unknown_rwbs": self.odd_rwbs.iter().map(|o| json!({"line": o.line, "rwbs": o.rwbs})).collect::<Vec<_>>(),
+            "bad_lines": self.bad.iter().map(|b| json!({"line": b.line, "text": b.text, "reason": b.reason})).collect::<Vec<_>>(),
+            "skipped_lines": self.skipped,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fixed_major_names() {
+        let n = |major, minor| device_name(DevNo { major, minor });
+        assert_eq!(n(8, 0), "sda");
+        assert_eq!(n(8, 17), "sdb1");
+        assert_eq!(n(8, 240), "sdp");
+        // Major 65 holds disks 16..31: disk 16 is sdq; disk 26 (minor
+        // 10 * 16) is the first two-letter name, sdaa.
+        assert_eq!(n(65, 0), "sdq");
+        assert_eq!(n(65, 160), "sdaa");
+        assert_eq!(n(9, 127), "md127");
+        assert_eq!(n(259, 3), "259,3");
+    }
+
+    #[test]
+    fn bio_based_devices_count_bios_from_queue_to_completion() {
+        // md0 (9,0) shows only Q and C: one 64-sector write from 0 to 10 ms.
+        // bio_end_io_acct counts it at the end with its latency in whole
+        // jiffies (HZ 250: jiffy 0 to jiffy 2 = 8 ms, not 10), and the disk
+        // was busy from jiffy 0 to 2: io_ticks 8 ms.
+        let text = "  9,0    0        1     0.000000000   500  Q   W 0 + 64 [dd]\n  9,0    0        2     0.010000000     0  C   W 0 + 64 [0]\n";
+        let st = analyse(crate::trace::parse::parse_trace(text), None);
+        assert_eq!(st.names, ["md0"]);
+        let f = st.samples.last().unwrap().1[0];
+        assert_eq!((f[4], f[6], f[7], f[8], f[9]), (1, 64, 8, 0, 8));
+        assert!(!st.acct[0].request_based);
+    }
+
+    #[test]
+    fn rwbs_to_op_and_flags() {
+        assert_eq!(rwbs_op("WS"), (Op::Write, req::SYNC));
+        assert_eq!(rwbs_op("FWFS"), (Op::Write, req::PREFLUSH | req::FUA | req::SYNC));
+        assert_eq!(rwbs_op("RA"), (Op::Read, req::RAHEAD));
+        assert_eq!(rwbs_op("DE"), (Op::SecureErase, 0));
+        // An unknown letter is ignored: "WZ" reads as "W".
+        assert_eq!(rwbs_op("WZ"), (Op::Write, 0));
+        assert_eq!(rwbs_op("N"), (Op::Read, 0));
+    }
+}
