@@ -17,9 +17,11 @@ pub const PAGE_SIZE: u64 = 4096;
 /// `BIO_MAX_VECS`: most bvecs one bio holds.
 pub const BIO_MAX_VECS: usize = 256;
 
-/// `enum req_op` (values as in 6.1 and 7.2).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+/// `enum req_op` (values as in 6.1 and 7.2). The default is the zero
+/// value, `REQ_OP_READ`, as in a zeroed `struct bio`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Op {
+    #[default]
     Read,
     Write,
     Flush,

@@ -79,6 +79,7 @@ pub struct Run {
 /// The runs of one mapping, each extended in place when the next piece
 /// continues it on the same leaf (and, for `logical` mappings, with the
 /// next top sectors), so sequential layouts stay a handful of runs.
+#[derive(Default)]
 pub struct Runs {
     pub runs: Vec<Run>,
     logical: bool,

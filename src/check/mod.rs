@@ -32,7 +32,11 @@ use oracle::Oracle;
 /// Violations kept word for word (the count goes on).
 const MAX_REPORTED: usize = 20;
 
-/// What the checks know of one root bio while it is in flight.
+/// What the checks know of one root bio while it is in flight. Finished
+/// states go back to a free list with their buffers (pieces, reads,
+/// reference runs) emptied but kept, so checking a root allocates nothing
+/// once a run has as many states as it has roots in flight.
+#[derive(Default)]
 struct RootState {
     /// The root's number (1 for a run's first bio), for reports.
     seq: u64,
@@ -40,8 +44,9 @@ struct RootState {
     op: Op,
     start: u64,
     sectors: u64,
-    /// The submitter's pages, and where the root starts in them (bytes).
-    bvecs: Rc<[Bvec]>,
+    /// The submitter's pages (none once finished), and where the root
+    /// starts in them (bytes).
+    bvecs: Option<Rc<[Bvec]>>,
     base: u64,
     errors_at_start: u64,
     issued: Issued,
@@ -49,10 +54,25 @@ struct RootState {
     reads: Vec<(u64, u64)>,
     /// Oracle: the version of a write-like root.
     version: u32,
-    /// Oracle: where the root's data lives (computed on first need).
-    copies: Option<Vec<Run>>,
-    /// Oracle: the root's reference runs (discards).
-    expected: Option<Vec<Run>>,
+    /// Oracle: where the root's data lives (computed on first need, then
+    /// `has_copies`).
+    copies: Runs,
+    has_copies: bool,
+    /// The root's reference runs for its own op (computed on first need,
+    /// then `has_expected`).
+    expected: Runs,
+    has_expected: bool,
+}
+
+impl RootState {
+    /// Back to empty for the next root, keeping the buffers.
+    fn recycle(&mut self) {
+        self.bvecs = None;
+        self.issued.clear();
+        self.reads.clear();
+        self.has_copies = false;
+        self.has_expected = false;
+    }
 }
 
 /// The checks' state for a run; lives in the block core.
@@ -63,6 +83,8 @@ pub struct Checker {
     /// Every device's layout, resolved on first use.
     layouts: Vec<Layout>,
     roots: Vec<Option<RootState>>,
+    /// Finished root states, their buffers kept for reuse.
+    free_roots: Vec<RootState>,
     next_seq: u64,
     oracle: Option<Oracle>,
     /// Roots compared at completion, and roots left unchecked.
@@ -157,21 +179,16 @@ impl Checker {
             Some(o) if writes_data(bio.op) && sectors > 0 => o.begin(bio.dev, bio.op, start, start + sectors, self.next_seq),
             _ => 0,
         };
-        let st = RootState {
-            seq: self.next_seq,
-            dev: bio.dev,
-            op: bio.op,
-            start,
-            sectors,
-            bvecs: Rc::clone(&bio.bvecs),
-            base: data_offset(&bio.bvecs, &bio.iter),
-            errors_at_start: errors,
-            issued: Issued::default(),
-            reads: Vec::new(),
-            version,
-            copies: None,
-            expected: None,
-        };
+        let mut st = self.free_roots.pop().unwrap_or_default();
+        st.seq = self.next_seq;
+        st.dev = bio.dev;
+        st.op = bio.op;
+        st.start = start;
+        st.sectors = sectors;
+        st.bvecs = Some(Rc::clone(&bio.bvecs));
+        st.base = data_offset(&bio.bvecs, &bio.iter);
+        st.errors_at_start = errors;
+        st.version = version;
         let i = id as usize;
         if self.roots.len() <= i {
             self.roots.resize_with(i + 1, || None);
@@ -190,7 +207,7 @@ impl Checker {
         let (leaf, phys) = (bio.dev, bio.iter.sector);
         st.issued.push(leaf, bio.op, phys, phys + n);
         let allowed = bio.op == st.op || (bio.op == Op::Read && st.op == Op::Write);
-        let attributed = bio.op.has_data() && Rc::ptr_eq(&bio.bvecs, &st.bvecs);
+        let attributed = bio.op.has_data() && st.bvecs.as_ref().is_some_and(|b| Rc::ptr_eq(&bio.bvecs, b));
         let logical = attributed.then(|| st.start + ((data_offset(&bio.bvecs, &bio.iter) - st.base) >> SECTOR_SHIFT));
         let (seq, dev, op) = (st.seq, st.dev, st.op);
         if !allowed {
@@ -239,19 +256,25 @@ impl Checker {
     /// core's count of failed bios so far.
     pub fn root_done(&mut self, topo: &Topology, root: BioId, status: i32, errors: u64) {
         let Some(mut st) = self.roots.get_mut(root as usize).and_then(Option::take) else { return };
+        self.check_root(topo, &mut st, status, errors);
+        st.recycle();
+        self.free_roots.push(st);
+    }
+
+    fn check_root(&mut self, topo: &Topology, st: &mut RootState, status: i32, errors: u64) {
         if status != 0 || errors != st.errors_at_start {
             self.roots_unchecked += 1;
             return;
         }
         self.roots_checked += 1;
         if st.op == Op::Read {
-            self.check_read_tiling(topo, &mut st);
+            self.check_read_tiling(topo, st);
         } else if st.sectors > 0 {
-            self.check_counts(topo, &mut st);
+            self.check_counts(topo, st);
         }
         if self.oracle.is_some() && writes_data(st.op) && st.sectors > 0 {
             let version = st.version;
-            let copies = self.copies(topo, &mut st);
+            let copies = self.copies(topo, st);
             let mut out = Vec::new();
             self.oracle.as_mut().expect("on").complete(topo, version, copies, &mut out);
             out.into_iter().for_each(|m| self.violation(m));
@@ -267,7 +290,7 @@ impl Checker {
     fn check_counts(&mut self, topo: &Topology, st: &mut RootState) {
         self.expected(topo, st);
         let mut bad: Vec<Miscount> = Vec::new();
-        conservation::compare(&st.issued, st.expected.as_deref().expect("computed"), st.op, &mut bad);
+        conservation::compare(&st.issued, &st.expected.runs, st.op, &mut bad);
         for m in bad.iter().take(4) {
             let msg = format!("{} #{} of {} [{}, {}): {}", st.op.name(), st.seq, topo.dev(st.dev).name, st.start, st.start + st.sectors, conservation::describe(topo, m));
             self.violation(msg);
@@ -277,22 +300,22 @@ impl Checker {
 
     /// The root's reference runs for its own op.
     fn expected<'s>(&self, topo: &Topology, st: &'s mut RootState) -> &'s [Run] {
-        if st.expected.is_none() {
-            let mut runs = Runs::new(false);
-            self.mapper(topo, st.op).map(st.dev, st.start, st.sectors, st.start, Bounds::EXACT, false, &mut runs);
-            st.expected = Some(runs.runs);
+        if !st.has_expected {
+            st.expected.clear(false);
+            self.mapper(topo, st.op).map(st.dev, st.start, st.sectors, st.start, Bounds::EXACT, false, &mut st.expected);
+            st.has_expected = true;
         }
-        st.expected.as_deref().expect("set")
+        &st.expected.runs
     }
 
     /// Where the root's sectors live, with the top sector of each run.
     fn copies<'s>(&self, topo: &Topology, st: &'s mut RootState) -> &'s [Run] {
-        if st.copies.is_none() {
-            let mut runs = Runs::new(true);
-            self.mapper(topo, Op::Read).map(st.dev, st.start, st.sectors, st.start, Bounds::EXACT, false, &mut runs);
-            st.copies = Some(runs.runs);
+        if !st.has_copies {
+            st.copies.clear(true);
+            self.mapper(topo, Op::Read).map(st.dev, st.start, st.sectors, st.start, Bounds::EXACT, false, &mut st.copies);
+            st.has_copies = true;
         }
-        st.copies.as_deref().expect("set")
+        &st.copies.runs
     }
 
     /// Feed one leaf piece to the oracle.
