@@ -175,6 +175,10 @@ pub struct Bio {
     pub remaining: u32,
     /// Inside a request (request-based disks complete per request, not per bio).
     pub in_request: bool,
+    /// `bi_next`: the next bio of the request this one is in (the
+    /// request's `bio` .. `biotail` chain); `None` for the last, or outside
+    /// a request.
+    pub bi_next: Option<BioId>,
     /// The submitting job; completion of a root bio is reported to it.
     pub owner: u32,
     /// The job's own tag for a root bio (which I/O unit it belongs to).

@@ -265,6 +265,7 @@ impl Engine {
             parent: None,
             remaining: 1,
             in_request: false,
+            bi_next: None,
             owner,
             cookie,
             acct: None,

@@ -193,6 +193,7 @@ impl BlockCore {
             parent: None,
             remaining: 1,
             in_request: false,
+            bi_next: None,
             // Accounting lives with the I/O being accounted (md_io_acct,
             // dm_io, r10bio), never with a clone.
             acct: None,
@@ -208,7 +209,7 @@ impl BlockCore {
         let bytes = sectors << SECTOR_SHIFT;
         let b = self.bio(id);
         assert!(sectors > 0 && bytes < b.iter.size, "bio_split of {sectors} sectors out of range");
-        let mut front = Bio { parent: None, remaining: 1, in_request: false, acct: None, ..b.clone() };
+        let mut front = Bio { parent: None, remaining: 1, in_request: false, bi_next: None, acct: None, ..b.clone() };
         front.iter.size = bytes;
         let b = self.bio_mut(id);
         let bvecs = b.bvecs.clone();
