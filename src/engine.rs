@@ -19,7 +19,7 @@ use crate::mq::{self, blk_mq_complete_request, blk_mq_submit_bio, RequestQueue, 
 use crate::profile::Behaviour;
 use crate::source::{BioSpec, IoUnit, Source, UnitKind};
 use crate::stats::clat::LatStat;
-use crate::submit::{resume_submit, submit_bio, BioDriver, BlockCore, SimEvent, Stack, Suspended};
+use crate::submit::{resume_submit, submit_bio, BioDriver, BlockCore, RootDone, SimEvent, Stack, Suspended};
 
 /// A submitter: one task running a [`Source`].
 pub struct Job {
@@ -148,7 +148,7 @@ impl EngineBuilder {
             .collect();
         let core = BlockCore::new(self.topo, self.beh);
         let tasks = (0..core.tasks.len()).map(|_| TaskState::default()).collect();
-        Engine { core, queues, drivers: self.drivers, jobs: Vec::new(), tasks, sample_every: None, samples: Vec::new() }
+        Engine { core, queues, drivers: self.drivers, jobs: Vec::new(), tasks, sample_every: None, samples: Vec::new(), reaped: Reaped::default() }
     }
 }
 
@@ -162,6 +162,17 @@ pub struct Engine {
     pub sample_every: Option<u64>,
     /// (time, diskstats of every device) at each sample.
     pub samples: Vec<(u64, Vec<[u64; 17]>)>,
+    /// [`Engine::reap`]'s buffers, kept between calls so reaping allocates nothing.
+    reaped: Reaped,
+}
+
+/// What one round of [`Engine::reap`] handles: woken tasks, finished roots,
+/// and the jobs that may go on.
+#[derive(Default)]
+struct Reaped {
+    woken: Vec<(u32, mq::Waiter, (bool, bool))>,
+    done: Vec<RootDone>,
+    ready: Vec<usize>,
 }
 
 impl Stack for Engine {
@@ -432,31 +443,34 @@ impl Engine {
     /// Report finished root bios to their jobs, wake tasks that got tags,
     /// and let the jobs go on.
     fn reap(&mut self) {
+        // This round's lists are swapped out of the core (which collects
+        // the next round's in the emptied buffers) and handed back after.
+        let mut r = std::mem::take(&mut self.reaped);
         loop {
-            let woken = std::mem::take(&mut self.core.woken);
-            let done = std::mem::take(&mut self.core.done_roots);
-            if woken.is_empty() && done.is_empty() {
-                return;
+            std::mem::swap(&mut r.woken, &mut self.core.woken);
+            std::mem::swap(&mut r.done, &mut self.core.done_roots);
+            if r.woken.is_empty() && r.done.is_empty() {
+                break;
             }
-            for (qi, w, tags) in woken {
+            for (qi, w, tags) in r.woken.drain(..) {
                 self.resume_task(qi, w, tags);
             }
-            let mut ready = Vec::new();
-            for d in done {
+            for d in r.done.drain(..) {
                 let j = d.owner as usize;
                 if j >= self.jobs.len() {
                     continue;
                 }
                 self.jobs[j].errors += (d.status != 0) as u64;
                 self.unit_bio_done(j, d.cookie);
-                if !ready.contains(&j) {
-                    ready.push(j);
+                if !r.ready.contains(&j) {
+                    r.ready.push(j);
                 }
             }
-            for j in ready {
+            for j in r.ready.drain(..) {
                 self.run_job(j);
             }
         }
+        self.reaped = r;
     }
 
     /// Handle one timed event.

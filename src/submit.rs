@@ -90,6 +90,9 @@ pub struct BlockCore {
     pub bios_live_peak: usize,
     bios_live: usize,
     bio_list: Option<BioLists>,
+    /// The lists' buffers between loops (the kernel's live on the stack of
+    /// `__submit_bio_noacct`): reused, so a loop allocates nothing.
+    spare_bio_lists: BioLists,
     pub done_roots: Vec<RootDone>,
     /// `current->plug`, per task.
     pub plugs: Vec<Option<Plug>>,
@@ -132,6 +135,7 @@ impl BlockCore {
             bios_live_peak: 0,
             bios_live: 0,
             bio_list: None,
+            spare_bio_lists: BioLists::default(),
             done_roots: Vec::new(),
             plugs: vec![None, None],
             woken: Vec::new(),
@@ -406,6 +410,14 @@ impl BlockCore {
         l0.pop_front()
     }
 
+    /// A submission loop ends: `current->bio_list` is gone, its (empty)
+    /// buffers are kept for the next loop.
+    fn end_bio_list(&mut self) {
+        if let Some(lists) = self.bio_list.take() {
+            self.spare_bio_lists = lists;
+        }
+    }
+
     // ---- checks --------------------------------------------------------
 
     /// The end of a bio's completion chain: the submitter's bio.
@@ -608,7 +620,7 @@ pub fn submit_bio<S: Stack>(stack: &mut S, id: BioId) -> Option<Suspended> {
     let id = stack.core().submit_bio_noacct(id)?;
     let core = stack.core();
     let driver = core.topo.dev(core.bio(id).dev).driver;
-    core.bio_list = Some(BioLists::default());
+    core.bio_list = Some(std::mem::take(&mut core.spare_bio_lists));
     match driver {
         Driver::BioBased(_) => bio_based_loop(stack, Step::Submit(id)),
         Driver::Mq(_) => mq_loop(stack, Some(id)),
@@ -642,7 +654,7 @@ fn mq_loop<S: Stack>(stack: &mut S, mut next: Option<BioId>) -> Option<Suspended
         }
         next = stack.core().bio_list.as_mut().and_then(|l| l.l0.pop_front());
     }
-    stack.core().bio_list = None;
+    stack.core().end_bio_list();
     None
 }
 
@@ -677,6 +689,6 @@ fn bio_based_loop<S: Stack>(stack: &mut S, mut step: Step) -> Option<Suspended> 
             None => break,
         }
     }
-    stack.core().bio_list = None;
+    stack.core().end_bio_list();
     None
 }
