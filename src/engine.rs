@@ -70,6 +70,27 @@ pub struct JobStats {
     pub last_complete_ns: u64,
 }
 
+impl Job {
+    /// Take a unit in flight: a slot, and its bios as steps of the
+    /// submission.
+    fn queue_unit(&mut self, unit: IoUnit, now: u64) {
+        let slot = self.free_slots.pop().unwrap_or_else(|| {
+            self.slots.push(0);
+            self.slot_info.push((0, UnitKind::Other, 0));
+            (self.slots.len() - 1) as u32
+        });
+        // One reference per bio, and one for the submission itself.
+        self.slots[slot as usize] = unit.bios.len() as u32 + 1;
+        self.slot_info[slot as usize] = (unit.started_ns.unwrap_or(now).min(now), unit.kind, unit.bytes);
+        self.in_flight += 1;
+        if unit.sync {
+            self.sync_slot = Some(slot);
+        }
+        self.current.extend(unit.bios.into_iter().map(|b| Step::Bio(b, slot)));
+        self.current.push_back(Step::EndOfUnit(slot));
+    }
+}
+
 /// The source's next unit; marks the job finished when there is none.
 fn next_from_source(job: &mut Job, now: u64) -> Option<IoUnit> {
     if job.finished {
@@ -342,21 +363,27 @@ impl Engine {
             return false;
         }
         let room = (job.iodepth - job.in_flight).min(job.batch);
-        let mut units: Vec<IoUnit> = Vec::new();
-        while (units.len() as u32) < room {
+        // Units are taken in flight as they are fetched: the `in_flight`
+        // rule below only decides for the first unit (any later sync or
+        // drain unit is held by `n > 0`), so it sees no unit of this batch.
+        let (mut n, mut plug) = (0u32, false);
+        while n < room {
             let Some(u) = job.pending.take().or_else(|| next_from_source(job, now)) else { break };
-            let held = u.not_before > now || (u.drain && job.in_flight > 0) || ((u.sync || u.drain) && !units.is_empty());
+            let held = u.not_before > now || (u.drain && job.in_flight > 0) || ((u.sync || u.drain) && n > 0);
             if held {
                 job.pending = Some(u);
                 break;
             }
             let alone = u.sync || u.drain;
-            units.push(u);
+            plug |= u.plug;
+            job.stats.first_submit_ns.get_or_insert(now);
+            job.queue_unit(u, now);
+            n += 1;
             if alone {
                 break;
             }
         }
-        if units.is_empty() {
+        if n == 0 {
             // A unit due while the job still has I/O in flight waits until
             // completions due at the same instant were seen (1 ns later), as
             // a task resubmitting from its completion would.
@@ -368,24 +395,7 @@ impl Engine {
             }
             return false;
         }
-        let plug = units.len() > 2 || units.iter().any(|u| u.plug);
-        job.stats.first_submit_ns.get_or_insert(now);
-        for unit in units {
-            let slot = job.free_slots.pop().unwrap_or_else(|| {
-                job.slots.push(0);
-                job.slot_info.push((0, UnitKind::Other, 0));
-                (job.slots.len() - 1) as u32
-            });
-            // One reference per bio, and one for the submission itself.
-            job.slots[slot as usize] = unit.bios.len() as u32 + 1;
-            job.slot_info[slot as usize] = (unit.started_ns.unwrap_or(now).min(now), unit.kind, unit.bytes);
-            job.in_flight += 1;
-            if unit.sync {
-                job.sync_slot = Some(slot);
-            }
-            job.current.extend(unit.bios.into_iter().map(|b| Step::Bio(b, slot)));
-            job.current.push_back(Step::EndOfUnit(slot));
-        }
+        let plug = plug || n > 2;
         if job.in_flight >= job.iodepth && job.complete_min > 1 {
             job.reaping = job.complete_min.min(job.in_flight);
         }
