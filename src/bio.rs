@@ -17,9 +17,11 @@ pub const PAGE_SIZE: u64 = 4096;
 /// `BIO_MAX_VECS`: most bvecs one bio holds.
 pub const BIO_MAX_VECS: usize = 256;
 
-/// `enum req_op` (values as in 6.1 and 7.2).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+/// `enum req_op` (values as in 6.1 and 7.2). The default is the zero
+/// value, `REQ_OP_READ`, as in a zeroed `struct bio`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Op {
+    #[default]
     Read,
     Write,
     Flush,
@@ -173,6 +175,10 @@ pub struct Bio {
     pub remaining: u32,
     /// Inside a request (request-based disks complete per request, not per bio).
     pub in_request: bool,
+    /// `bi_next`: the next bio of the request this one is in (the
+    /// request's `bio` .. `biotail` chain); `None` for the last, or outside
+    /// a request.
+    pub bi_next: Option<BioId>,
     /// The submitting job; completion of a root bio is reported to it.
     pub owner: u32,
     /// The job's own tag for a root bio (which I/O unit it belongs to).

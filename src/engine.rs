@@ -19,7 +19,7 @@ use crate::mq::{self, blk_mq_complete_request, blk_mq_submit_bio, RequestQueue, 
 use crate::profile::Behaviour;
 use crate::source::{BioSpec, IoUnit, Source, UnitKind};
 use crate::stats::clat::LatStat;
-use crate::submit::{resume_submit, submit_bio, BioDriver, BlockCore, SimEvent, Stack, Suspended};
+use crate::submit::{resume_submit, submit_bio, BioDriver, BlockCore, RootDone, SimEvent, Stack, Suspended};
 
 /// A submitter: one task running a [`Source`].
 pub struct Job {
@@ -68,6 +68,27 @@ pub struct JobStats {
     /// When the job submitted its first unit and completed its last.
     pub first_submit_ns: Option<u64>,
     pub last_complete_ns: u64,
+}
+
+impl Job {
+    /// Take a unit in flight: a slot, and its bios as steps of the
+    /// submission.
+    fn queue_unit(&mut self, unit: IoUnit, now: u64) {
+        let slot = self.free_slots.pop().unwrap_or_else(|| {
+            self.slots.push(0);
+            self.slot_info.push((0, UnitKind::Other, 0));
+            (self.slots.len() - 1) as u32
+        });
+        // One reference per bio, and one for the submission itself.
+        self.slots[slot as usize] = unit.bios.len() as u32 + 1;
+        self.slot_info[slot as usize] = (unit.started_ns.unwrap_or(now).min(now), unit.kind, unit.bytes);
+        self.in_flight += 1;
+        if unit.sync {
+            self.sync_slot = Some(slot);
+        }
+        self.current.extend(unit.bios.into_iter().map(|b| Step::Bio(b, slot)));
+        self.current.push_back(Step::EndOfUnit(slot));
+    }
 }
 
 /// The source's next unit; marks the job finished when there is none.
@@ -148,7 +169,7 @@ impl EngineBuilder {
             .collect();
         let core = BlockCore::new(self.topo, self.beh);
         let tasks = (0..core.tasks.len()).map(|_| TaskState::default()).collect();
-        Engine { core, queues, drivers: self.drivers, jobs: Vec::new(), tasks, sample_every: None, samples: Vec::new() }
+        Engine { core, queues, drivers: self.drivers, jobs: Vec::new(), tasks, sample_every: None, samples: Vec::new(), reaped: Reaped::default() }
     }
 }
 
@@ -162,6 +183,17 @@ pub struct Engine {
     pub sample_every: Option<u64>,
     /// (time, diskstats of every device) at each sample.
     pub samples: Vec<(u64, Vec<[u64; 17]>)>,
+    /// [`Engine::reap`]'s buffers, kept between calls so reaping allocates nothing.
+    reaped: Reaped,
+}
+
+/// What one round of [`Engine::reap`] handles: woken tasks, finished roots,
+/// and the jobs that may go on.
+#[derive(Default)]
+struct Reaped {
+    woken: Vec<(u32, mq::Waiter, (bool, bool))>,
+    done: Vec<RootDone>,
+    ready: Vec<usize>,
 }
 
 impl Stack for Engine {
@@ -267,6 +299,7 @@ impl Engine {
             parent: None,
             remaining: 1,
             in_request: false,
+            bi_next: None,
             owner,
             cookie,
             acct: None,
@@ -332,21 +365,27 @@ impl Engine {
             return false;
         }
         let room = (job.iodepth - job.in_flight).min(job.batch);
-        let mut units: Vec<IoUnit> = Vec::new();
-        while (units.len() as u32) < room {
+        // Units are taken in flight as they are fetched: the `in_flight`
+        // rule below only decides for the first unit (any later sync or
+        // drain unit is held by `n > 0`), so it sees no unit of this batch.
+        let (mut n, mut plug) = (0u32, false);
+        while n < room {
             let Some(u) = job.pending.take().or_else(|| next_from_source(job, now)) else { break };
-            let held = u.not_before > now || (u.drain && job.in_flight > 0) || ((u.sync || u.drain) && !units.is_empty());
+            let held = u.not_before > now || (u.drain && job.in_flight > 0) || ((u.sync || u.drain) && n > 0);
             if held {
                 job.pending = Some(u);
                 break;
             }
             let alone = u.sync || u.drain;
-            units.push(u);
+            plug |= u.plug;
+            job.stats.first_submit_ns.get_or_insert(now);
+            job.queue_unit(u, now);
+            n += 1;
             if alone {
                 break;
             }
         }
-        if units.is_empty() {
+        if n == 0 {
             // A unit due while the job still has I/O in flight waits until
             // completions due at the same instant were seen (1 ns later), as
             // a task resubmitting from its completion would.
@@ -358,24 +397,7 @@ impl Engine {
             }
             return false;
         }
-        let plug = units.len() > 2 || units.iter().any(|u| u.plug);
-        job.stats.first_submit_ns.get_or_insert(now);
-        for unit in units {
-            let slot = job.free_slots.pop().unwrap_or_else(|| {
-                job.slots.push(0);
-                job.slot_info.push((0, UnitKind::Other, 0));
-                (job.slots.len() - 1) as u32
-            });
-            // One reference per bio, and one for the submission itself.
-            job.slots[slot as usize] = unit.bios.len() as u32 + 1;
-            job.slot_info[slot as usize] = (unit.started_ns.unwrap_or(now).min(now), unit.kind, unit.bytes);
-            job.in_flight += 1;
-            if unit.sync {
-                job.sync_slot = Some(slot);
-            }
-            job.current.extend(unit.bios.into_iter().map(|b| Step::Bio(b, slot)));
-            job.current.push_back(Step::EndOfUnit(slot));
-        }
+        let plug = plug || n > 2;
         if job.in_flight >= job.iodepth && job.complete_min > 1 {
             job.reaping = job.complete_min.min(job.in_flight);
         }
@@ -433,31 +455,34 @@ impl Engine {
     /// Report finished root bios to their jobs, wake tasks that got tags,
     /// and let the jobs go on.
     fn reap(&mut self) {
+        // This round's lists are swapped out of the core (which collects
+        // the next round's in the emptied buffers) and handed back after.
+        let mut r = std::mem::take(&mut self.reaped);
         loop {
-            let woken = std::mem::take(&mut self.core.woken);
-            let done = std::mem::take(&mut self.core.done_roots);
-            if woken.is_empty() && done.is_empty() {
-                return;
+            std::mem::swap(&mut r.woken, &mut self.core.woken);
+            std::mem::swap(&mut r.done, &mut self.core.done_roots);
+            if r.woken.is_empty() && r.done.is_empty() {
+                break;
             }
-            for (qi, w, tags) in woken {
+            for (qi, w, tags) in r.woken.drain(..) {
                 self.resume_task(qi, w, tags);
             }
-            let mut ready = Vec::new();
-            for d in done {
+            for d in r.done.drain(..) {
                 let j = d.owner as usize;
                 if j >= self.jobs.len() {
                     continue;
                 }
                 self.jobs[j].errors += (d.status != 0) as u64;
                 self.unit_bio_done(j, d.cookie);
-                if !ready.contains(&j) {
-                    ready.push(j);
+                if !r.ready.contains(&j) {
+                    r.ready.push(j);
                 }
             }
-            for j in ready {
+            for j in r.ready.drain(..) {
                 self.run_job(j);
             }
         }
+        self.reaped = r;
     }
 
     /// Handle one timed event.

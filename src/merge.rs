@@ -151,7 +151,7 @@ fn ll_new_hw_segment(rq: &mut Request, nsegs: u32, lim: &QueueLimits) -> bool {
 
 /// `ll_back_merge_fn`.
 pub fn ll_back_merge_fn(core: &BlockCore, rq: &mut Request, bio: BioId, nsegs: u32, lim: &QueueLimits) -> bool {
-    let (first, last, b) = (core.bio(rq.bios[0]), core.bio(*rq.bios.last().expect("rq has bios")), core.bio(bio));
+    let (first, last, b) = (core.bio(rq.bio), core.bio(rq.biotail), core.bio(bio));
     if bio_will_gap(lim, core.beh.gap_rule, first, last, b) {
         return false;
     }
@@ -164,7 +164,7 @@ pub fn ll_back_merge_fn(core: &BlockCore, rq: &mut Request, bio: BioId, nsegs: u
 
 /// `ll_front_merge_fn`.
 pub fn ll_front_merge_fn(core: &BlockCore, rq: &mut Request, bio: BioId, nsegs: u32, lim: &QueueLimits) -> bool {
-    let (b, first) = (core.bio(bio), core.bio(rq.bios[0]));
+    let (b, first) = (core.bio(bio), core.bio(rq.bio));
     if bio_will_gap(lim, core.beh.gap_rule, b, b, first) {
         return false;
     }
@@ -184,6 +184,12 @@ fn bio_merged(core: &mut BlockCore, rq: &Request, bio: BioId, action: Option<Act
     }
 }
 
+/// Link `bio` after the request's last bio (`req->biotail->bi_next = bio`).
+fn rq_append_bio(core: &mut BlockCore, rq: &mut Request, bio: BioId) {
+    core.bio_mut(rq.biotail).bi_next = Some(bio);
+    rq.biotail = bio;
+}
+
 /// `bio_attempt_back_merge`.
 pub fn bio_attempt_back_merge(core: &mut BlockCore, rq: &mut Request, bio: BioId, nsegs: u32, lim: &QueueLimits) -> BioMerge {
     if !ll_back_merge_fn(core, rq, bio, nsegs, lim) {
@@ -191,7 +197,7 @@ pub fn bio_attempt_back_merge(core: &mut BlockCore, rq: &mut Request, bio: BioId
     }
     bio_merged(core, rq, bio, Some(Action::BackMerge));
     rq.nr_sectors += core.bio(bio).sectors();
-    rq.bios.push(bio);
+    rq_append_bio(core, rq, bio);
     BioMerge::Ok
 }
 
@@ -204,7 +210,8 @@ pub fn bio_attempt_front_merge(core: &mut BlockCore, rq: &mut Request, bio: BioI
     let b = core.bio(bio);
     rq.sector = b.iter.sector;
     rq.nr_sectors += b.sectors();
-    rq.bios.insert(0, bio);
+    core.bio_mut(bio).bi_next = Some(rq.bio);
+    rq.bio = bio;
     BioMerge::Ok
 }
 
@@ -219,7 +226,7 @@ pub fn bio_attempt_discard_merge(core: &mut BlockCore, rq: &mut Request, bio: Bi
     bio_merged(core, rq, bio, None);
     rq.nr_sectors += sectors;
     rq.nr_phys_segments = segments + 1;
-    rq.bios.push(bio);
+    rq_append_bio(core, rq, bio);
     BioMerge::Ok
 }
 
@@ -255,7 +262,7 @@ pub fn attempt_merge(core: &mut BlockCore, rq: &mut Request, next: &mut Request,
             return false;
         }
         // ll_merge_requests_fn
-        let (first, last, nb) = (core.bio(rq.bios[0]), core.bio(*rq.bios.last().expect("bios")), core.bio(next.bios[0]));
+        let (first, last, nb) = (core.bio(rq.bio), core.bio(rq.biotail), core.bio(next.bio));
         if bio_will_gap(lim, core.beh.gap_rule, first, last, nb) {
             return false;
         }
@@ -269,7 +276,9 @@ pub fn attempt_merge(core: &mut BlockCore, rq: &mut Request, next: &mut Request,
     }
     rq.start_time_ns = rq.start_time_ns.min(next.start_time_ns);
     rq.nr_sectors += next.nr_sectors;
-    rq.bios.append(&mut next.bios);
+    // req->biotail->bi_next = next->bio: `next` is freed by the caller.
+    core.bio_mut(rq.biotail).bi_next = Some(next.bio);
+    rq.biotail = next.biotail;
     // blk_account_io_merge_request, then trace_block_rq_merge(next).
     core.stats[rq.dev as usize].account_request_merge(next.op);
     crate::mq::trace_rq(core, Action::BackMerge, next, core.current);
@@ -295,6 +304,7 @@ mod tests {
             parent: None,
             remaining: 1,
             in_request: false,
+            bi_next: None,
             owner: 0,
             cookie: 0,
             acct: None,

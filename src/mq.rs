@@ -33,8 +33,10 @@ pub struct Request {
     pub sector: u64,
     pub nr_sectors: u32,
     pub nr_phys_segments: u32,
-    /// `bio` .. `biotail`.
-    pub bios: Vec<BioId>,
+    /// `bio` .. `biotail`: the request's bios, linked through their
+    /// `bi_next` (never empty: a request starts with the bio it was made for).
+    pub bio: BioId,
+    pub biotail: BioId,
     /// Accounting start (allocation time).
     pub start_time_ns: u64,
     /// Task that allocated it.
@@ -427,7 +429,8 @@ fn blk_mq_alloc_done(qs: &mut [RequestQueue], core: &mut BlockCore, qi: usize, b
         sector: b.iter.sector,
         nr_sectors: b.iter.size >> SECTOR_SHIFT,
         nr_phys_segments: nsegs,
-        bios: vec![bio],
+        bio,
+        biotail: bio,
         start_time_ns: core.now,
         task,
         sched_tag,
@@ -687,7 +690,10 @@ pub fn blk_mq_complete_request(qs: &mut [RequestQueue], core: &mut BlockCore, qi
     s.disk.in_driver -= 1;
     s.disk.account_sectors(rq.op, rq.flags, rq.nr_sectors as u64);
     s.disk.io_done(core.now, rq.op, rq.flags, rq.start_time_ns, rule);
-    for bio in rq.bios {
+    // blk_update_request: unlink each bio from the chain, then end it.
+    let mut next = Some(rq.bio);
+    while let Some(bio) = next {
+        next = core.bio_mut(bio).bi_next.take();
         core.bio_endio(bio, 0);
     }
     wake_tag_waiters(q, core);

@@ -90,6 +90,9 @@ pub struct BlockCore {
     pub bios_live_peak: usize,
     bios_live: usize,
     bio_list: Option<BioLists>,
+    /// The lists' buffers between loops (the kernel's live on the stack of
+    /// `__submit_bio_noacct`): reused, so a loop allocates nothing.
+    spare_bio_lists: BioLists,
     pub done_roots: Vec<RootDone>,
     /// `current->plug`, per task.
     pub plugs: Vec<Option<Plug>>,
@@ -132,6 +135,7 @@ impl BlockCore {
             bios_live_peak: 0,
             bios_live: 0,
             bio_list: None,
+            spare_bio_lists: BioLists::default(),
             done_roots: Vec::new(),
             plugs: vec![None, None],
             woken: Vec::new(),
@@ -193,6 +197,7 @@ impl BlockCore {
             parent: None,
             remaining: 1,
             in_request: false,
+            bi_next: None,
             // Accounting lives with the I/O being accounted (md_io_acct,
             // dm_io, r10bio), never with a clone.
             acct: None,
@@ -208,7 +213,7 @@ impl BlockCore {
         let bytes = sectors << SECTOR_SHIFT;
         let b = self.bio(id);
         assert!(sectors > 0 && bytes < b.iter.size, "bio_split of {sectors} sectors out of range");
-        let mut front = Bio { parent: None, remaining: 1, in_request: false, acct: None, ..b.clone() };
+        let mut front = Bio { parent: None, remaining: 1, in_request: false, bi_next: None, acct: None, ..b.clone() };
         front.iter.size = bytes;
         let b = self.bio_mut(id);
         let bvecs = b.bvecs.clone();
@@ -414,6 +419,14 @@ impl BlockCore {
         l0.pop_front()
     }
 
+    /// A submission loop ends: `current->bio_list` is gone, its (empty)
+    /// buffers are kept for the next loop.
+    fn end_bio_list(&mut self) {
+        if let Some(lists) = self.bio_list.take() {
+            self.spare_bio_lists = lists;
+        }
+    }
+
     // ---- checks --------------------------------------------------------
 
     /// The end of a bio's completion chain: the submitter's bio.
@@ -616,7 +629,7 @@ pub fn submit_bio<S: Stack>(stack: &mut S, id: BioId) -> Option<Suspended> {
     let id = stack.core().submit_bio_noacct(id)?;
     let core = stack.core();
     let driver = core.topo.dev(core.bio(id).dev).driver;
-    core.bio_list = Some(BioLists::default());
+    core.bio_list = Some(std::mem::take(&mut core.spare_bio_lists));
     match driver {
         Driver::BioBased(_) => bio_based_loop(stack, Step::Submit(id)),
         Driver::Mq(_) => mq_loop(stack, Some(id)),
@@ -650,7 +663,7 @@ fn mq_loop<S: Stack>(stack: &mut S, mut next: Option<BioId>) -> Option<Suspended
         }
         next = stack.core().bio_list.as_mut().and_then(|l| l.l0.pop_front());
     }
-    stack.core().bio_list = None;
+    stack.core().end_bio_list();
     None
 }
 
@@ -685,6 +698,6 @@ fn bio_based_loop<S: Stack>(stack: &mut S, mut step: Step) -> Option<Suspended> 
             None => break,
         }
     }
-    stack.core().bio_list = None;
+    stack.core().end_bio_list();
     None
 }

@@ -22,33 +22,46 @@ use crate::genhd::{DevId, Topology};
 use super::layout::{Bounds, Run};
 
 /// Leaf pieces of one root: per (disk, op), ranges in arrival order, each
-/// extended when the next piece continues it.
+/// extended when the next piece continues it. One flat list for all keys
+/// (a key's ranges are those carrying it, in list order), so a cleared
+/// `Issued` keeps its buffers for the next root.
 #[derive(Debug, Default)]
 pub struct Issued {
-    keys: Vec<Pieces>,
+    ranges: Vec<Piece>,
+    /// Per (disk, op): index of its last range (a few keys: a linear scan).
+    last: Vec<(DevId, Op, usize)>,
 }
 
-/// One disk's ranges of one op.
-type Pieces = (DevId, Op, Vec<(u64, u64)>);
+/// One range of one disk and op: (disk, op, start, end).
+type Piece = (DevId, Op, u64, u64);
 
 impl Issued {
     pub fn push(&mut self, leaf: DevId, op: Op, start: u64, end: u64) {
-        let i = match self.keys.iter().position(|k| k.0 == leaf && k.1 == op) {
-            Some(i) => i,
-            None => {
-                self.keys.push((leaf, op, Vec::new()));
-                self.keys.len() - 1
+        let slot = self.last.iter().position(|k| k.0 == leaf && k.1 == op);
+        if let Some(s) = slot {
+            let r = &mut self.ranges[self.last[s].2];
+            if r.3 == start {
+                r.3 = end;
+                return;
             }
-        };
-        let ranges = &mut self.keys[i].2;
-        match ranges.last_mut() {
-            Some(last) if last.1 == start => last.1 = end,
-            _ => ranges.push((start, end)),
+        }
+        self.ranges.push((leaf, op, start, end));
+        let i = self.ranges.len() - 1;
+        match slot {
+            Some(s) => self.last[s].2 = i,
+            None => self.last.push((leaf, op, i)),
         }
     }
 
-    pub fn keys(&self) -> impl Iterator<Item = (DevId, Op, &[(u64, u64)])> {
-        self.keys.iter().map(|(d, o, r)| (*d, *o, r.as_slice()))
+    /// Every range, all keys interleaved (filter by key for one key's, in order).
+    pub fn ranges(&self) -> &[Piece] {
+        &self.ranges
+    }
+
+    /// Empty again, keeping the buffers.
+    pub fn clear(&mut self) {
+        self.ranges.clear();
+        self.last.clear();
     }
 }
 
@@ -71,13 +84,13 @@ pub struct Miscount {
 pub fn compare(issued: &Issued, expected: &[Run], op: Op, out: &mut Vec<Miscount>) {
     // Most roots reach one disk as one contiguous range that is exactly
     // their one run: nothing to sweep.
-    if let ([run], [(leaf, kind, ranges)]) = (expected, issued.keys.as_slice()) {
+    if let ([run], [(leaf, kind, start, end)]) = (expected, issued.ranges()) {
         let exact = run.bounds.min == 1 && run.bounds.max == 1 && !run.read;
-        if exact && *leaf == run.leaf && *kind == op && ranges.as_slice() == [(run.phys, run.phys + run.len)] {
+        if exact && *leaf == run.leaf && *kind == op && (*start, *end) == (run.phys, run.phys + run.len) {
             return;
         }
     }
-    let mut leaves: Vec<DevId> = expected.iter().map(|r| r.leaf).chain(issued.keys().map(|k| k.0)).collect();
+    let mut leaves: Vec<DevId> = expected.iter().map(|r| r.leaf).chain(issued.ranges().iter().map(|k| k.0)).collect();
     leaves.sort_unstable();
     leaves.dedup();
     for leaf in leaves {
@@ -85,7 +98,7 @@ pub fn compare(issued: &Issued, expected: &[Run], op: Op, out: &mut Vec<Miscount
             if read && op == Op::Read {
                 continue;
             }
-            let got: Vec<(u64, u64)> = issued.keys().filter(|k| k.0 == leaf && k.1 == kind).flat_map(|k| k.2.iter().copied()).collect();
+            let got: Vec<(u64, u64)> = issued.ranges().iter().filter(|k| k.0 == leaf && k.1 == kind).map(|k| (k.2, k.3)).collect();
             let want: Vec<(u64, u64, Bounds)> = expected.iter().filter(|r| r.leaf == leaf && r.read == read).map(|r| (r.phys, r.phys + r.len, r.bounds)).collect();
             sweep(leaf, kind, &got, &want, out);
         }

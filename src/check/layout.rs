@@ -79,6 +79,7 @@ pub struct Run {
 /// The runs of one mapping, each extended in place when the next piece
 /// continues it on the same leaf (and, for `logical` mappings, with the
 /// next top sectors), so sequential layouts stay a handful of runs.
+#[derive(Default)]
 pub struct Runs {
     pub runs: Vec<Run>,
     logical: bool,
@@ -144,14 +145,18 @@ impl Mapper<'_> {
     /// and dm send them nothing).
     #[allow(clippy::too_many_arguments)]
     fn leaf(&self, dev: DevId, start: u64, len: u64, logical: u64, bounds: Bounds, read: bool, out: &mut Runs) {
+        if self.leaf_takes_op(dev) || read {
+            out.push(Run { leaf: dev, phys: start, len, logical, read, bounds });
+        }
+    }
+
+    /// Does leaf disk `dev` take the op (discard-like ops need support)?
+    pub fn leaf_takes_op(&self, dev: DevId) -> bool {
         let lim = self.topo.limits(dev);
-        let supported = match self.op {
+        match self.op {
             Op::Discard => lim.max_discard_sectors != 0,
             Op::SecureErase => lim.max_secure_erase_sectors != 0,
             _ => true,
-        };
-        if supported || read {
-            out.push(Run { leaf: dev, phys: start, len, logical, read, bounds });
         }
     }
 
@@ -271,6 +276,17 @@ fn pieces(start: u64, end: u64, chunk: u64) -> impl Iterator<Item = (u64, u64)> 
         s += n;
         Some(p)
     })
+}
+
+/// A device that is a request-based disk or a partition of one: (the disk,
+/// the partition's start). Such a device has one home per sector, so
+/// checks of its roots need no mapping.
+pub fn plain_disk(layouts: &[Layout], dev: DevId) -> Option<(DevId, u64)> {
+    match &layouts[dev as usize] {
+        Layout::Disk => Some((dev, 0)),
+        Layout::Partition { whole, start } => matches!(layouts[*whole as usize], Layout::Disk).then_some((*whole, *start)),
+        _ => None,
+    }
 }
 
 /// The layout a device has by itself (disks and partitions), from the

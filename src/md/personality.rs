@@ -270,6 +270,7 @@ pub(crate) fn alloc_bio_at(core: &mut BlockCore, like: BioId, dev: DevId, op: Op
         parent: None,
         remaining: 1,
         in_request: false,
+        bi_next: None,
         owner,
         cookie,
         acct: None,

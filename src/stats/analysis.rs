@@ -18,12 +18,16 @@ use crate::trace::{Action, Event, TraceCtx, TraceSink};
 
 /// A multiplicative hash for sector keys: the maps below are on the
 /// per-event path, where SipHash costs more than the rest of the analysis.
+/// The product's high half is folded into the low half, which picks the
+/// bucket: on its own the low half depends only on the key's low bits, all
+/// zero for aligned sectors (chunk or request multiples), and every key of
+/// such a run would probe the same buckets.
 #[derive(Default)]
 pub struct SectorHasher(u64);
 
 impl Hasher for SectorHasher {
     fn finish(&self) -> u64 {
-        self.0
+        self.0 ^ (self.0 >> 32)
     }
 
     fn write(&mut self, bytes: &[u8]) {
