@@ -96,8 +96,11 @@ def change(before: float, after: float) -> Optional[float]:
     return (after - before) / abs(before)
 
 
-def _fmt(value: float, unit: str = "") -> str:
-    if isinstance(value, int) or (float(value).is_integer() and abs(value) >= 1000):
+def fmt_figure(value: Optional[float], unit: str = "") -> str:
+    """A figure for a table: thousands separated, '-' when unknown."""
+    if value is None:
+        return "-"
+    if float(value).is_integer():
         text = f"{int(value):,}"
     elif abs(value) >= 100:
         text = f"{value:,.1f}"
@@ -125,12 +128,12 @@ def _rows(pair: Dict[str, Dict[str, float]]) -> List[Tuple[str, str, str, str, b
         if b[key] == 0 and a[key] == 0:
             continue
         text, marked = _fmt_change(b[key], a[key])
-        rows.append((label, _fmt(b[key], unit), _fmt(a[key], unit), text, marked))
+        rows.append((label, fmt_figure(b[key], unit), fmt_figure(a[key], unit), text, marked))
     for col in IOSTAT_COLUMNS:
         if b[col] == 0 and a[col] == 0:
             continue
         text, marked = _fmt_change(b[col], a[col])
-        rows.append((f"iostat {col}", _fmt(b[col]), _fmt(a[col]), text, marked))
+        rows.append((f"iostat {col}", fmt_figure(b[col]), fmt_figure(a[col]), text, marked))
     return rows
 
 
@@ -141,7 +144,7 @@ def format_comparison(result: Dict[str, Any], labels: Sequence[str], devices: Op
     table: List[Tuple[str, str, str, str, bool]] = []
     t = result["elapsed_s"]
     text, marked = _fmt_change(t["before"], t["after"])
-    table.append(("elapsed (simulated)", _fmt(t["before"], "s"), _fmt(t["after"], "s"), text, marked))
+    table.append(("elapsed (simulated)", fmt_figure(t["before"], "s"), fmt_figure(t["after"], "s"), text, marked))
     names = list(devices) if devices else list(result["devices"])
     sections = [(name, _rows(result["devices"][name])) for name in names if name in result["devices"]]
     w0 = max([len(r[0]) for _, rows in sections for r in rows] + [len(table[0][0]), 8]) + 2

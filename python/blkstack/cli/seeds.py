@@ -15,6 +15,7 @@ from blkstack.cli import common
 from blkstack.cli.common import EXIT_OK, UsageError, check_output, say, table, write_json_output
 from blkstack.cli.compare import scenario_sides
 from blkstack.cli.scenarios import builtin_scenarios
+from blkstack.compare import fmt_figure
 
 
 def _find(name: str) -> S.Seed:
@@ -74,14 +75,6 @@ def evaluate(seed: S.Seed, quick: bool = False) -> Dict[str, Any]:
     return result
 
 
-def _num(value: Optional[float], unit: str = "") -> str:
-    if value is None:
-        return "-"
-    if abs(value) >= 1e6 or (float(value).is_integer() and abs(value) >= 100):
-        return f"{value:,.0f}"
-    return f"{value:,.2f}"
-
-
 def _ratio(value: Optional[float]) -> str:
     """after / before: '1.20x', or '1/290' for a large drop."""
     if value is None:
@@ -98,8 +91,8 @@ def format_seed(result: Dict[str, Any], seed: S.Seed) -> str:
     rows = []
     for f in seed.figures:
         label = f"{f.label} ({f.unit})" if f.unit else f.label
-        rows.append([label, _num(f.seed_before), _num(f.seed_after), _ratio(S.ratio(f.seed_before, f.seed_after)),
-                     _num(b[f.key]), _num(a[f.key]), _ratio(S.ratio(b[f.key], a[f.key]))])
+        rows.append([label, fmt_figure(f.seed_before), fmt_figure(f.seed_after), _ratio(S.ratio(f.seed_before, f.seed_after)),
+                     fmt_figure(b[f.key]), fmt_figure(a[f.key]), _ratio(S.ratio(b[f.key], a[f.key]))])
     headers = ["FIGURE", "SEED BEFORE", "SEED AFTER", "RATIO", "BLKSTACK BEFORE", "BLKSTACK AFTER", "RATIO"]
     lines += ["  " + l for l in table(headers, rows, [False] + [True] * 6)]
     if result.get("evidence"):
@@ -117,8 +110,8 @@ def format_compact(results: Sequence[Dict[str, Any]]) -> str:
         b, a = result["before"][f.key], result["after"][f.key]
         unit = f" {f.unit}" if f.unit else ""
         rows.append([seed.number, seed.name, f.label,
-                     f"{_num(f.seed_before)} -> {_num(f.seed_after)}{unit}",
-                     f"{_num(b)} -> {_num(a)}{unit}" + (" *" if seed.quick else "")])
+                     f"{fmt_figure(f.seed_before)} -> {fmt_figure(f.seed_after)}{unit}",
+                     f"{fmt_figure(b)} -> {fmt_figure(a)}{unit}" + (" *" if seed.quick else "")])
     lines = table(["SEED", "NAME", "FIGURE", "SEED'S MEASUREMENT", "BLKSTACK"], rows, [False] * 5)
     if any(S.seed(r["name"]).quick for r in results):
         lines.append("* on devices scaled down for speed (1/64 of the size): times scale with it; "
