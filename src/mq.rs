@@ -485,14 +485,16 @@ pub fn blk_start_plug(core: &mut BlockCore, task: u32) -> bool {
     if slot.is_some() {
         return false;
     }
-    *slot = Some(Plug::default());
+    *slot = Some(Plug { list: std::mem::take(&mut core.spare_plug_list), ..Plug::default() });
     true
 }
 
 /// `blk_finish_plug`.
 pub fn blk_finish_plug(qs: &mut [RequestQueue], core: &mut BlockCore, task: u32) {
     blk_mq_flush_plug_list(qs, core, task, false);
-    core.plugs[task as usize] = None;
+    if let Some(plug) = core.plugs[task as usize].take() {
+        core.spare_plug_list = plug.list;
+    }
 }
 
 /// `blk_mq_flush_plug_list`.
@@ -518,10 +520,16 @@ pub fn blk_mq_flush_plug_list(qs: &mut [RequestQueue], core: &mut BlockCore, tas
                 blk_mq_start_request(&mut qs[qi], core, id, task);
             }
         }
-        return;
+        list.clear();
     }
     while !list.is_empty() {
         blk_mq_dispatch_plug_list(qs, core, &mut list, from_schedule, task);
+    }
+    // The emptied list goes back to the plug, for the requests to come.
+    if let Some(plug) = core.plugs[task as usize].as_mut() {
+        if plug.list.is_empty() {
+            plug.list = list;
+        }
     }
 }
 

@@ -14,7 +14,7 @@ use crate::bio::{bvec_iter_advance, req, Bio, BioId, Op, SECTOR_SHIFT};
 use crate::check::Checker;
 use crate::genhd::{DevId, Driver, Topology};
 use crate::mq::{Submit, Waiter};
-use crate::plug::Plug;
+use crate::plug::{Plug, RqRef};
 use crate::profile::{Behaviour, BioAccounting, BioListAssembly, SplitRemainder};
 use crate::split::{split_decision, SplitDecision};
 use crate::stats::DevStats;
@@ -96,6 +96,9 @@ pub struct BlockCore {
     pub done_roots: Vec<RootDone>,
     /// `current->plug`, per task.
     pub plugs: Vec<Option<Plug>>,
+    /// A finished plug's (empty) list buffer, for the next plug: a plug is
+    /// a stack variable in the kernel, and costs nothing to set up.
+    pub spare_plug_list: VecDeque<RqRef>,
     /// Submitters that got a tag back: (queue, what they were allocating
     /// for, the tags they now hold).
     pub woken: Vec<(u32, Waiter, (bool, bool))>,
@@ -138,6 +141,7 @@ impl BlockCore {
             spare_bio_lists: BioLists::default(),
             done_roots: Vec::new(),
             plugs: vec![None, None],
+            spare_plug_list: VecDeque::new(),
             woken: Vec::new(),
             events: BinaryHeap::new(),
             streams: Vec::new(),
