@@ -2,10 +2,11 @@
 //! over physical addresses (include/linux/blk_types.h, block/bio.c).
 //!
 //! Memory is modelled as physical addresses: a [`Bvec`] is `(phys, len)` and
-//! its `bv_offset` is `phys % PAGE_SIZE`. Clones share the bvec table (an
-//! `Rc`), exactly as `bio_alloc_clone` shares `bi_io_vec`, and splitting only
+//! its `bv_offset` is `phys % PAGE_SIZE`. Clones get the same bvec table
+//! ([`BioVecs`]), as `bio_alloc_clone` shares `bi_io_vec`, and splitting only
 //! moves the [`BvecIter`].
 
+use std::ops::Deref;
 use std::rc::Rc;
 
 use crate::genhd::DevId;
@@ -16,6 +17,8 @@ pub const SECTOR_SHIFT: u32 = 9;
 pub const PAGE_SIZE: u64 = 4096;
 /// `BIO_MAX_VECS`: most bvecs one bio holds.
 pub const BIO_MAX_VECS: usize = 256;
+/// `BIO_INLINE_VECS`: bvecs a bio holds in itself (`bi_inline_vecs`).
+pub const BIO_INLINE_VECS: usize = 4;
 
 /// `enum req_op` (values as in 6.1 and 7.2). The default is the zero
 /// value, `REQ_OP_READ`, as in a zeroed `struct bio`.
@@ -142,6 +145,54 @@ impl Bvec {
     }
 }
 
+/// `bi_io_vec`: a bio's bvec table, never changed once the bio is built.
+/// A small table lives in the bio itself (`bi_inline_vecs`), so building a
+/// bio of a few pages allocates nothing; a larger one is allocated once
+/// (`bvec_alloc`) and shared. A clone or split front gets the same table:
+/// a copy of an inline one (the same pages), the shared one itself.
+#[derive(Clone, Debug)]
+pub enum BioVecs {
+    Inline { len: u8, vecs: [Bvec; BIO_INLINE_VECS] },
+    Shared(Rc<[Bvec]>),
+}
+
+impl BioVecs {
+    pub fn new(bvecs: &[Bvec]) -> BioVecs {
+        if bvecs.len() > BIO_INLINE_VECS {
+            return BioVecs::Shared(Rc::from(bvecs));
+        }
+        let mut vecs = [Bvec { phys: 0, len: 0 }; BIO_INLINE_VECS];
+        vecs[..bvecs.len()].copy_from_slice(bvecs);
+        BioVecs::Inline { len: bvecs.len() as u8, vecs }
+    }
+
+    /// Do both tables hold the same pages, as a clone's and its original's do?
+    pub fn same_pages(&self, other: &BioVecs) -> bool {
+        match (self, other) {
+            (BioVecs::Shared(a), BioVecs::Shared(b)) if Rc::ptr_eq(a, b) => true,
+            _ => self[..] == other[..],
+        }
+    }
+}
+
+impl Default for BioVecs {
+    /// No pages (discards, flushes).
+    fn default() -> BioVecs {
+        BioVecs::new(&[])
+    }
+}
+
+impl Deref for BioVecs {
+    type Target = [Bvec];
+
+    fn deref(&self) -> &[Bvec] {
+        match self {
+            BioVecs::Inline { len, vecs } => &vecs[..*len as usize],
+            BioVecs::Shared(v) => v,
+        }
+    }
+}
+
 /// `struct bvec_iter`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct BvecIter {
@@ -163,7 +214,7 @@ pub struct Bio {
     pub op: Op,
     pub flags: u32,
     pub iter: BvecIter,
-    pub bvecs: Rc<[Bvec]>,
+    pub bvecs: BioVecs,
     /// `BIO_TRACE_COMPLETION`: set once 'Q' fired for this bio object.
     pub traced: bool,
     /// `BIO_REMAPPED`: the partition remap already happened.

@@ -9,10 +9,9 @@
 //! submission kept — and resumes when a completion hands it a tag.
 
 use std::collections::VecDeque;
-use std::rc::Rc;
 use std::time::Instant;
 
-use crate::bio::{Bio, BioId, BvecIter};
+use crate::bio::{Bio, BioId, BioVecs, BvecIter};
 use crate::disk::{DiskModel, ServiceModel};
 use crate::genhd::{DevId, DiskKind, Driver, Queue, Topology};
 use crate::mq::{self, blk_mq_complete_request, blk_mq_submit_bio, RequestQueue, Submit};
@@ -291,7 +290,7 @@ impl Engine {
             op: spec.op,
             flags: spec.flags,
             iter: BvecIter { sector: spec.sector, size: spec.size, idx: 0, bvec_done: 0 },
-            bvecs: Rc::from(spec.bvecs),
+            bvecs: BioVecs::new(&spec.bvecs),
             traced: false,
             remapped: false,
             parent: None,

@@ -220,8 +220,7 @@ impl BlockCore {
         let mut front = Bio { parent: None, remaining: 1, in_request: false, bi_next: None, acct: None, ..b.clone() };
         front.iter.size = bytes;
         let b = self.bio_mut(id);
-        let bvecs = b.bvecs.clone();
-        bvec_iter_advance(&bvecs, &mut b.iter, bytes);
+        bvec_iter_advance(&b.bvecs, &mut b.iter, bytes);
         self.alloc_bio(front)
     }
 
