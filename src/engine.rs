@@ -8,6 +8,7 @@
 //! submission is suspended — its `current->bio_list` and the rest of its
 //! submission kept — and resumes when a completion hands it a tag.
 
+use std::borrow::Borrow;
 use std::collections::VecDeque;
 use std::time::Instant;
 
@@ -34,7 +35,7 @@ pub struct Job {
     in_flight: u32,
     finished: bool,
     /// What remains of the submission under way.
-    current: VecDeque<Step>,
+    current: VecDeque<Submitting>,
     /// The submission installed a plug it must finish.
     plugged: bool,
     pub units_done: u64,
@@ -85,8 +86,7 @@ impl Job {
         if unit.sync {
             self.sync_slot = Some(slot);
         }
-        self.current.extend(unit.bios.into_iter().map(|b| Step::Bio(b, slot)));
-        self.current.push_back(Step::EndOfUnit(slot));
+        self.current.push_back(Submitting { bios: unit.bios, next: 0, slot });
     }
 }
 
@@ -100,13 +100,12 @@ fn next_from_source(job: &mut Job, now: u64) -> Option<IoUnit> {
     u
 }
 
-/// One step of a submission.
-enum Step {
-    /// Submit a bio of the unit in this slot.
-    Bio(BioSpec, u32),
-    /// All bios of the unit were submitted: drop the submission's own
-    /// reference, so the unit completes with its last bio.
-    EndOfUnit(u32),
+/// A unit of the submission under way, in its slot: its bios from `next`
+/// on are still to be submitted.
+struct Submitting {
+    bios: Vec<BioSpec>,
+    next: usize,
+    slot: u32,
 }
 
 /// What a task was doing when it went to sleep.
@@ -283,8 +282,10 @@ impl Engine {
     }
 
     /// Submit one bio from `task` now. Returns false if the task went to
-    /// sleep (it resumes by itself when a tag frees).
-    pub fn submit_root(&mut self, task: u32, spec: BioSpec, owner: u32, cookie: u32) -> bool {
+    /// sleep (it resumes by itself when a tag frees). The bio copies what
+    /// it needs from `spec`.
+    pub fn submit_root(&mut self, task: u32, spec: impl Borrow<BioSpec>, owner: u32, cookie: u32) -> bool {
+        let spec = spec.borrow();
         let bio = Bio {
             dev: spec.dev,
             op: spec.op,
@@ -332,15 +333,20 @@ impl Engine {
             if self.tasks[task as usize].blocked {
                 return;
             }
-            while let Some(step) = self.jobs[j].current.pop_front() {
-                match step {
-                    Step::Bio(spec, slot) => {
-                        if !self.submit_root(task, spec, j as u32, slot) {
-                            return;
-                        }
+            while let Some(mut u) = self.jobs[j].current.pop_front() {
+                while u.next < u.bios.len() {
+                    u.next += 1;
+                    if !self.submit_root(task, &u.bios[u.next - 1], j as u32, u.slot) {
+                        // Asleep inside this bio's submission: the rest waits.
+                        self.jobs[j].current.push_front(u);
+                        return;
                     }
-                    Step::EndOfUnit(slot) => self.unit_bio_done(j, slot),
                 }
+                // All bios of the unit were submitted: drop the submission's
+                // own reference, so the unit completes with its last bio,
+                // and hand the bios' buffers back to the source.
+                self.unit_bio_done(j, u.slot);
+                self.jobs[j].source.unit_done(u.bios);
             }
             if std::mem::take(&mut self.jobs[j].plugged) {
                 self.finish_plug(task);
