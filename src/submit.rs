@@ -7,6 +7,7 @@
 //! `__submit_bio_noacct_mq` (request-based) — are generic over a [`Stack`],
 //! which knows how to run `__submit_bio` for each device.
 
+use std::collections::binary_heap::PeekMut;
 use std::collections::{BinaryHeap, VecDeque};
 use std::cmp::Reverse;
 
@@ -390,6 +391,12 @@ impl BlockCore {
     fn reassemble_bio_list(&mut self, q: DevId) -> Option<BioId> {
         let BlockCore { bio_list, topo, bios, beh, .. } = self;
         let BioLists { l0, l1: pending, same } = bio_list.as_mut().expect("loop active");
+        if l0.is_empty() {
+            // The bio submitted nothing (a disk's bio usually): in either
+            // order only the pending bios are left.
+            std::mem::swap(l0, pending);
+            return l0.pop_front();
+        }
         // Sort L0 into lower (kept in L0, in order) and same (scratch), in place.
         for _ in 0..l0.len() {
             let b = l0.pop_front().expect("counted");
@@ -549,14 +556,22 @@ impl BlockCore {
     }
 
     pub fn pop_event(&mut self) -> Option<SimEvent> {
-        let Reverse((key, slot)) = self.events.pop()?;
+        let mut top = self.events.peek_mut()?;
+        let Reverse((key, slot)) = *top;
         let ev = match slot {
-            Slot::Event(ev) => ev,
+            Slot::Event(ev) => {
+                PeekMut::pop(top);
+                ev
+            }
             Slot::Stream(i) => {
                 let s = &mut self.streams[i as usize];
                 let (_, ev) = s.pop_front().expect("a stream in the heap has a head");
-                if let Some(&(next, _)) = s.front() {
-                    self.events.push(Reverse((next, Slot::Stream(i))));
+                match s.front() {
+                    // The stream's next event takes the head's place: one
+                    // sift instead of a pop and a push (keys are unique, so
+                    // the order is the same).
+                    Some(&(next, _)) => *top = Reverse((next, Slot::Stream(i))),
+                    None => drop(PeekMut::pop(top)),
                 }
                 ev
             }
