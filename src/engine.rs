@@ -458,6 +458,9 @@ impl Engine {
     /// Report finished root bios to their jobs, wake tasks that got tags,
     /// and let the jobs go on.
     fn reap(&mut self) {
+        if self.core.woken.is_empty() && self.core.done_roots.is_empty() {
+            return;
+        }
         // This round's lists are swapped out of the core (which collects
         // the next round's in the emptied buffers) and handed back after.
         let mut r = std::mem::take(&mut self.reaped);

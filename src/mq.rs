@@ -310,9 +310,9 @@ fn blk_attempt_plug_merge(qs: &mut [RequestQueue], core: &mut BlockCore, qi: usi
 
 /// `blk_bio_list_merge` over the software queue: newest to oldest, at most 8.
 fn blk_bio_list_merge(q: &mut RequestQueue, core: &mut BlockCore, bio: BioId, nsegs: u32) -> bool {
-    let candidates: Vec<u32> = q.ctx_list.iter().rev().take(8).copied().collect();
-    for id in candidates {
-        match blk_attempt_bio_merge(core, q.rqs.get_mut(id), bio, nsegs, &q.lim) {
+    let RequestQueue { ctx_list, rqs, lim, .. } = q;
+    for &id in ctx_list.iter().rev().take(8) {
+        match blk_attempt_bio_merge(core, rqs.get_mut(id), bio, nsegs, lim) {
             BioMerge::None => continue,
             BioMerge::Ok => return true,
             BioMerge::Failed => return false,
