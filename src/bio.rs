@@ -17,8 +17,11 @@ pub const SECTOR_SHIFT: u32 = 9;
 pub const PAGE_SIZE: u64 = 4096;
 /// `BIO_MAX_VECS`: most bvecs one bio holds.
 pub const BIO_MAX_VECS: usize = 256;
-/// `BIO_INLINE_VECS`: bvecs a bio holds in itself (`bi_inline_vecs`).
-pub const BIO_INLINE_VECS: usize = 4;
+/// Bvecs a bio holds in itself (`bi_inline_vecs`). The kernel keeps
+/// `BIO_INLINE_VECS` (4); the model keeps one, which is nearly every bio
+/// its sources build (a physically contiguous buffer is one multipage
+/// bvec), so that copying a bio for a clone or split stays cheap.
+pub const INLINE_VECS: usize = 1;
 
 /// `enum req_op` (values as in 6.1 and 7.2). The default is the zero
 /// value, `REQ_OP_READ`, as in a zeroed `struct bio`.
@@ -147,21 +150,21 @@ impl Bvec {
 
 /// `bi_io_vec`: a bio's bvec table, never changed once the bio is built.
 /// A small table lives in the bio itself (`bi_inline_vecs`), so building a
-/// bio of a few pages allocates nothing; a larger one is allocated once
+/// bio over a contiguous buffer allocates nothing; a larger one is allocated once
 /// (`bvec_alloc`) and shared. A clone or split front gets the same table:
 /// a copy of an inline one (the same pages), the shared one itself.
 #[derive(Clone, Debug)]
 pub enum BioVecs {
-    Inline { len: u8, vecs: [Bvec; BIO_INLINE_VECS] },
+    Inline { len: u8, vecs: [Bvec; INLINE_VECS] },
     Shared(Rc<[Bvec]>),
 }
 
 impl BioVecs {
     pub fn new(bvecs: &[Bvec]) -> BioVecs {
-        if bvecs.len() > BIO_INLINE_VECS {
+        if bvecs.len() > INLINE_VECS {
             return BioVecs::Shared(Rc::from(bvecs));
         }
-        let mut vecs = [Bvec { phys: 0, len: 0 }; BIO_INLINE_VECS];
+        let mut vecs = [Bvec { phys: 0, len: 0 }; INLINE_VECS];
         vecs[..bvecs.len()].copy_from_slice(bvecs);
         BioVecs::Inline { len: bvecs.len() as u8, vecs }
     }
