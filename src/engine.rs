@@ -458,37 +458,36 @@ impl Engine {
     /// Report finished root bios to their jobs, wake tasks that got tags,
     /// and let the jobs go on.
     fn reap(&mut self) {
-        if self.core.woken.is_empty() && self.core.done_roots.is_empty() {
-            return;
-        }
-        // This round's lists are swapped out of the core (which collects
-        // the next round's in the emptied buffers) and handed back after.
-        let mut r = std::mem::take(&mut self.reaped);
-        loop {
-            std::mem::swap(&mut r.woken, &mut self.core.woken);
-            std::mem::swap(&mut r.done, &mut self.core.done_roots);
-            if r.woken.is_empty() && r.done.is_empty() {
-                break;
-            }
-            for (qi, w, tags) in r.woken.drain(..) {
+        while !(self.core.woken.is_empty() && self.core.done_roots.is_empty()) {
+            // This round's lists are swapped out of the core, which collects
+            // the next round's in the emptied buffers. (Nothing called from
+            // here reaps, so `self.reaped` stays put while it is walked.)
+            std::mem::swap(&mut self.reaped.woken, &mut self.core.woken);
+            std::mem::swap(&mut self.reaped.done, &mut self.core.done_roots);
+            for i in 0..self.reaped.woken.len() {
+                let (qi, w, tags) = self.reaped.woken[i];
                 self.resume_task(qi, w, tags);
             }
-            for d in r.done.drain(..) {
+            self.reaped.woken.clear();
+            for i in 0..self.reaped.done.len() {
+                let d = self.reaped.done[i];
                 let j = d.owner as usize;
                 if j >= self.jobs.len() {
                     continue;
                 }
                 self.jobs[j].errors += (d.status != 0) as u64;
                 self.unit_bio_done(j, d.cookie);
-                if !r.ready.contains(&j) {
-                    r.ready.push(j);
+                if !self.reaped.ready.contains(&j) {
+                    self.reaped.ready.push(j);
                 }
             }
-            for j in r.ready.drain(..) {
+            self.reaped.done.clear();
+            for i in 0..self.reaped.ready.len() {
+                let j = self.reaped.ready[i];
                 self.run_job(j);
             }
+            self.reaped.ready.clear();
         }
-        self.reaped = r;
     }
 
     /// Handle one timed event.

@@ -213,10 +213,14 @@ impl RequestQueue {
 // ---- tracing -------------------------------------------------------------
 
 /// Trace a request event ('I', 'D', 'C', and 'M' for a request merge).
+#[inline]
 pub fn trace_rq(core: &mut BlockCore, action: Action, rq: &Request, task: u32) {
-    if !core.tracer.active() {
-        return;
+    if core.tracer.active() {
+        trace_rq_event(core, action, rq, task);
     }
+}
+
+fn trace_rq_event(core: &mut BlockCore, action: Action, rq: &Request, task: u32) {
     let ev = Event {
         time: core.now,
         dev: rq.dev,

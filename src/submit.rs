@@ -233,11 +233,16 @@ impl BlockCore {
 
     // ---- tracing -------------------------------------------------------
 
-    /// Emit an event for bio `id` on its queue's trace stream.
+    /// Emit an event for bio `id` on its queue's trace stream (inlined
+    /// down to the check, so an untraced run pays no call).
+    #[inline]
     pub fn trace_bio(&mut self, action: Action, id: BioId, arg: u64, from_dev: DevId) {
-        if !self.tracer.active() {
-            return;
+        if self.tracer.active() {
+            self.trace_bio_event(action, id, arg, from_dev);
         }
+    }
+
+    fn trace_bio_event(&mut self, action: Action, id: BioId, arg: u64, from_dev: DevId) {
         let b = self.bio(id);
         let ev = Event {
             time: self.now,
