@@ -230,8 +230,8 @@ pub struct Bio {
     /// Inside a request (request-based disks complete per request, not per bio).
     pub in_request: bool,
     /// `bi_next`: the next bio of the request this one is in (the
-    /// request's `bio` .. `biotail` chain); `None` for the last, or outside
-    /// a request.
+    /// request's `bio` .. `biotail` chain), or of the `bio_list` it waits
+    /// on (`current->bio_list`); `None` for the last, or on neither.
     pub bi_next: Option<BioId>,
     /// The submitting job; completion of a root bio is reported to it.
     pub owner: u32,

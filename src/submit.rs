@@ -65,13 +65,58 @@ pub struct RootDone {
     pub status: i32,
 }
 
+/// `struct bio_list`: bios linked head to tail through their `bi_next`
+/// (a bio waiting on a list is in no request, so the field is free).
+#[derive(Clone, Copy, Debug, Default)]
+struct BioList {
+    head: Option<BioId>,
+    tail: Option<BioId>,
+}
+
+impl BioList {
+    /// `bio_list_add`.
+    fn add(&mut self, bios: &mut [Bio], b: BioId) {
+        bios[b as usize].bi_next = None;
+        match self.tail {
+            Some(t) => bios[t as usize].bi_next = Some(b),
+            None => self.head = Some(b),
+        }
+        self.tail = Some(b);
+    }
+
+    /// `bio_list_add_head`.
+    fn add_head(&mut self, bios: &mut [Bio], b: BioId) {
+        bios[b as usize].bi_next = self.head;
+        self.tail = self.tail.or(Some(b));
+        self.head = Some(b);
+    }
+
+    /// `bio_list_pop`: the head, unlinked.
+    fn pop(&mut self, bios: &mut [Bio]) -> Option<BioId> {
+        let b = self.head?;
+        self.head = bios[b as usize].bi_next.take();
+        if self.head.is_none() {
+            self.tail = None;
+        }
+        Some(b)
+    }
+
+    /// `bio_list_merge`: `other`'s bios after these.
+    fn merge(&mut self, bios: &mut [Bio], other: BioList) {
+        let Some(h) = other.head else { return };
+        match self.tail {
+            Some(t) => bios[t as usize].bi_next = Some(h),
+            None => self.head = Some(h),
+        }
+        self.tail = other.tail;
+    }
+}
+
 /// `current->bio_list[0..2]`.
-#[derive(Default)]
+#[derive(Clone, Copy, Default)]
 struct BioLists {
-    l0: VecDeque<BioId>,
-    l1: VecDeque<BioId>,
-    /// Scratch for the reassembly (kept to avoid allocating per bio).
-    same: VecDeque<BioId>,
+    l0: BioList,
+    l1: BioList,
 }
 
 pub struct BlockCore {
@@ -91,9 +136,6 @@ pub struct BlockCore {
     pub bios_live_peak: usize,
     bios_live: usize,
     bio_list: Option<BioLists>,
-    /// The lists' buffers between loops (the kernel's live on the stack of
-    /// `__submit_bio_noacct`): reused, so a loop allocates nothing.
-    spare_bio_lists: BioLists,
     pub done_roots: Vec<RootDone>,
     /// `current->plug`, per task.
     pub plugs: Vec<Option<Plug>>,
@@ -139,7 +181,6 @@ impl BlockCore {
             bios_live_peak: 0,
             bios_live: 0,
             bio_list: None,
-            spare_bio_lists: BioLists::default(),
             done_roots: Vec::new(),
             plugs: vec![None, None],
             spare_plug_list: VecDeque::new(),
@@ -347,9 +388,10 @@ impl BlockCore {
             }
         }
         let head = split && self.beh.split_remainder == SplitRemainder::Head;
-        match &mut self.bio_list {
-            Some(lists) if head => lists.l0.push_front(id),
-            Some(lists) => lists.l0.push_back(id),
+        let BlockCore { bio_list, bios, .. } = self;
+        match bio_list {
+            Some(lists) if head => lists.l0.add_head(bios, id),
+            Some(lists) => lists.l0.add(bios, id),
             None => return Some(id),
         }
         None
@@ -395,42 +437,30 @@ impl BlockCore {
     /// the version; returns the next bio to handle.
     fn reassemble_bio_list(&mut self, q: DevId) -> Option<BioId> {
         let BlockCore { bio_list, topo, bios, beh, .. } = self;
-        let BioLists { l0, l1: pending, same } = bio_list.as_mut().expect("loop active");
-        if l0.is_empty() {
-            // The bio submitted nothing (a disk's bio usually): in either
-            // order only the pending bios are left.
-            std::mem::swap(l0, pending);
-            return l0.pop_front();
-        }
-        // Sort L0 into lower (kept in L0, in order) and same (scratch), in place.
-        for _ in 0..l0.len() {
-            let b = l0.pop_front().expect("counted");
+        let lists = bio_list.as_mut().expect("loop active");
+        let (mut lower, mut same) = (BioList::default(), BioList::default());
+        while let Some(b) = lists.l0.pop(bios) {
             if topo.dev(bios[b as usize].dev).whole == q {
-                same.push_back(b);
+                same.add(bios, b);
             } else {
-                l0.push_back(b);
+                lower.add(bios, b);
             }
         }
-        match beh.bio_list_assembly {
-            BioListAssembly::LowerSamePending => {
-                l0.extend(same.drain(..));
-                l0.extend(pending.drain(..));
-            }
-            BioListAssembly::PendingLowerSame => {
-                pending.extend(l0.drain(..));
-                pending.extend(same.drain(..));
-                std::mem::swap(l0, pending);
-            }
+        let pending = std::mem::take(&mut lists.l1);
+        let order = match beh.bio_list_assembly {
+            BioListAssembly::LowerSamePending => [lower, same, pending],
+            BioListAssembly::PendingLowerSame => [pending, lower, same],
+        };
+        for l in order {
+            lists.l0.merge(bios, l);
         }
-        l0.pop_front()
+        lists.l0.pop(bios)
     }
 
-    /// A submission loop ends: `current->bio_list` is gone, its (empty)
-    /// buffers are kept for the next loop.
-    fn end_bio_list(&mut self) {
-        if let Some(lists) = self.bio_list.take() {
-            self.spare_bio_lists = lists;
-        }
+    /// `bio_list_pop(&bio_list_on_stack[0])`.
+    fn bio_list_pop(&mut self) -> Option<BioId> {
+        let BlockCore { bio_list, bios, .. } = self;
+        bio_list.as_mut()?.l0.pop(bios)
     }
 
     // ---- checks --------------------------------------------------------
@@ -643,7 +673,7 @@ pub fn submit_bio<S: Stack>(stack: &mut S, id: BioId) -> Option<Suspended> {
     let id = stack.core().submit_bio_noacct(id)?;
     let core = stack.core();
     let driver = core.topo.dev(core.bio(id).dev).driver;
-    core.bio_list = Some(std::mem::take(&mut core.spare_bio_lists));
+    core.bio_list = Some(BioLists::default());
     match driver {
         Driver::BioBased(_) => bio_based_loop(stack, Step::Submit(id)),
         Driver::Mq(_) => mq_loop(stack, Some(id)),
@@ -656,7 +686,7 @@ pub fn resume_submit<S: Stack>(stack: &mut S, s: Suspended) -> Option<Suspended>
     core.bio_list = Some(s.lists);
     match s.kind {
         LoopKind::Mq => {
-            let next = core.bio_list.as_mut().and_then(|l| l.l0.pop_front());
+            let next = core.bio_list_pop();
             mq_loop(stack, next)
         }
         LoopKind::BioBased => bio_based_loop(stack, Step::Finish(s.queue)),
@@ -675,9 +705,9 @@ fn mq_loop<S: Stack>(stack: &mut S, mut next: Option<BioId>) -> Option<Suspended
         if stack.__submit_bio(id) == Submit::Blocked {
             return suspend(stack.core(), LoopKind::Mq, 0);
         }
-        next = stack.core().bio_list.as_mut().and_then(|l| l.l0.pop_front());
+        next = stack.core().bio_list_pop();
     }
-    stack.core().end_bio_list();
+    stack.core().bio_list = None;
     None
 }
 
@@ -697,8 +727,8 @@ fn bio_based_loop<S: Stack>(stack: &mut S, mut step: Step) -> Option<Suspended> 
                 let core = stack.core();
                 let q = core.topo.dev(core.bio(id).dev).whole;
                 let lists = core.bio_list.as_mut().expect("loop active");
-                // L1 is empty after each reassembly: park L0 there, reuse L1's buffer.
-                std::mem::swap(&mut lists.l0, &mut lists.l1);
+                // L1 is empty after each reassembly: L0 waits there.
+                lists.l1 = std::mem::take(&mut lists.l0);
                 if stack.__submit_bio(id) == Submit::Blocked {
                     return suspend(stack.core(), LoopKind::BioBased, q);
                 }
@@ -712,6 +742,6 @@ fn bio_based_loop<S: Stack>(stack: &mut S, mut step: Step) -> Option<Suspended> 
             None => break,
         }
     }
-    stack.core().end_bio_list();
+    stack.core().bio_list = None;
     None
 }
