@@ -157,7 +157,8 @@ impl ServiceModel {
 
     fn transfer_ns(&self, op: Op, bytes: u32) -> u64 {
         let bw = if op.is_write() { self.write_bandwidth } else { self.bandwidth };
-        (bytes as u128 * 1_000_000_000 / bw.max(1) as u128) as u64
+        // A u32 of bytes times 10⁹ fits in a u64.
+        bytes as u64 * 1_000_000_000 / bw.max(1)
     }
 }
 
