@@ -135,7 +135,9 @@ pub struct BlockCore {
     pub bios_allocated: u64,
     pub bios_live_peak: usize,
     bios_live: usize,
-    bio_list: Option<BioLists>,
+    /// `current->bio_list`, per task: a sleeping task's lists stay put
+    /// (in the kernel, on its stack) until it resumes.
+    bio_lists: Vec<Option<BioLists>>,
     pub done_roots: Vec<RootDone>,
     /// `current->plug`, per task.
     pub plugs: Vec<Option<Plug>>,
@@ -180,7 +182,7 @@ impl BlockCore {
             bios_allocated: 0,
             bios_live_peak: 0,
             bios_live: 0,
-            bio_list: None,
+            bio_lists: vec![None, None],
             done_roots: Vec::new(),
             plugs: vec![None, None],
             spare_plug_list: VecDeque::new(),
@@ -198,6 +200,7 @@ impl BlockCore {
     pub fn add_task(&mut self, pid: u32, comm: &str) -> u32 {
         self.tasks.push(Task { pid, comm: comm.to_string() });
         self.plugs.push(None);
+        self.bio_lists.push(None);
         (self.tasks.len() - 1) as u32
     }
 
@@ -388,8 +391,8 @@ impl BlockCore {
             }
         }
         let head = split && self.beh.split_remainder == SplitRemainder::Head;
-        let BlockCore { bio_list, bios, .. } = self;
-        match bio_list {
+        let BlockCore { bio_lists, bios, current, .. } = self;
+        match &mut bio_lists[*current as usize] {
             Some(lists) if head => lists.l0.add_head(bios, id),
             Some(lists) => lists.l0.add(bios, id),
             None => return Some(id),
@@ -436,8 +439,8 @@ impl BlockCore {
     /// ("lower") and for `q` ("same"), then joined with the pending L1 per
     /// the version; returns the next bio to handle.
     fn reassemble_bio_list(&mut self, q: DevId) -> Option<BioId> {
-        let BlockCore { bio_list, topo, bios, beh, .. } = self;
-        let lists = bio_list.as_mut().expect("loop active");
+        let BlockCore { bio_lists, topo, bios, beh, current, .. } = self;
+        let lists = bio_lists[*current as usize].as_mut().expect("loop active");
         let (mut lower, mut same) = (BioList::default(), BioList::default());
         while let Some(b) = lists.l0.pop(bios) {
             if topo.dev(bios[b as usize].dev).whole == q {
@@ -459,8 +462,13 @@ impl BlockCore {
 
     /// `bio_list_pop(&bio_list_on_stack[0])`.
     fn bio_list_pop(&mut self) -> Option<BioId> {
-        let BlockCore { bio_list, bios, .. } = self;
-        bio_list.as_mut()?.l0.pop(bios)
+        let BlockCore { bio_lists, bios, current, .. } = self;
+        bio_lists[*current as usize].as_mut()?.l0.pop(bios)
+    }
+
+    /// `current->bio_list`.
+    fn bio_list(&mut self) -> &mut Option<BioLists> {
+        &mut self.bio_lists[self.current as usize]
     }
 
     // ---- checks --------------------------------------------------------
@@ -657,11 +665,11 @@ enum LoopKind {
 }
 
 /// A submission loop whose task went to sleep (for a tag) inside
-/// `__submit_bio`: `current->bio_list` as it was, and the queue of the bio
-/// in progress (the loop sorts by it once that bio is done).
+/// `__submit_bio`: which loop, and the queue of the bio in progress (the
+/// loop sorts by it once that bio is done). The task's `current->bio_list`
+/// waits in [`BlockCore`].
 pub struct Suspended {
     kind: LoopKind,
-    lists: BioLists,
     queue: DevId,
 }
 
@@ -673,7 +681,7 @@ pub fn submit_bio<S: Stack>(stack: &mut S, id: BioId) -> Option<Suspended> {
     let id = stack.core().submit_bio_noacct(id)?;
     let core = stack.core();
     let driver = core.topo.dev(core.bio(id).dev).driver;
-    core.bio_list = Some(BioLists::default());
+    *core.bio_list() = Some(BioLists::default());
     match driver {
         Driver::BioBased(_) => bio_based_loop(stack, Step::Submit(id)),
         Driver::Mq(_) => mq_loop(stack, Some(id)),
@@ -683,7 +691,6 @@ pub fn submit_bio<S: Stack>(stack: &mut S, id: BioId) -> Option<Suspended> {
 /// Continue a loop once the sleeping task finished its `__submit_bio`.
 pub fn resume_submit<S: Stack>(stack: &mut S, s: Suspended) -> Option<Suspended> {
     let core = stack.core();
-    core.bio_list = Some(s.lists);
     match s.kind {
         LoopKind::Mq => {
             let next = core.bio_list_pop();
@@ -694,8 +701,8 @@ pub fn resume_submit<S: Stack>(stack: &mut S, s: Suspended) -> Option<Suspended>
 }
 
 fn suspend(core: &mut BlockCore, kind: LoopKind, queue: DevId) -> Option<Suspended> {
-    let lists = core.bio_list.take().expect("loop active");
-    Some(Suspended { kind, lists, queue })
+    debug_assert!(core.bio_list().is_some(), "loop active");
+    Some(Suspended { kind, queue })
 }
 
 /// `__submit_bio_noacct_mq`: bios the disk resubmits (split remainders) are
@@ -707,7 +714,7 @@ fn mq_loop<S: Stack>(stack: &mut S, mut next: Option<BioId>) -> Option<Suspended
         }
         next = stack.core().bio_list_pop();
     }
-    stack.core().bio_list = None;
+    *stack.core().bio_list() = None;
     None
 }
 
@@ -726,7 +733,7 @@ fn bio_based_loop<S: Stack>(stack: &mut S, mut step: Step) -> Option<Suspended> 
             Step::Submit(id) => {
                 let core = stack.core();
                 let q = core.topo.dev(core.bio(id).dev).whole;
-                let lists = core.bio_list.as_mut().expect("loop active");
+                let lists = core.bio_list().as_mut().expect("loop active");
                 // L1 is empty after each reassembly: L0 waits there.
                 lists.l1 = std::mem::take(&mut lists.l0);
                 if stack.__submit_bio(id) == Submit::Blocked {
@@ -742,6 +749,6 @@ fn bio_based_loop<S: Stack>(stack: &mut S, mut step: Step) -> Option<Suspended> 
             None => break,
         }
     }
-    stack.core().bio_list = None;
+    *stack.core().bio_list() = None;
     None
 }
