@@ -17,11 +17,6 @@ pub const SECTOR_SHIFT: u32 = 9;
 pub const PAGE_SIZE: u64 = 4096;
 /// `BIO_MAX_VECS`: most bvecs one bio holds.
 pub const BIO_MAX_VECS: usize = 256;
-/// Bvecs a bio holds in itself (`bi_inline_vecs`). The kernel keeps
-/// `BIO_INLINE_VECS` (4); the model keeps one, which is nearly every bio
-/// its sources build (a physically contiguous buffer is one multipage
-/// bvec), so that copying a bio for a clone or split stays cheap.
-pub const INLINE_VECS: usize = 1;
 
 /// `enum req_op` (values as in 6.1 and 7.2). The default is the zero
 /// value, `REQ_OP_READ`, as in a zeroed `struct bio`.
@@ -149,24 +144,29 @@ impl Bvec {
 }
 
 /// `bi_io_vec`: a bio's bvec table, never changed once the bio is built.
-/// A small table lives in the bio itself (`bi_inline_vecs`), so building a
-/// bio over a contiguous buffer allocates nothing; a larger one is allocated once
-/// (`bvec_alloc`) and shared. A clone or split front gets the same table:
-/// a copy of an inline one (the same pages), the shared one itself.
-#[derive(Clone, Debug)]
+/// One bvec lives in the bio itself (`bi_inline_vecs`; the kernel has
+/// room for `BIO_INLINE_VECS`, 4): that is nearly every bio the sources
+/// build (a physically contiguous buffer is one multipage bvec), so
+/// building one allocates nothing and copying a bio stays cheap. A longer
+/// table is allocated once (`bvec_alloc`) and shared. A clone or split
+/// front gets the same table: a copy of the inline bvec (the same pages),
+/// the shared one itself.
+#[derive(Clone, Debug, Default)]
 pub enum BioVecs {
-    Inline { len: u8, vecs: [Bvec; INLINE_VECS] },
+    /// No pages (discards, flushes, write zeroes).
+    #[default]
+    None,
+    Inline(Bvec),
     Shared(Rc<[Bvec]>),
 }
 
 impl BioVecs {
     pub fn new(bvecs: &[Bvec]) -> BioVecs {
-        if bvecs.len() > INLINE_VECS {
-            return BioVecs::Shared(Rc::from(bvecs));
+        match bvecs {
+            [] => BioVecs::None,
+            [bv] => BioVecs::Inline(*bv),
+            _ => BioVecs::Shared(Rc::from(bvecs)),
         }
-        let mut vecs = [Bvec { phys: 0, len: 0 }; INLINE_VECS];
-        vecs[..bvecs.len()].copy_from_slice(bvecs);
-        BioVecs::Inline { len: bvecs.len() as u8, vecs }
     }
 
     /// Do both tables hold the same pages, as a clone's and its original's do?
@@ -178,19 +178,13 @@ impl BioVecs {
     }
 }
 
-impl Default for BioVecs {
-    /// No pages (discards, flushes).
-    fn default() -> BioVecs {
-        BioVecs::new(&[])
-    }
-}
-
 impl Deref for BioVecs {
     type Target = [Bvec];
 
     fn deref(&self) -> &[Bvec] {
         match self {
-            BioVecs::Inline { len, vecs } => &vecs[..*len as usize],
+            BioVecs::None => &[],
+            BioVecs::Inline(bv) => std::slice::from_ref(bv),
             BioVecs::Shared(v) => v,
         }
     }
@@ -211,7 +205,7 @@ pub type BioId = u32;
 
 /// `struct bio`. Chain and clone relations are kept as a parent link plus a
 /// `__bi_remaining` count, which is all completion ordering needs.
-#[derive(Clone, Debug)]
+#[derive(Debug)]
 pub struct Bio {
     pub dev: DevId,
     pub op: Op,
@@ -239,6 +233,25 @@ pub struct Bio {
     pub cookie: u32,
     /// Bio-based accounting in progress: (start time, sectors).
     pub acct: Option<(u64, u32)>,
+}
+
+/// Field by field, so that `clone_from` copies into an existing bio in
+/// place: clones and split fronts are copied straight into their arena
+/// slot, where building a whole temporary and moving it stalls on store
+/// forwarding.
+impl Clone for Bio {
+    fn clone(&self) -> Bio {
+        let Bio { dev, op, flags, iter, ref bvecs, traced, remapped, parent, remaining, in_request, bi_next, owner, cookie, acct } = *self;
+        Bio { dev, op, flags, iter, bvecs: bvecs.clone(), traced, remapped, parent, remaining, in_request, bi_next, owner, cookie, acct }
+    }
+
+    fn clone_from(&mut self, src: &Bio) {
+        let Bio { dev, op, flags, iter, ref bvecs, traced, remapped, parent, remaining, in_request, bi_next, owner, cookie, acct } = *src;
+        self.bvecs.clone_from(bvecs);
+        (self.dev, self.op, self.flags, self.iter, self.traced, self.remapped) = (dev, op, flags, iter, traced, remapped);
+        (self.parent, self.remaining, self.in_request, self.bi_next) = (parent, remaining, in_request, bi_next);
+        (self.owner, self.cookie, self.acct) = (owner, cookie, acct);
+    }
 }
 
 impl Bio {

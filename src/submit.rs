@@ -215,10 +215,7 @@ impl BlockCore {
     }
 
     pub fn alloc_bio(&mut self, bio: Bio) -> BioId {
-        self.bios_allocated += 1;
-        self.bios_live += 1;
-        self.bios_live_peak = self.bios_live_peak.max(self.bios_live);
-        match self.free.pop() {
+        match self.take_free_slot() {
             Some(id) => {
                 self.bios[id as usize] = bio;
                 id
@@ -230,29 +227,62 @@ impl BlockCore {
         }
     }
 
+    /// Count a new bio object; a free slot for it, if there is one.
+    fn take_free_slot(&mut self) -> Option<BioId> {
+        self.bios_allocated += 1;
+        self.bios_live += 1;
+        self.bios_live_peak = self.bios_live_peak.max(self.bios_live);
+        self.free.pop()
+    }
+
     fn bio_put(&mut self, id: BioId) {
         self.bios_live -= 1;
         self.free.push(id);
     }
 
+    /// A new bio object that starts as a copy of `id`, its completion and
+    /// request state cleared (`__bio_clone`). It is copied into its slot
+    /// and adjusted there: building it on the stack and moving it in
+    /// stalls on store forwarding, on the path every clone and split takes.
+    fn bio_copy(&mut self, id: BioId) -> BioId {
+        let new = match self.take_free_slot() {
+            Some(new) => {
+                let (src, dst) = (id as usize, new as usize);
+                if src < dst {
+                    let (lo, hi) = self.bios.split_at_mut(dst);
+                    hi[0].clone_from(&lo[src]);
+                } else {
+                    let (lo, hi) = self.bios.split_at_mut(src);
+                    lo[dst].clone_from(&hi[0]);
+                }
+                new
+            }
+            None => {
+                let copy = self.bio(id).clone();
+                self.bios.push(copy);
+                (self.bios.len() - 1) as BioId
+            }
+        };
+        let c = self.bio_mut(new);
+        c.parent = None;
+        c.remaining = 1;
+        c.in_request = false;
+        c.bi_next = None;
+        // Accounting lives with the I/O being accounted (md_io_acct,
+        // dm_io, r10bio), never with a clone or split front.
+        c.acct = None;
+        new
+    }
+
     /// `bio_alloc_clone`: shares the bvecs, copies the iterator and flags;
     /// the clone is a new object, so it gets its own 'Q' where submitted.
     pub fn bio_alloc_clone(&mut self, id: BioId, dev: DevId) -> BioId {
-        let b = self.bio(id);
-        let clone = Bio {
-            dev,
-            traced: false,
-            remapped: false,
-            parent: None,
-            remaining: 1,
-            in_request: false,
-            bi_next: None,
-            // Accounting lives with the I/O being accounted (md_io_acct,
-            // dm_io, r10bio), never with a clone.
-            acct: None,
-            ..b.clone()
-        };
-        self.alloc_bio(clone)
+        let clone = self.bio_copy(id);
+        let c = self.bio_mut(clone);
+        c.dev = dev;
+        c.traced = false;
+        c.remapped = false;
+        clone
     }
 
     /// `bio_split`: a clone covering the first `sectors`; the original is
@@ -262,11 +292,11 @@ impl BlockCore {
         let bytes = sectors << SECTOR_SHIFT;
         let b = self.bio(id);
         assert!(sectors > 0 && bytes < b.iter.size, "bio_split of {sectors} sectors out of range");
-        let mut front = Bio { parent: None, remaining: 1, in_request: false, bi_next: None, acct: None, ..b.clone() };
-        front.iter.size = bytes;
+        let front = self.bio_copy(id);
+        self.bio_mut(front).iter.size = bytes;
         let b = self.bio_mut(id);
         bvec_iter_advance(&b.bvecs, &mut b.iter, bytes);
-        self.alloc_bio(front)
+        front
     }
 
     /// `bio_chain`: `parent` completes only after `child` does.
