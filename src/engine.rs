@@ -71,8 +71,8 @@ pub struct JobStats {
 }
 
 impl Job {
-    /// Take a unit in flight: a slot, and its bios as steps of the
-    /// submission.
+    /// Take a unit in flight: a slot, and a place in the submission under
+    /// way.
     fn queue_unit(&mut self, unit: IoUnit, now: u64) {
         let slot = self.free_slots.pop().unwrap_or_else(|| {
             self.slots.push(0);

@@ -24,9 +24,10 @@ pub enum SplitDecision {
 }
 
 /// `bio_allowed_max_sectors`: `UINT_MAX` bytes rounded down to the block
-/// size (a power of two: `round_down` masks).
+/// size. The block size is a power of two and `round_down` masks: of
+/// `UINT_MAX` that leaves every bit above the offset in a block.
 pub fn bio_allowed_max_sectors(lim: &QueueLimits) -> u32 {
-    (u32::MAX & !(lim.logical_block_size - 1)) >> SECTOR_SHIFT
+    !(lim.logical_block_size - 1) >> SECTOR_SHIFT
 }
 
 /// `x % m`, masked when `m` is a power of two as the kernel's helpers do

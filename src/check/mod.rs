@@ -87,7 +87,8 @@ pub struct Checker {
     layouts: Vec<Layout>,
     /// Boxed, so taking one in and out of its slot moves a pointer.
     roots: Vec<Option<Box<RootState>>>,
-    /// Finished root states, their buffers kept for reuse.
+    /// Finished root states, their buffers kept for reuse (boxed, as above).
+    #[allow(clippy::vec_box)]
     free_roots: Vec<Box<RootState>>,
     next_seq: u64,
     oracle: Option<Oracle>,
