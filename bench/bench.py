@@ -8,6 +8,12 @@ the test run: figures depend on the machine.
 
     python bench/bench.py            # all workloads
     python bench/bench.py dd-10g     # one
+    python bench/bench.py --instructions [WORKLOAD...]
+
+Timings move with whatever else the machine runs. --instructions counts
+instead the instructions one run executes (valgrind's callgrind, in a fresh
+interpreter, less the interpreter's own start): slow, but the same from run
+to run, for comparing two versions of the engine.
 """
 
 import json
@@ -94,12 +100,45 @@ def bench(name: str, text: str, repeat: int = 3) -> dict:
         return best
 
 
+def callgrind_instructions(code: str) -> int:
+    """Instructions callgrind counts for `python -c code`."""
+    # Imported here: the timing mode's peak-RSS column should not grow.
+    import re
+    import subprocess
+
+    cmd = ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", sys.executable, "-c", code]
+    out = subprocess.run(cmd, capture_output=True, text=True, check=True).stderr
+    m = re.search(r"Collected : (\d+)", out)
+    if not m:
+        raise RuntimeError(f"no instruction count in valgrind's output:\n{out}")
+    return int(m.group(1))
+
+
+def instructions(names: list[str]) -> int:
+    """Print each workload's instruction count (one run, as `run` does it)."""
+    start = "import blkstack._core as c"
+    idle = callgrind_instructions(start)
+    print(f"{'workload':<20} {'bios':>10} {'instructions':>15} {'per bio':>8}")
+    for n in names:
+        with tempfile.TemporaryDirectory() as d:
+            path = Path(d) / f"{n}.toml"
+            path.write_text(WORKLOADS[n])
+            count = callgrind_instructions(f"{start}; c.run({str(path)!r})") - idle
+            bios = json.loads(blkstack._core.run(str(path)))["bios"]
+        print(f"{n:<20} {bios:>10} {count:>15,} {count / bios:>8,.0f}")
+    return 0
+
+
 def main(argv: list[str]) -> int:
-    names = argv[1:] or list(WORKLOADS)
+    args = argv[1:]
+    count = "--instructions" in args
+    names = [a for a in args if a != "--instructions"] or list(WORKLOADS)
     unknown = [n for n in names if n not in WORKLOADS]
     if unknown:
         print(f"bench: unknown workload {', '.join(unknown)} (known: {', '.join(WORKLOADS)})", file=sys.stderr)
         return 2
+    if count:
+        return instructions(names)
     print(f"{'workload':<20} {'bios':>10} {'engine s':>9} {'bios/s':>12} {'target':>12} {'sim s':>8} {'live':>5} {'maxrss MiB':>10}")
     for n in names:
         s = bench(n, WORKLOADS[n])

@@ -2,10 +2,11 @@
 //! over physical addresses (include/linux/blk_types.h, block/bio.c).
 //!
 //! Memory is modelled as physical addresses: a [`Bvec`] is `(phys, len)` and
-//! its `bv_offset` is `phys % PAGE_SIZE`. Clones share the bvec table (an
-//! `Rc`), exactly as `bio_alloc_clone` shares `bi_io_vec`, and splitting only
+//! its `bv_offset` is `phys % PAGE_SIZE`. Clones get the same bvec table
+//! ([`BioVecs`]), as `bio_alloc_clone` shares `bi_io_vec`, and splitting only
 //! moves the [`BvecIter`].
 
+use std::ops::Deref;
 use std::rc::Rc;
 
 use crate::genhd::DevId;
@@ -142,6 +143,53 @@ impl Bvec {
     }
 }
 
+/// `bi_io_vec`: a bio's bvec table, never changed once the bio is built.
+/// One bvec lives in the bio itself (`bi_inline_vecs`; the kernel has
+/// room for `BIO_INLINE_VECS`, 4): that is nearly every bio the sources
+/// build (a physically contiguous buffer is one multipage bvec), so
+/// building one allocates nothing and copying a bio stays cheap. A longer
+/// table is allocated once (`bvec_alloc`) and shared. A clone or split
+/// front gets the same table: a copy of the inline bvec (the same pages),
+/// the shared one itself.
+#[derive(Clone, Debug, Default)]
+pub enum BioVecs {
+    /// No pages (discards, flushes, write zeroes).
+    #[default]
+    None,
+    Inline(Bvec),
+    Shared(Rc<[Bvec]>),
+}
+
+impl BioVecs {
+    pub fn new(bvecs: &[Bvec]) -> BioVecs {
+        match bvecs {
+            [] => BioVecs::None,
+            [bv] => BioVecs::Inline(*bv),
+            _ => BioVecs::Shared(Rc::from(bvecs)),
+        }
+    }
+
+    /// Do both tables hold the same pages, as a clone's and its original's do?
+    pub fn same_pages(&self, other: &BioVecs) -> bool {
+        match (self, other) {
+            (BioVecs::Shared(a), BioVecs::Shared(b)) if Rc::ptr_eq(a, b) => true,
+            _ => self[..] == other[..],
+        }
+    }
+}
+
+impl Deref for BioVecs {
+    type Target = [Bvec];
+
+    fn deref(&self) -> &[Bvec] {
+        match self {
+            BioVecs::None => &[],
+            BioVecs::Inline(bv) => std::slice::from_ref(bv),
+            BioVecs::Shared(v) => v,
+        }
+    }
+}
+
 /// `struct bvec_iter`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct BvecIter {
@@ -157,13 +205,13 @@ pub type BioId = u32;
 
 /// `struct bio`. Chain and clone relations are kept as a parent link plus a
 /// `__bi_remaining` count, which is all completion ordering needs.
-#[derive(Clone, Debug)]
+#[derive(Debug)]
 pub struct Bio {
     pub dev: DevId,
     pub op: Op,
     pub flags: u32,
     pub iter: BvecIter,
-    pub bvecs: Rc<[Bvec]>,
+    pub bvecs: BioVecs,
     /// `BIO_TRACE_COMPLETION`: set once 'Q' fired for this bio object.
     pub traced: bool,
     /// `BIO_REMAPPED`: the partition remap already happened.
@@ -176,8 +224,8 @@ pub struct Bio {
     /// Inside a request (request-based disks complete per request, not per bio).
     pub in_request: bool,
     /// `bi_next`: the next bio of the request this one is in (the
-    /// request's `bio` .. `biotail` chain); `None` for the last, or outside
-    /// a request.
+    /// request's `bio` .. `biotail` chain), or of the `bio_list` it waits
+    /// on (`current->bio_list`); `None` for the last, or on neither.
     pub bi_next: Option<BioId>,
     /// The submitting job; completion of a root bio is reported to it.
     pub owner: u32,
@@ -185,6 +233,25 @@ pub struct Bio {
     pub cookie: u32,
     /// Bio-based accounting in progress: (start time, sectors).
     pub acct: Option<(u64, u32)>,
+}
+
+/// Field by field, so that `clone_from` copies into an existing bio in
+/// place: clones and split fronts are copied straight into their arena
+/// slot, where building a whole temporary and moving it stalls on store
+/// forwarding.
+impl Clone for Bio {
+    fn clone(&self) -> Bio {
+        let Bio { dev, op, flags, iter, ref bvecs, traced, remapped, parent, remaining, in_request, bi_next, owner, cookie, acct } = *self;
+        Bio { dev, op, flags, iter, bvecs: bvecs.clone(), traced, remapped, parent, remaining, in_request, bi_next, owner, cookie, acct }
+    }
+
+    fn clone_from(&mut self, src: &Bio) {
+        let Bio { dev, op, flags, iter, ref bvecs, traced, remapped, parent, remaining, in_request, bi_next, owner, cookie, acct } = *src;
+        self.bvecs.clone_from(bvecs);
+        (self.dev, self.op, self.flags, self.iter, self.traced, self.remapped) = (dev, op, flags, iter, traced, remapped);
+        (self.parent, self.remaining, self.in_request, self.bi_next) = (parent, remaining, in_request, bi_next);
+        (self.owner, self.cookie, self.acct) = (owner, cookie, acct);
+    }
 }
 
 impl Bio {

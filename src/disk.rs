@@ -167,7 +167,8 @@ impl ServiceModel {
 
     fn transfer_ns(&self, op: Op, bytes: u32) -> u64 {
         let bw = if op.is_write() { self.write_bandwidth } else { self.bandwidth };
-        (bytes as u128 * 1_000_000_000 / bw.max(1) as u128) as u64
+        // A u32 of bytes times 10⁹ fits in a u64.
+        bytes as u64 * 1_000_000_000 / bw.max(1)
     }
 }
 
@@ -192,9 +193,15 @@ fn slots(n: u32) -> BinaryHeap<Reverse<u64>> {
     (0..n.max(1)).map(|_| Reverse(0)).collect()
 }
 
-/// Take the slot that frees first; the caller pushes it back when busy until.
-fn earliest(slots: &mut BinaryHeap<Reverse<u64>>) -> u64 {
-    slots.pop().expect("at least one slot").0
+/// When the slot that frees first is free.
+fn earliest(slots: &BinaryHeap<Reverse<u64>>) -> u64 {
+    slots.peek().expect("at least one slot").0
+}
+
+/// That slot is now busy until `done` (rewritten in place: one sift
+/// instead of a pop and a push).
+fn occupy_earliest(slots: &mut BinaryHeap<Reverse<u64>>, done: u64) {
+    *slots.peek_mut().expect("at least one slot") = Reverse(done);
 }
 
 impl DiskModel {
@@ -229,8 +236,8 @@ impl DiskModel {
         if op.is_discard() || op == Op::WriteZeroes {
             let gib = bytes as u128 * m.discard_ns_per_gib as u128 / (1u128 << 30);
             let cost = m.discard_latency_ns + gib as u64;
-            let done = admit.max(earliest(&mut self.discard_channels)) + cost;
-            self.discard_channels.push(Reverse(done));
+            let done = admit.max(earliest(&self.discard_channels)) + cost;
+            occupy_earliest(&mut self.discard_channels, done);
             return done;
         }
         let latency = match op {
@@ -239,12 +246,12 @@ impl DiskModel {
             _ => m.read_latency_ns,
         };
         let xfer = m.command_overhead_ns + m.transfer_ns(op, bytes);
-        admit = admit.max(earliest(&mut self.channels));
+        admit = admit.max(earliest(&self.channels));
         let end = sector + bytes as u64 / SECTOR_SIZE;
         let ready = admit + latency + self.positioning_ns(sector, end);
         let done = ready.max(self.bus_free) + xfer;
         self.bus_free = done;
-        self.channels.push(Reverse(done));
+        occupy_earliest(&mut self.channels, done);
         done
     }
 }

@@ -8,11 +8,11 @@
 //! submission is suspended — its `current->bio_list` and the rest of its
 //! submission kept — and resumes when a completion hands it a tag.
 
+use std::borrow::Borrow;
 use std::collections::VecDeque;
-use std::rc::Rc;
 use std::time::Instant;
 
-use crate::bio::{Bio, BioId, BvecIter};
+use crate::bio::{Bio, BioId, BioVecs, BvecIter};
 use crate::disk::{DiskModel, ServiceModel};
 use crate::genhd::{DevId, DiskKind, Driver, Queue, Topology};
 use crate::mq::{self, blk_mq_complete_request, blk_mq_submit_bio, RequestQueue, Submit};
@@ -35,7 +35,7 @@ pub struct Job {
     in_flight: u32,
     finished: bool,
     /// What remains of the submission under way.
-    current: VecDeque<Step>,
+    current: VecDeque<Submitting>,
     /// The submission installed a plug it must finish.
     plugged: bool,
     pub units_done: u64,
@@ -71,8 +71,8 @@ pub struct JobStats {
 }
 
 impl Job {
-    /// Take a unit in flight: a slot, and its bios as steps of the
-    /// submission.
+    /// Take a unit in flight: a slot, and a place in the submission under
+    /// way.
     fn queue_unit(&mut self, unit: IoUnit, now: u64) {
         let slot = self.free_slots.pop().unwrap_or_else(|| {
             self.slots.push(0);
@@ -86,8 +86,7 @@ impl Job {
         if unit.sync {
             self.sync_slot = Some(slot);
         }
-        self.current.extend(unit.bios.into_iter().map(|b| Step::Bio(b, slot)));
-        self.current.push_back(Step::EndOfUnit(slot));
+        self.current.push_back(Submitting { bios: unit.bios, next: 0, slot });
     }
 }
 
@@ -101,13 +100,12 @@ fn next_from_source(job: &mut Job, now: u64) -> Option<IoUnit> {
     u
 }
 
-/// One step of a submission.
-enum Step {
-    /// Submit a bio of the unit in this slot.
-    Bio(BioSpec, u32),
-    /// All bios of the unit were submitted: drop the submission's own
-    /// reference, so the unit completes with its last bio.
-    EndOfUnit(u32),
+/// A unit of the submission under way, in its slot: its bios from `next`
+/// on are still to be submitted.
+struct Submitting {
+    bios: Vec<BioSpec>,
+    next: usize,
+    slot: u32,
 }
 
 /// What a task was doing when it went to sleep.
@@ -286,14 +284,16 @@ impl Engine {
     }
 
     /// Submit one bio from `task` now. Returns false if the task went to
-    /// sleep (it resumes by itself when a tag frees).
-    pub fn submit_root(&mut self, task: u32, spec: BioSpec, owner: u32, cookie: u32) -> bool {
+    /// sleep (it resumes by itself when a tag frees). The bio copies what
+    /// it needs from `spec`.
+    pub fn submit_root(&mut self, task: u32, spec: impl Borrow<BioSpec>, owner: u32, cookie: u32) -> bool {
+        let spec = spec.borrow();
         let bio = Bio {
             dev: spec.dev,
             op: spec.op,
             flags: spec.flags,
             iter: BvecIter { sector: spec.sector, size: spec.size, idx: 0, bvec_done: 0 },
-            bvecs: Rc::from(spec.bvecs),
+            bvecs: BioVecs::new(&spec.bvecs),
             traced: false,
             remapped: false,
             parent: None,
@@ -335,15 +335,20 @@ impl Engine {
             if self.tasks[task as usize].blocked {
                 return;
             }
-            while let Some(step) = self.jobs[j].current.pop_front() {
-                match step {
-                    Step::Bio(spec, slot) => {
-                        if !self.submit_root(task, spec, j as u32, slot) {
-                            return;
-                        }
+            while let Some(mut u) = self.jobs[j].current.pop_front() {
+                while u.next < u.bios.len() {
+                    u.next += 1;
+                    if !self.submit_root(task, &u.bios[u.next - 1], j as u32, u.slot) {
+                        // Asleep inside this bio's submission: the rest waits.
+                        self.jobs[j].current.push_front(u);
+                        return;
                     }
-                    Step::EndOfUnit(slot) => self.unit_bio_done(j, slot),
                 }
+                // All bios of the unit were submitted: drop the submission's
+                // own reference, so the unit completes with its last bio,
+                // and hand the bios' buffers back to the source.
+                self.unit_bio_done(j, u.slot);
+                self.jobs[j].source.unit_done(u.bios);
             }
             if std::mem::take(&mut self.jobs[j].plugged) {
                 self.finish_plug(task);
@@ -455,34 +460,36 @@ impl Engine {
     /// Report finished root bios to their jobs, wake tasks that got tags,
     /// and let the jobs go on.
     fn reap(&mut self) {
-        // This round's lists are swapped out of the core (which collects
-        // the next round's in the emptied buffers) and handed back after.
-        let mut r = std::mem::take(&mut self.reaped);
-        loop {
-            std::mem::swap(&mut r.woken, &mut self.core.woken);
-            std::mem::swap(&mut r.done, &mut self.core.done_roots);
-            if r.woken.is_empty() && r.done.is_empty() {
-                break;
-            }
-            for (qi, w, tags) in r.woken.drain(..) {
+        while !(self.core.woken.is_empty() && self.core.done_roots.is_empty()) {
+            // This round's lists are swapped out of the core, which collects
+            // the next round's in the emptied buffers. (Nothing called from
+            // here reaps, so `self.reaped` stays put while it is walked.)
+            std::mem::swap(&mut self.reaped.woken, &mut self.core.woken);
+            std::mem::swap(&mut self.reaped.done, &mut self.core.done_roots);
+            for i in 0..self.reaped.woken.len() {
+                let (qi, w, tags) = self.reaped.woken[i];
                 self.resume_task(qi, w, tags);
             }
-            for d in r.done.drain(..) {
+            self.reaped.woken.clear();
+            for i in 0..self.reaped.done.len() {
+                let d = self.reaped.done[i];
                 let j = d.owner as usize;
                 if j >= self.jobs.len() {
                     continue;
                 }
                 self.jobs[j].errors += (d.status != 0) as u64;
                 self.unit_bio_done(j, d.cookie);
-                if !r.ready.contains(&j) {
-                    r.ready.push(j);
+                if !self.reaped.ready.contains(&j) {
+                    self.reaped.ready.push(j);
                 }
             }
-            for j in r.ready.drain(..) {
+            self.reaped.done.clear();
+            for i in 0..self.reaped.ready.len() {
+                let j = self.reaped.ready[i];
                 self.run_job(j);
             }
+            self.reaped.ready.clear();
         }
-        self.reaped = r;
     }
 
     /// Handle one timed event.

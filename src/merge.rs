@@ -288,8 +288,7 @@ pub fn attempt_merge(core: &mut BlockCore, rq: &mut Request, next: &mut Request,
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::bio::BvecIter;
-    use std::rc::Rc;
+    use crate::bio::{BioVecs, BvecIter};
 
     fn bio(bvecs: &[(u64, u32)]) -> Bio {
         let size = bvecs.iter().map(|b| b.1).sum();
@@ -298,7 +297,7 @@ mod tests {
             op: Op::Write,
             flags: 0,
             iter: BvecIter { sector: 0, size, idx: 0, bvec_done: 0 },
-            bvecs: Rc::from(bvecs.iter().map(|&(phys, len)| Bvec { phys, len }).collect::<Vec<_>>()),
+            bvecs: BioVecs::new(&bvecs.iter().map(|&(phys, len)| Bvec { phys, len }).collect::<Vec<_>>()),
             traced: true,
             remapped: false,
             parent: None,

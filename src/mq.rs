@@ -213,10 +213,14 @@ impl RequestQueue {
 // ---- tracing -------------------------------------------------------------
 
 /// Trace a request event ('I', 'D', 'C', and 'M' for a request merge).
+#[inline]
 pub fn trace_rq(core: &mut BlockCore, action: Action, rq: &Request, task: u32) {
-    if !core.tracer.active() {
-        return;
+    if core.tracer.active() {
+        trace_rq_event(core, action, rq, task);
     }
+}
+
+fn trace_rq_event(core: &mut BlockCore, action: Action, rq: &Request, task: u32) {
     let ev = Event {
         time: core.now,
         dev: rq.dev,
@@ -310,9 +314,9 @@ fn blk_attempt_plug_merge(qs: &mut [RequestQueue], core: &mut BlockCore, qi: usi
 
 /// `blk_bio_list_merge` over the software queue: newest to oldest, at most 8.
 fn blk_bio_list_merge(q: &mut RequestQueue, core: &mut BlockCore, bio: BioId, nsegs: u32) -> bool {
-    let candidates: Vec<u32> = q.ctx_list.iter().rev().take(8).copied().collect();
-    for id in candidates {
-        match blk_attempt_bio_merge(core, q.rqs.get_mut(id), bio, nsegs, &q.lim) {
+    let RequestQueue { ctx_list, rqs, lim, .. } = q;
+    for &id in ctx_list.iter().rev().take(8) {
+        match blk_attempt_bio_merge(core, rqs.get_mut(id), bio, nsegs, lim) {
             BioMerge::None => continue,
             BioMerge::Ok => return true,
             BioMerge::Failed => return false,
@@ -485,14 +489,16 @@ pub fn blk_start_plug(core: &mut BlockCore, task: u32) -> bool {
     if slot.is_some() {
         return false;
     }
-    *slot = Some(Plug::default());
+    *slot = Some(Plug { list: std::mem::take(&mut core.spare_plug_list), ..Plug::default() });
     true
 }
 
 /// `blk_finish_plug`.
 pub fn blk_finish_plug(qs: &mut [RequestQueue], core: &mut BlockCore, task: u32) {
     blk_mq_flush_plug_list(qs, core, task, false);
-    core.plugs[task as usize] = None;
+    if let Some(plug) = core.plugs[task as usize].take() {
+        core.spare_plug_list = plug.list;
+    }
 }
 
 /// `blk_mq_flush_plug_list`.
@@ -518,10 +524,16 @@ pub fn blk_mq_flush_plug_list(qs: &mut [RequestQueue], core: &mut BlockCore, tas
                 blk_mq_start_request(&mut qs[qi], core, id, task);
             }
         }
-        return;
+        list.clear();
     }
     while !list.is_empty() {
         blk_mq_dispatch_plug_list(qs, core, &mut list, from_schedule, task);
+    }
+    // The emptied list goes back to the plug, for the requests to come.
+    if let Some(plug) = core.plugs[task as usize].as_mut() {
+        if plug.list.is_empty() {
+            plug.list = list;
+        }
     }
 }
 

@@ -23,15 +23,28 @@ pub enum SplitDecision {
     Fail(i32),
 }
 
-/// `bio_allowed_max_sectors`: `UINT_MAX` bytes rounded down to the block size.
+/// `bio_allowed_max_sectors`: `UINT_MAX` bytes rounded down to the block
+/// size. The block size is a power of two and `round_down` masks: of
+/// `UINT_MAX` that leaves every bit above the offset in a block.
 pub fn bio_allowed_max_sectors(lim: &QueueLimits) -> u32 {
-    (u32::MAX - u32::MAX % lim.logical_block_size) >> SECTOR_SHIFT
+    !(lim.logical_block_size - 1) >> SECTOR_SHIFT
+}
+
+/// `x % m`, masked when `m` is a power of two as the kernel's helpers do
+/// for chunks and granularities (these run for every bio; a division costs
+/// tens of cycles).
+pub fn rem_sectors(x: u64, m: u64) -> u64 {
+    if m.is_power_of_two() {
+        x & (m - 1)
+    } else {
+        x % m
+    }
 }
 
 /// Sectors to the next `chunk` boundary (`blk_chunk_sectors_left`; any
 /// chunk size, not only powers of two).
 pub fn chunk_sectors_left(sector: u64, chunk: u32) -> u32 {
-    chunk - (sector % chunk as u64) as u32
+    chunk - rem_sectors(sector, chunk as u64) as u32
 }
 
 /// `get_max_io_size`: how many sectors may go from the bio's start, ending on
@@ -45,14 +58,15 @@ pub fn get_max_io_size(lim: &QueueLimits, bio: &Bio, beh: &Behaviour) -> u32 {
     if lim.chunk_sectors != 0 {
         max = max.min(chunk_sectors_left(bio.iter.sector, lim.chunk_sectors));
     }
+    // Block sizes are powers of two: the kernel masks.
     let pbs = lim.pbs_sectors().max(1);
     let lbs = lim.lbs_sectors().max(1);
-    let start = (bio.iter.sector % pbs as u64) as u32;
-    let end = (start + max) / pbs * pbs;
+    let start = (bio.iter.sector & (pbs as u64 - 1)) as u32;
+    let end = (start + max) & !(pbs - 1);
     if end > start {
         end - start
     } else {
-        max / lbs * lbs
+        max & !(lbs - 1)
     }
 }
 
@@ -143,15 +157,15 @@ pub fn bio_split_discard(lim: &QueueLimits, bio: &Bio, beh: &Behaviour) -> Split
     } else {
         lim.max_discard_sectors
     };
-    let gran = (lim.discard_granularity >> SECTOR_SHIFT).max(1);
+    let gran = (lim.discard_granularity >> SECTOR_SHIFT).max(1) as u64;
     let mut max = max.min(bio_allowed_max_sectors(lim));
-    max -= max % gran;
+    max -= rem_sectors(max as u64, gran) as u32;
     if max == 0 || bio.sectors() <= max {
         return SplitDecision::Fits { nsegs: 1 };
     }
     let mut n = max;
-    let align = ((lim.discard_alignment >> SECTOR_SHIFT) % gran) as u64;
-    let r = ((bio.iter.sector + n as u64 - align) % gran as u64) as u32;
+    let align = rem_sectors((lim.discard_alignment >> SECTOR_SHIFT) as u64, gran);
+    let r = rem_sectors(bio.iter.sector + n as u64 - align, gran) as u32;
     if n > r {
         n -= r;
     }

@@ -7,6 +7,7 @@
 //! `__submit_bio_noacct_mq` (request-based) — are generic over a [`Stack`],
 //! which knows how to run `__submit_bio` for each device.
 
+use std::collections::binary_heap::PeekMut;
 use std::collections::{BinaryHeap, VecDeque};
 use std::cmp::Reverse;
 
@@ -14,7 +15,7 @@ use crate::bio::{bvec_iter_advance, req, Bio, BioId, Op, SECTOR_SHIFT};
 use crate::check::Checker;
 use crate::genhd::{DevId, Driver, Topology};
 use crate::mq::{Submit, Waiter};
-use crate::plug::Plug;
+use crate::plug::{Plug, RqRef};
 use crate::profile::{Behaviour, BioAccounting, BioListAssembly, SplitRemainder};
 use crate::split::{split_decision, SplitDecision};
 use crate::stats::DevStats;
@@ -64,13 +65,58 @@ pub struct RootDone {
     pub status: i32,
 }
 
+/// `struct bio_list`: bios linked head to tail through their `bi_next`
+/// (a bio waiting on a list is in no request, so the field is free).
+#[derive(Clone, Copy, Debug, Default)]
+struct BioList {
+    head: Option<BioId>,
+    tail: Option<BioId>,
+}
+
+impl BioList {
+    /// `bio_list_add`.
+    fn add(&mut self, bios: &mut [Bio], b: BioId) {
+        bios[b as usize].bi_next = None;
+        match self.tail {
+            Some(t) => bios[t as usize].bi_next = Some(b),
+            None => self.head = Some(b),
+        }
+        self.tail = Some(b);
+    }
+
+    /// `bio_list_add_head`.
+    fn add_head(&mut self, bios: &mut [Bio], b: BioId) {
+        bios[b as usize].bi_next = self.head;
+        self.tail = self.tail.or(Some(b));
+        self.head = Some(b);
+    }
+
+    /// `bio_list_pop`: the head, unlinked.
+    fn pop(&mut self, bios: &mut [Bio]) -> Option<BioId> {
+        let b = self.head?;
+        self.head = bios[b as usize].bi_next.take();
+        if self.head.is_none() {
+            self.tail = None;
+        }
+        Some(b)
+    }
+
+    /// `bio_list_merge`: `other`'s bios after these.
+    fn merge(&mut self, bios: &mut [Bio], other: BioList) {
+        let Some(h) = other.head else { return };
+        match self.tail {
+            Some(t) => bios[t as usize].bi_next = Some(h),
+            None => self.head = Some(h),
+        }
+        self.tail = other.tail;
+    }
+}
+
 /// `current->bio_list[0..2]`.
-#[derive(Default)]
+#[derive(Clone, Copy, Default)]
 struct BioLists {
-    l0: VecDeque<BioId>,
-    l1: VecDeque<BioId>,
-    /// Scratch for the reassembly (kept to avoid allocating per bio).
-    same: VecDeque<BioId>,
+    l0: BioList,
+    l1: BioList,
 }
 
 pub struct BlockCore {
@@ -89,13 +135,15 @@ pub struct BlockCore {
     pub bios_allocated: u64,
     pub bios_live_peak: usize,
     bios_live: usize,
-    bio_list: Option<BioLists>,
-    /// The lists' buffers between loops (the kernel's live on the stack of
-    /// `__submit_bio_noacct`): reused, so a loop allocates nothing.
-    spare_bio_lists: BioLists,
+    /// `current->bio_list`, per task: a sleeping task's lists stay put
+    /// (in the kernel, on its stack) until it resumes.
+    bio_lists: Vec<Option<BioLists>>,
     pub done_roots: Vec<RootDone>,
     /// `current->plug`, per task.
     pub plugs: Vec<Option<Plug>>,
+    /// A finished plug's (empty) list buffer, for the next plug: a plug is
+    /// a stack variable in the kernel, and costs nothing to set up.
+    pub spare_plug_list: VecDeque<RqRef>,
     /// Submitters that got a tag back: (queue, what they were allocating
     /// for, the tags they now hold).
     pub woken: Vec<(u32, Waiter, (bool, bool))>,
@@ -134,10 +182,10 @@ impl BlockCore {
             bios_allocated: 0,
             bios_live_peak: 0,
             bios_live: 0,
-            bio_list: None,
-            spare_bio_lists: BioLists::default(),
+            bio_lists: vec![None, None],
             done_roots: Vec::new(),
             plugs: vec![None, None],
+            spare_plug_list: VecDeque::new(),
             woken: Vec::new(),
             events: BinaryHeap::new(),
             streams: Vec::new(),
@@ -152,6 +200,7 @@ impl BlockCore {
     pub fn add_task(&mut self, pid: u32, comm: &str) -> u32 {
         self.tasks.push(Task { pid, comm: comm.to_string() });
         self.plugs.push(None);
+        self.bio_lists.push(None);
         (self.tasks.len() - 1) as u32
     }
 
@@ -166,10 +215,7 @@ impl BlockCore {
     }
 
     pub fn alloc_bio(&mut self, bio: Bio) -> BioId {
-        self.bios_allocated += 1;
-        self.bios_live += 1;
-        self.bios_live_peak = self.bios_live_peak.max(self.bios_live);
-        match self.free.pop() {
+        match self.take_free_slot() {
             Some(id) => {
                 self.bios[id as usize] = bio;
                 id
@@ -181,29 +227,62 @@ impl BlockCore {
         }
     }
 
+    /// Count a new bio object; a free slot for it, if there is one.
+    fn take_free_slot(&mut self) -> Option<BioId> {
+        self.bios_allocated += 1;
+        self.bios_live += 1;
+        self.bios_live_peak = self.bios_live_peak.max(self.bios_live);
+        self.free.pop()
+    }
+
     fn bio_put(&mut self, id: BioId) {
         self.bios_live -= 1;
         self.free.push(id);
     }
 
+    /// A new bio object that starts as a copy of `id`, its completion and
+    /// request state cleared (`__bio_clone`). It is copied into its slot
+    /// and adjusted there: building it on the stack and moving it in
+    /// stalls on store forwarding, on the path every clone and split takes.
+    fn bio_copy(&mut self, id: BioId) -> BioId {
+        let new = match self.take_free_slot() {
+            Some(new) => {
+                let (src, dst) = (id as usize, new as usize);
+                if src < dst {
+                    let (lo, hi) = self.bios.split_at_mut(dst);
+                    hi[0].clone_from(&lo[src]);
+                } else {
+                    let (lo, hi) = self.bios.split_at_mut(src);
+                    lo[dst].clone_from(&hi[0]);
+                }
+                new
+            }
+            None => {
+                let copy = self.bio(id).clone();
+                self.bios.push(copy);
+                (self.bios.len() - 1) as BioId
+            }
+        };
+        let c = self.bio_mut(new);
+        c.parent = None;
+        c.remaining = 1;
+        c.in_request = false;
+        c.bi_next = None;
+        // Accounting lives with the I/O being accounted (md_io_acct,
+        // dm_io, r10bio), never with a clone or split front.
+        c.acct = None;
+        new
+    }
+
     /// `bio_alloc_clone`: shares the bvecs, copies the iterator and flags;
     /// the clone is a new object, so it gets its own 'Q' where submitted.
     pub fn bio_alloc_clone(&mut self, id: BioId, dev: DevId) -> BioId {
-        let b = self.bio(id);
-        let clone = Bio {
-            dev,
-            traced: false,
-            remapped: false,
-            parent: None,
-            remaining: 1,
-            in_request: false,
-            bi_next: None,
-            // Accounting lives with the I/O being accounted (md_io_acct,
-            // dm_io, r10bio), never with a clone.
-            acct: None,
-            ..b.clone()
-        };
-        self.alloc_bio(clone)
+        let clone = self.bio_copy(id);
+        let c = self.bio_mut(clone);
+        c.dev = dev;
+        c.traced = false;
+        c.remapped = false;
+        clone
     }
 
     /// `bio_split`: a clone covering the first `sectors`; the original is
@@ -213,12 +292,11 @@ impl BlockCore {
         let bytes = sectors << SECTOR_SHIFT;
         let b = self.bio(id);
         assert!(sectors > 0 && bytes < b.iter.size, "bio_split of {sectors} sectors out of range");
-        let mut front = Bio { parent: None, remaining: 1, in_request: false, bi_next: None, acct: None, ..b.clone() };
-        front.iter.size = bytes;
+        let front = self.bio_copy(id);
+        self.bio_mut(front).iter.size = bytes;
         let b = self.bio_mut(id);
-        let bvecs = b.bvecs.clone();
-        bvec_iter_advance(&bvecs, &mut b.iter, bytes);
-        self.alloc_bio(front)
+        bvec_iter_advance(&b.bvecs, &mut b.iter, bytes);
+        front
     }
 
     /// `bio_chain`: `parent` completes only after `child` does.
@@ -229,11 +307,16 @@ impl BlockCore {
 
     // ---- tracing -------------------------------------------------------
 
-    /// Emit an event for bio `id` on its queue's trace stream.
+    /// Emit an event for bio `id` on its queue's trace stream (inlined
+    /// down to the check, so an untraced run pays no call).
+    #[inline]
     pub fn trace_bio(&mut self, action: Action, id: BioId, arg: u64, from_dev: DevId) {
-        if !self.tracer.active() {
-            return;
+        if self.tracer.active() {
+            self.trace_bio_event(action, id, arg, from_dev);
         }
+    }
+
+    fn trace_bio_event(&mut self, action: Action, id: BioId, arg: u64, from_dev: DevId) {
         let b = self.bio(id);
         let ev = Event {
             time: self.now,
@@ -338,9 +421,10 @@ impl BlockCore {
             }
         }
         let head = split && self.beh.split_remainder == SplitRemainder::Head;
-        match &mut self.bio_list {
-            Some(lists) if head => lists.l0.push_front(id),
-            Some(lists) => lists.l0.push_back(id),
+        let BlockCore { bio_lists, bios, current, .. } = self;
+        match &mut bio_lists[*current as usize] {
+            Some(lists) if head => lists.l0.add_head(bios, id),
+            Some(lists) => lists.l0.add(bios, id),
             None => return Some(id),
         }
         None
@@ -385,46 +469,36 @@ impl BlockCore {
     /// ("lower") and for `q` ("same"), then joined with the pending L1 per
     /// the version; returns the next bio to handle.
     fn reassemble_bio_list(&mut self, q: DevId) -> Option<BioId> {
-        let BlockCore { bio_list, topo, bios, beh, .. } = self;
-        let BioLists { l0, l1: pending, same } = bio_list.as_mut().expect("loop active");
-        // Sort L0 into lower (kept in L0, in order) and same (scratch), in place.
-        for _ in 0..l0.len() {
-            let b = l0.pop_front().expect("counted");
+        let BlockCore { bio_lists, topo, bios, beh, current, .. } = self;
+        let lists = bio_lists[*current as usize].as_mut().expect("loop active");
+        let (mut lower, mut same) = (BioList::default(), BioList::default());
+        while let Some(b) = lists.l0.pop(bios) {
             if topo.dev(bios[b as usize].dev).whole == q {
-                same.push_back(b);
+                same.add(bios, b);
             } else {
-                l0.push_back(b);
+                lower.add(bios, b);
             }
         }
-        match beh.bio_list_assembly {
-            BioListAssembly::LowerSamePending => {
-                // bio_list_merge is O(1) on the kernel's linked lists; here
-                // the pending list can hold millions of bios (a discard
-                // chopped by a stacked driver), so lower and same, a few
-                // bios, go in front of it rather than it behind them.
-                while let Some(b) = same.pop_back() {
-                    pending.push_front(b);
-                }
-                while let Some(b) = l0.pop_back() {
-                    pending.push_front(b);
-                }
-                std::mem::swap(l0, pending);
-            }
-            BioListAssembly::PendingLowerSame => {
-                pending.extend(l0.drain(..));
-                pending.extend(same.drain(..));
-                std::mem::swap(l0, pending);
-            }
+        let pending = std::mem::take(&mut lists.l1);
+        let order = match beh.bio_list_assembly {
+            BioListAssembly::LowerSamePending => [lower, same, pending],
+            BioListAssembly::PendingLowerSame => [pending, lower, same],
+        };
+        for l in order {
+            lists.l0.merge(bios, l);
         }
-        l0.pop_front()
+        lists.l0.pop(bios)
     }
 
-    /// A submission loop ends: `current->bio_list` is gone, its (empty)
-    /// buffers are kept for the next loop.
-    fn end_bio_list(&mut self) {
-        if let Some(lists) = self.bio_list.take() {
-            self.spare_bio_lists = lists;
-        }
+    /// `bio_list_pop(&bio_list_on_stack[0])`.
+    fn bio_list_pop(&mut self) -> Option<BioId> {
+        let BlockCore { bio_lists, bios, current, .. } = self;
+        bio_lists[*current as usize].as_mut()?.l0.pop(bios)
+    }
+
+    /// `current->bio_list`.
+    fn bio_list(&mut self) -> &mut Option<BioLists> {
+        &mut self.bio_lists[self.current as usize]
     }
 
     // ---- checks --------------------------------------------------------
@@ -555,14 +629,22 @@ impl BlockCore {
     }
 
     pub fn pop_event(&mut self) -> Option<SimEvent> {
-        let Reverse((key, slot)) = self.events.pop()?;
+        let mut top = self.events.peek_mut()?;
+        let Reverse((key, slot)) = *top;
         let ev = match slot {
-            Slot::Event(ev) => ev,
+            Slot::Event(ev) => {
+                PeekMut::pop(top);
+                ev
+            }
             Slot::Stream(i) => {
                 let s = &mut self.streams[i as usize];
                 let (_, ev) = s.pop_front().expect("a stream in the heap has a head");
-                if let Some(&(next, _)) = s.front() {
-                    self.events.push(Reverse((next, Slot::Stream(i))));
+                match s.front() {
+                    // The stream's next event takes the head's place: one
+                    // sift instead of a pop and a push (keys are unique, so
+                    // the order is the same).
+                    Some(&(next, _)) => *top = Reverse((next, Slot::Stream(i))),
+                    None => drop(PeekMut::pop(top)),
                 }
                 ev
             }
@@ -613,11 +695,11 @@ enum LoopKind {
 }
 
 /// A submission loop whose task went to sleep (for a tag) inside
-/// `__submit_bio`: `current->bio_list` as it was, and the queue of the bio
-/// in progress (the loop sorts by it once that bio is done).
+/// `__submit_bio`: which loop, and the queue of the bio in progress (the
+/// loop sorts by it once that bio is done). The task's `current->bio_list`
+/// waits in [`BlockCore`].
 pub struct Suspended {
     kind: LoopKind,
-    lists: BioLists,
     queue: DevId,
 }
 
@@ -629,7 +711,7 @@ pub fn submit_bio<S: Stack>(stack: &mut S, id: BioId) -> Option<Suspended> {
     let id = stack.core().submit_bio_noacct(id)?;
     let core = stack.core();
     let driver = core.topo.dev(core.bio(id).dev).driver;
-    core.bio_list = Some(std::mem::take(&mut core.spare_bio_lists));
+    *core.bio_list() = Some(BioLists::default());
     match driver {
         Driver::BioBased(_) => bio_based_loop(stack, Step::Submit(id)),
         Driver::Mq(_) => mq_loop(stack, Some(id)),
@@ -639,10 +721,9 @@ pub fn submit_bio<S: Stack>(stack: &mut S, id: BioId) -> Option<Suspended> {
 /// Continue a loop once the sleeping task finished its `__submit_bio`.
 pub fn resume_submit<S: Stack>(stack: &mut S, s: Suspended) -> Option<Suspended> {
     let core = stack.core();
-    core.bio_list = Some(s.lists);
     match s.kind {
         LoopKind::Mq => {
-            let next = core.bio_list.as_mut().and_then(|l| l.l0.pop_front());
+            let next = core.bio_list_pop();
             mq_loop(stack, next)
         }
         LoopKind::BioBased => bio_based_loop(stack, Step::Finish(s.queue)),
@@ -650,8 +731,8 @@ pub fn resume_submit<S: Stack>(stack: &mut S, s: Suspended) -> Option<Suspended>
 }
 
 fn suspend(core: &mut BlockCore, kind: LoopKind, queue: DevId) -> Option<Suspended> {
-    let lists = core.bio_list.take().expect("loop active");
-    Some(Suspended { kind, lists, queue })
+    debug_assert!(core.bio_list().is_some(), "loop active");
+    Some(Suspended { kind, queue })
 }
 
 /// `__submit_bio_noacct_mq`: bios the disk resubmits (split remainders) are
@@ -661,9 +742,9 @@ fn mq_loop<S: Stack>(stack: &mut S, mut next: Option<BioId>) -> Option<Suspended
         if stack.__submit_bio(id) == Submit::Blocked {
             return suspend(stack.core(), LoopKind::Mq, 0);
         }
-        next = stack.core().bio_list.as_mut().and_then(|l| l.l0.pop_front());
+        next = stack.core().bio_list_pop();
     }
-    stack.core().end_bio_list();
+    *stack.core().bio_list() = None;
     None
 }
 
@@ -682,9 +763,9 @@ fn bio_based_loop<S: Stack>(stack: &mut S, mut step: Step) -> Option<Suspended> 
             Step::Submit(id) => {
                 let core = stack.core();
                 let q = core.topo.dev(core.bio(id).dev).whole;
-                let lists = core.bio_list.as_mut().expect("loop active");
-                // L1 is empty after each reassembly: park L0 there, reuse L1's buffer.
-                std::mem::swap(&mut lists.l0, &mut lists.l1);
+                let lists = core.bio_list().as_mut().expect("loop active");
+                // L1 is empty after each reassembly: L0 waits there.
+                lists.l1 = std::mem::take(&mut lists.l0);
                 if stack.__submit_bio(id) == Submit::Blocked {
                     return suspend(stack.core(), LoopKind::BioBased, q);
                 }
@@ -698,6 +779,6 @@ fn bio_based_loop<S: Stack>(stack: &mut S, mut step: Step) -> Option<Suspended> 
             None => break,
         }
     }
-    stack.core().end_bio_list();
+    *stack.core().bio_list() = None;
     None
 }

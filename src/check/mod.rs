@@ -20,9 +20,7 @@ pub mod intervals;
 pub mod layout;
 pub mod oracle;
 
-use std::rc::Rc;
-
-use crate::bio::{Bio, BioId, Bvec, BvecIter, Op, SECTOR_SHIFT};
+use crate::bio::{Bio, BioId, BioVecs, Bvec, BvecIter, Op, SECTOR_SHIFT};
 use crate::genhd::{DevId, Topology};
 
 use conservation::{Issued, Miscount};
@@ -49,8 +47,9 @@ struct RootState {
     /// mapping.
     plain: Option<(DevId, u64)>,
     /// The submitter's pages (none once finished), and where the root
-    /// starts in them (bytes).
-    bvecs: Option<Rc<[Bvec]>>,
+    /// starts in them (bytes). A piece is the submitter's data when its
+    /// bio holds the same pages (a clone or split of the root).
+    bvecs: BioVecs,
     base: u64,
     errors_at_start: u64,
     issued: Issued,
@@ -71,7 +70,7 @@ struct RootState {
 impl RootState {
     /// Back to empty for the next root, keeping the buffers.
     fn recycle(&mut self) {
-        self.bvecs = None;
+        self.bvecs = BioVecs::default();
         self.issued.clear();
         self.reads.clear();
         self.has_copies = false;
@@ -88,7 +87,8 @@ pub struct Checker {
     layouts: Vec<Layout>,
     /// Boxed, so taking one in and out of its slot moves a pointer.
     roots: Vec<Option<Box<RootState>>>,
-    /// Finished root states, their buffers kept for reuse.
+    /// Finished root states, their buffers kept for reuse (boxed, as above).
+    #[allow(clippy::vec_box)]
     free_roots: Vec<Box<RootState>>,
     next_seq: u64,
     oracle: Option<Oracle>,
@@ -191,7 +191,7 @@ impl Checker {
         st.start = start;
         st.sectors = sectors;
         st.plain = plain_disk(&self.layouts, bio.dev);
-        st.bvecs = Some(Rc::clone(&bio.bvecs));
+        st.bvecs = bio.bvecs.clone();
         st.base = data_offset(&bio.bvecs, &bio.iter);
         st.errors_at_start = errors;
         st.version = version;
@@ -213,7 +213,7 @@ impl Checker {
         let (leaf, phys) = (bio.dev, bio.iter.sector);
         st.issued.push(leaf, bio.op, phys, phys + n);
         let allowed = bio.op == st.op || (bio.op == Op::Read && st.op == Op::Write);
-        let attributed = bio.op.has_data() && st.bvecs.as_ref().is_some_and(|b| Rc::ptr_eq(&bio.bvecs, b));
+        let attributed = bio.op.has_data() && bio.bvecs.same_pages(&st.bvecs);
         let logical = attributed.then(|| st.start + ((data_offset(&bio.bvecs, &bio.iter) - st.base) >> SECTOR_SHIFT));
         let (seq, dev, op) = (st.seq, st.dev, st.op);
         if !allowed {

@@ -152,8 +152,7 @@ impl MappedDevice {
     /// remainder itself, as dm does), and `submit_bio_noacct`.
     fn resubmit_remainder(&self, core: &mut BlockCore, bio: BioId, len: u32) {
         let b = core.bio_mut(bio);
-        let bvecs = b.bvecs.clone();
-        bvec_iter_advance(&bvecs, &mut b.iter, len << SECTOR_SHIFT);
+        bvec_iter_advance(&b.bvecs, &mut b.iter, len << SECTOR_SHIFT);
         let (dev, sector) = (b.dev, b.iter.sector);
         core.stats[dev as usize].splits += 1;
         core.trace_bio(Action::Split, bio, sector, 0);

@@ -23,9 +23,7 @@
 //! pre-reads instead of when they complete; `md_flush_request` submits the
 //! data right after the member flushes instead of when they complete.
 
-use std::rc::Rc;
-
-use crate::bio::{req, Bio, BioId, BvecIter, Op, SECTOR_SHIFT};
+use crate::bio::{req, Bio, BioId, BioVecs, BvecIter, Op, SECTOR_SHIFT};
 use crate::genhd::DevId;
 use crate::profile::{MdAccounting, SplitRemainder};
 use crate::source::discard::{blkdev_issue_discard, DiscardChopping, DiscardLimits};
@@ -234,8 +232,7 @@ pub(crate) fn submit_remapped(core: &mut BlockCore, parent: BioId, clone: BioId,
 pub(crate) fn clone_part(core: &mut BlockCore, bio: BioId, dev: DevId, skip: u32, sectors: u32, sector: u64, flags: u32) -> BioId {
     let clone = core.bio_alloc_clone(bio, dev);
     let c = core.bio_mut(clone);
-    let bvecs = Rc::clone(&c.bvecs);
-    crate::bio::bvec_iter_advance(&bvecs, &mut c.iter, skip << SECTOR_SHIFT);
+    crate::bio::bvec_iter_advance(&c.bvecs, &mut c.iter, skip << SECTOR_SHIFT);
     c.iter.size = sectors << SECTOR_SHIFT;
     c.iter.sector = sector;
     c.flags = flags;
@@ -255,9 +252,9 @@ pub(crate) fn alloc_bio_at(core: &mut BlockCore, like: BioId, dev: DevId, op: Op
     let l = core.bio(like);
     let (owner, cookie) = (l.owner, l.cookie);
     let size = sectors << SECTOR_SHIFT;
-    let bvecs: Rc<[crate::bio::Bvec]> = match phys {
-        Some(p) if size > 0 => Rc::from(vec![crate::bio::Bvec { phys: p, len: size }]),
-        _ => Rc::from(Vec::new()),
+    let bvecs = match phys {
+        Some(p) if size > 0 => BioVecs::new(&[crate::bio::Bvec { phys: p, len: size }]),
+        _ => BioVecs::default(),
     };
     core.alloc_bio(Bio {
         dev,

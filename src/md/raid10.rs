@@ -121,15 +121,17 @@ impl R10Geo {
     /// `out`. `addr` is the member sector before the data offset, as in
     /// `r10bio->devs[slot].addr`.
     pub fn raid10_find_phys(&self, sector: u64, out: &mut Vec<R10Copy>) {
+        // The chunk is a power of two: `chunk_shift` and `chunk_mask`.
         let chunk = self.chunk_sectors as u64;
+        let shift = self.chunk_sectors.trailing_zeros();
         let disks = self.raid_disks as u64;
-        let c = sector / chunk * self.near_copies as u64;
+        let c = (sector >> shift) * self.near_copies as u64;
         let mut row = c / disks;
         if self.far_offset {
             row *= self.far_copies as u64;
         }
         let mut dev = (c % disks) as u32;
-        let mut base = sector % chunk + row * chunk;
+        let mut base = (sector & (chunk - 1)) + (row << shift);
         for _ in 0..self.near_copies {
             let (mut d, mut addr) = (dev, base);
             out.push(R10Copy { devnum: d, addr });

@@ -16,20 +16,28 @@ pub struct BioList {
     /// Submissions in all (for progress).
     total: u64,
     done: u64,
+    /// The bio lists of units the engine is done with, refilled for the
+    /// next units so a long repeat allocates nothing.
+    spare: Vec<Vec<BioSpec>>,
 }
 
 impl BioList {
     /// `plug`: each submission runs inside a plug.
     pub fn new(bios: Vec<(BioSpec, u64, u64)>, plug: bool) -> Self {
         let total = bios.iter().map(|b| b.1).sum();
-        BioList { pending: bios.into(), plug, total, done: 0 }
+        BioList { pending: bios.into(), plug, total, done: 0, spare: Vec::new() }
     }
 }
 
 impl Source for BioList {
     fn next_unit(&mut self) -> Option<IoUnit> {
         let (spec, left, stride) = self.pending.front_mut()?;
-        let bio = spec.clone();
+        let mut bios = self.spare.pop().unwrap_or_default();
+        bios.truncate(1);
+        match bios.first_mut() {
+            Some(b) => b.clone_from(spec),
+            None => bios.push(spec.clone()),
+        }
         *left -= 1;
         self.done += 1;
         if *left == 0 {
@@ -40,7 +48,11 @@ impl Source for BioList {
                 bv.phys += *stride * SECTOR_SIZE;
             }
         }
-        Some(IoUnit { bios: vec![bio], plug: self.plug, ..IoUnit::default() })
+        Some(IoUnit { bios, plug: self.plug, ..IoUnit::default() })
+    }
+
+    fn unit_done(&mut self, bios: Vec<BioSpec>) {
+        self.spare.push(bios);
     }
 
     fn progress(&self, _now: u64) -> Option<f64> {

@@ -19,7 +19,7 @@ use crate::bio::{Bvec, Op};
 use crate::genhd::DevId;
 
 /// One bio as a source builds it, before submission.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Debug, Default, PartialEq)]
 pub struct BioSpec {
     pub dev: DevId,
     pub op: Op,
@@ -29,6 +29,22 @@ pub struct BioSpec {
     pub bvecs: Vec<Bvec>,
     /// Size in bytes (equals the bvecs' total when there are bvecs).
     pub size: u32,
+}
+
+impl Clone for BioSpec {
+    fn clone(&self) -> Self {
+        let mut b = BioSpec { bvecs: Vec::new(), ..*self };
+        b.bvecs.clone_from(&self.bvecs);
+        b
+    }
+
+    /// Into an existing spec, reusing its bvec buffer (sources refill the
+    /// specs of finished units).
+    fn clone_from(&mut self, src: &Self) {
+        let bvecs = std::mem::take(&mut self.bvecs);
+        *self = BioSpec { bvecs, ..*src };
+        self.bvecs.clone_from(&src.bvecs);
+    }
 }
 
 /// What a unit counts as in a tool's statistics (fio's `DDIR_*`).
@@ -97,6 +113,13 @@ pub trait Source {
     fn progress(&self, now: u64) -> Option<f64> {
         let _ = now;
         None
+    }
+
+    /// The engine is done with a unit's bios (all submitted; the block
+    /// layer copied what it needs): a source may keep the buffers for the
+    /// units it builds next.
+    fn unit_done(&mut self, bios: Vec<BioSpec>) {
+        let _ = bios;
     }
 }
 

@@ -28,8 +28,12 @@ pub fn op_stat_group(op: Op, flags: u32) -> usize {
     }
 }
 
+/// `ns` in whole jiffies: ns · HZ / 10⁹, computed as ns / (10⁹ / HZ),
+/// which is the same floor because HZ divides 10⁹ (a 64-bit division by a
+/// constant instead of a 128-bit one, twice per request).
 pub fn jiffies(ns: u64) -> u64 {
-    ((ns as u128 * HZ as u128) / 1_000_000_000) as u64
+    const _: () = assert!(1_000_000_000 % HZ == 0);
+    ns / (1_000_000_000 / HZ)
 }
 
 /// One device's `struct disk_stats` plus its in-flight counters.

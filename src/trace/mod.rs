@@ -175,6 +175,9 @@ impl TraceSink for EventLog {
 /// Fans events out to sinks; records the first write error and stops.
 #[derive(Default)]
 pub struct Tracer {
+    /// Anyone listens (a sink, the log or the analysis): one flag for the
+    /// check every trace point makes.
+    on: bool,
     sinks: Vec<Box<dyn TraceSink>>,
     pub log: Option<EventLog>,
     /// btt-style analysis and histograms of the events.
@@ -185,22 +188,25 @@ pub struct Tracer {
 impl Tracer {
     pub fn add_sink(&mut self, sink: Box<dyn TraceSink>) {
         self.sinks.push(sink);
+        self.on = true;
     }
 
     /// Keep events in memory too (see [`Tracer::log`]).
     pub fn keep_log(&mut self) {
         self.log = Some(EventLog::default());
+        self.on = true;
     }
 
     /// Analyse events (btt stages, merge information, histograms).
     pub fn keep_analysis(&mut self) {
         self.analysis = Some(Default::default());
+        self.on = true;
     }
 
     /// Whether anyone listens; callers skip building events otherwise.
     #[inline]
     pub fn active(&self) -> bool {
-        !self.sinks.is_empty() || self.log.is_some() || self.analysis.is_some()
+        self.on
     }
 
     pub fn emit(&mut self, ev: Event, ctx: &TraceCtx) {
