@@ -123,7 +123,8 @@ impl Source for Dd {
             return Some(self.buffered_write(&side, cache, pos, len));
         }
         // dio_bio_write_op: O_DIRECT writes are REQ_SYNC (| REQ_IDLE, which
-        // traces do not show); reads carry no flag, hence "R" in blkparse.
+        // traces do not show); reads start with no flag, and dd's pread is
+        // synchronous, so blkdev_direct_io adds REQ_SYNC on the simple path.
         let flags = side.flags | if op == Op::Read { 0 } else { req::SYNC };
         let (bios, plug) = blkdev_direct_io_with(side.dev, op, flags, pos, len, &self.buffer, &side.rules, true);
         Some(IoUnit { bios, plug, ..IoUnit::default() })
