@@ -38,6 +38,9 @@ pub struct Job {
     current: VecDeque<Step>,
     /// The submission installed a plug it must finish.
     plugged: bool,
+    /// The task sleeps for the submission's I/O before it finishes that
+    /// plug, so the scheduler flushes it first (`from_schedule`).
+    plug_sleeps: bool,
     pub units_done: u64,
     pub errors: u64,
     /// fio's `iodepth_batch_complete_min`: once the queue is full, the job
@@ -238,6 +241,7 @@ impl Engine {
             finished: false,
             current: VecDeque::new(),
             plugged: false,
+            plug_sleeps: false,
             units_done: 0,
             errors: 0,
             complete_min: 1,
@@ -311,6 +315,9 @@ impl Engine {
                 }
             }
             if std::mem::take(&mut self.jobs[j].plugged) {
+                if std::mem::take(&mut self.jobs[j].plug_sleeps) {
+                    mq::blk_mq_flush_plug_list(&mut self.queues, &mut self.core, task, true);
+                }
                 self.finish_plug(task);
             }
             if !self.start_submission(j) {
@@ -357,6 +364,7 @@ impl Engine {
             return false;
         }
         let plug = units.len() > 2 || units.iter().any(|u| u.plug);
+        let plug_sleeps = units.iter().any(|u| u.sleeps_in_plug);
         job.stats.first_submit_ns.get_or_insert(now);
         for unit in units {
             let slot = job.free_slots.pop().unwrap_or_else(|| {
@@ -380,6 +388,7 @@ impl Engine {
         let task = job.task;
         if plug {
             self.jobs[j].plugged = mq::blk_start_plug(&mut self.core, task);
+            self.jobs[j].plug_sleeps = plug_sleeps;
         }
         true
     }

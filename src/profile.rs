@@ -292,6 +292,9 @@ pub struct Behaviour {
     pub discard_chopping: DiscardChopping,
     pub dio_bvec_merge: DioBvecMerge,
     pub iov_align: IovAlign,
+    /// `blkdev_write_iter` runs every write(2) to a block device inside a
+    /// plug (up to 6.4; 6.1 only among the profiles).
+    pub blkdev_write_plug: bool,
 }
 
 /// A named kernel version.
@@ -342,6 +345,7 @@ pub fn profiles() -> Vec<Profile> {
         discard_chopping: DiscardChopping::BioDiscardLimit,
         dio_bvec_merge: DioBvecMerge::PhysContig,
         iov_align: IovAlign::Off,
+        blkdev_write_plug: true,
     };
     let v6_12 = Behaviour {
         limits_model: LimitsModel::Validate,
@@ -358,6 +362,7 @@ pub fn profiles() -> Vec<Profile> {
         md_split_trace: true,
         raid10_chunk_sectors: true,
         dm_stripe_chunk_sectors: true,
+        blkdev_write_plug: false,
         ..v6_1.clone()
     };
     // Mainline 6.15: tail add without the tail-first merge fix (seed 001).
@@ -545,6 +550,8 @@ pub const SWITCHES: &[SwitchDef] = &[
         "how __blkdev_issue_discard cuts BLKDISCARD/fstrim ranges into bios: max_discard_aligned (4.9-4.18: max_discard_sectors pieces pulled back to the granularity grid), allowed_max_sectors (4.19-5.9, 744889b7cbb5: UINT_MAX-sized pieces, the queue splits), granularity_aligned (5.10-6.0: an unaligned head piece, then granularity-aligned UINT_MAX pieces), bio_discard_limit (6.1+: the same computed per bio)"),
     switch!(choice dio_bvec_merge, "phys_contig|folio_only",
         "direct I/O bvecs: phys_contig (5.1-6.x bvec_try_merge_page: a physically contiguous run of user pages is one bvec) or folio_only (7.x: pages merge only within a folio, so order-0 user memory is one page per bvec and a bio holds 256 pages)"),
+    switch!(flag blkdev_write_plug,
+        "blkdev_write_iter plugs every write(2) to a block device (up to 6.4; removed by 712c7364655f \"block: don't plug in blkdev_write_iter\", 6.5): a synchronous O_DIRECT write's bios wait in the plug until the task sleeps for them, so pieces of one write merge"),
     switch!(choice iov_align, "off|max_io",
         "direct I/O bio sizing: off (every released kernel) or max_io (Ed Tsai's proposal \"block: limit the extract size to align queue limit\", seed 003: every bio but the last is cut to a multiple of max_sectors)"),
 ];

@@ -68,8 +68,10 @@ struct Root {
 /// A trace event that matters for replay, in trace order.
 enum Step {
     Root(Root),
-    /// An unplug by this pid: ends the pid's current submission.
-    Unplug(u32),
+    /// An unplug by this pid: ends the pid's current submission. A timer
+    /// unplug ('UT', `from_schedule`) means the process slept inside the
+    /// submission's plug.
+    Unplug(u32, bool),
 }
 
 pub fn read(w: &Obj, disks: &[DiskSpec], nr_disks: usize) -> Result<Vec<JobSpec>, ScenarioError> {
@@ -164,7 +166,8 @@ fn roots(records: &[TraceRecord], map: &HashMap<DevNo, DevEntry>) -> Result<Vec<
             (TraceAction::Model(Action::Remap), Some(d), Extra::Remap { from, from_sector, .. }) => {
                 remaps.insert((d, r.sector.unwrap_or(0), r.nr_sectors), (*from, *from_sector));
             }
-            (TraceAction::Model(Action::Unplug) | TraceAction::Model(Action::UnplugTimer), _, _) => out.push(Step::Unplug(r.pid)),
+            (TraceAction::Model(Action::Unplug), _, _) => out.push(Step::Unplug(r.pid, false)),
+            (TraceAction::Model(Action::UnplugTimer), _, _) => out.push(Step::Unplug(r.pid, true)),
             (TraceAction::Model(Action::Queue), Some(d), _) => {
                 let sector = r.sector.unwrap_or(0);
                 let target = match remaps.remove(&(d, sector, r.nr_sectors)) {
@@ -233,13 +236,24 @@ fn check_root(r: &Root, map: &HashMap<DevNo, DevEntry>) -> Result<(), String> {
     Ok(())
 }
 
+/// A submission to replay: when, its root bios, and whether the process
+/// slept inside its plug (its unplug was a timer one).
+type ReplayUnit = (u64, Vec<Root>, bool);
+
 /// Each pid's units: consecutive roots at one instant, not split by an unplug.
-fn group(steps: &[Step]) -> Vec<(u32, Vec<(u64, Vec<Root>)>)> {
-    let mut out: Vec<(u32, Vec<(u64, Vec<Root>)>)> = Vec::new();
+fn group(steps: &[Step]) -> Vec<(u32, Vec<ReplayUnit>)> {
+    let mut out: Vec<(u32, Vec<ReplayUnit>)> = Vec::new();
     let mut open: HashMap<u32, bool> = HashMap::new();
     for s in steps {
         match s {
-            Step::Unplug(pid) => {
+            Step::Unplug(pid, timer) => {
+                // The timer unplug of the pid's latest submission (flushes
+                // for size may have ended it before).
+                if *timer {
+                    if let Some(u) = out.iter_mut().find(|(p, _)| p == pid).and_then(|(_, units)| units.last_mut()) {
+                        u.2 = true;
+                    }
+                }
                 open.insert(*pid, false);
             }
             Step::Root(r) => {
@@ -252,7 +266,7 @@ fn group(steps: &[Step]) -> Vec<(u32, Vec<(u64, Vec<Root>)>)> {
                 if joins {
                     units.last_mut().expect("checked").1.push(r.clone());
                 } else {
-                    units.push((r.time, vec![r.clone()]));
+                    units.push((r.time, vec![r.clone()], false));
                 }
                 open.insert(r.pid, true);
             }
@@ -262,14 +276,14 @@ fn group(steps: &[Step]) -> Vec<(u32, Vec<(u64, Vec<Root>)>)> {
 }
 
 /// The replay job of one traced process.
-fn job(pid: u32, comm: String, units: Vec<(u64, Vec<Root>)>, t0: Option<u64>, iodepth: u32) -> JobSpec {
+fn job(pid: u32, comm: String, units: Vec<ReplayUnit>, t0: Option<u64>, iodepth: u32) -> JobSpec {
     let make = Rc::new(move |topo: &Topology, _: &Behaviour, _: &mut SharedCaches| {
         let built = units
             .iter()
-            .map(|(time, roots)| {
+            .map(|(time, roots, sleeps)| {
                 let bios = roots.iter().map(|r| bio_spec(topo, r)).collect();
                 let not_before = t0.map_or(0, |t| time.saturating_sub(t));
-                IoUnit { bios, plug: roots.len() > 1, not_before, ..IoUnit::default() }
+                IoUnit { bios, plug: roots.len() > 1 || *sleeps, sleeps_in_plug: *sleeps, not_before, ..IoUnit::default() }
             })
             .collect();
         Box::new(Replay::new(built)) as Box<dyn Source>

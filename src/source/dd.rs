@@ -18,7 +18,7 @@ use std::collections::VecDeque;
 use crate::bio::{req, Op};
 use crate::genhd::DevId;
 
-use super::dio::{blkdev_direct_io_with, DioRules, UserBuffer};
+use super::dio::{direct_io_unit, DioRules, UserBuffer};
 use super::pagecache::{fsync_units, SharedCache, WbRange};
 use super::{IoUnit, Source};
 
@@ -75,14 +75,23 @@ impl Dd {
 
     /// A buffered `write()` of `len` bytes at `pos`: reads of partly
     /// written buffers, then what O_SYNC or the dirty threshold start.
+    ///
+    /// Inside 6.1's `blkdev_write_iter` plug (`write_plug`) the reads, and
+    /// O_SYNC's writeback, wait in that plug until the task sleeps for them
+    /// (the writeback's own plug is nested); the flush never enters a plug.
     fn buffered_write(&mut self, side: &DdSide, cache: &SharedCache, pos: u64, len: u64) -> IoUnit {
         let reads = cache.borrow_mut().write(pos, len);
+        let in_plug = side.rules.write_plug;
         if side.flags & req::FUA != 0 {
-            self.follow.extend(fsync_units(Some(cache), side.dev, WbRange::Bytes(pos, pos + len), self.now));
+            let mut units = fsync_units(Some(cache), side.dev, WbRange::Bytes(pos, pos + len), self.now);
+            for u in units.iter_mut().filter(|u| u.plug) {
+                u.sleeps_in_plug = in_plug;
+            }
+            self.follow.extend(units);
         } else if let Some(bg) = cache.borrow_mut().background_unit() {
             self.follow.push_back(bg);
         }
-        IoUnit { bios: reads, sync: true, ..IoUnit::default() }
+        IoUnit { bios: reads, sync: true, plug: in_plug, sleeps_in_plug: in_plug, ..IoUnit::default() }
     }
 }
 
@@ -126,7 +135,6 @@ impl Source for Dd {
         // traces do not show); reads start with no flag, and dd's pread is
         // synchronous, so blkdev_direct_io adds REQ_SYNC on the simple path.
         let flags = side.flags | if op == Op::Read { 0 } else { req::SYNC };
-        let (bios, plug) = blkdev_direct_io_with(side.dev, op, flags, pos, len, &self.buffer, &side.rules, true);
-        Some(IoUnit { bios, plug, ..IoUnit::default() })
+        Some(direct_io_unit(side.dev, op, flags, pos, len, &self.buffer, &side.rules, true))
     }
 }

@@ -22,7 +22,7 @@ use crate::genhd::DevId;
 use crate::profile::{Behaviour, DioBvecMerge, IovAlign};
 
 use super::rng::Rng;
-use super::BioSpec;
+use super::{BioSpec, IoUnit};
 
 /// Where the first page of a user buffer sits physically (4 GiB).
 const BUFFER_BASE_PFN: u64 = 0x10_0000;
@@ -102,19 +102,35 @@ pub struct DioRules {
     /// `iov_align = max_io`: the queue's max I/O size in bytes
     /// (`max_sectors` × 512); `None` when the rule is off.
     pub align: Option<u64>,
+    /// `blkdev_write_plug`: `blkdev_write_iter` plugs the whole write(2).
+    pub write_plug: bool,
 }
 
 impl DioRules {
-    /// 5.1–6.x rules: physically contiguous pages merge, no alignment.
+    /// 5.1–6.x rules: physically contiguous pages merge, no alignment, no
+    /// plug around writes.
     pub fn merging(lbs: u32) -> Self {
-        DioRules { lbs, merge: DioBvecMerge::PhysContig, align: None }
+        DioRules { lbs, merge: DioBvecMerge::PhysContig, align: None, write_plug: false }
     }
 
     /// The rules of `beh` for a device with these limits.
     pub fn new(beh: &Behaviour, lbs: u32, max_sectors: u32) -> Self {
         let align = (beh.iov_align == IovAlign::MaxIo).then_some(max_sectors as u64 * 512);
-        DioRules { lbs, merge: beh.dio_bvec_merge, align }
+        DioRules { lbs, merge: beh.dio_bvec_merge, align, write_plug: beh.blkdev_write_plug }
     }
+}
+
+/// The I/O unit of one O_DIRECT `pread`/`pwrite` (`sync`) or one AIO iocb:
+/// [`blkdev_direct_io_with`]'s bios, plugged as the kernel plugs them. A
+/// write inside `blkdev_write_iter`'s plug (`write_plug`, up to 6.4) that
+/// is synchronous sleeps for its bios before the plug is finished, so the
+/// scheduler flushes it (`blk_flush_plug(plug, true)`); `__blkdev_direct_IO`'s
+/// own plug is then nested and does nothing.
+#[allow(clippy::too_many_arguments)]
+pub fn direct_io_unit(dev: DevId, op: Op, flags: u32, pos: u64, len: u64, buf: &UserBuffer, rules: &DioRules, sync: bool) -> IoUnit {
+    let (bios, multi) = blkdev_direct_io_with(dev, op, flags, pos, len, buf, rules, sync);
+    let write_plug = rules.write_plug && op.is_write();
+    IoUnit { bios, plug: multi || write_plug, sleeps_in_plug: write_plug && sync, ..IoUnit::default() }
 }
 
 /// `bio_iov_iter_get_pages` for bytes [pos, pos + len) of `buf` into a bio
