@@ -636,7 +636,7 @@ pub fn blk_mq_run_hw_queue(qs: &mut [RequestQueue], core: &mut BlockCore, qi: us
         // __blk_mq_do_dispatch_sched: stop when no driver tag is left.
         while q.driver_tags < q.attrs.queue_depth {
             let now = core.now;
-            let Some(id) = q.sched.as_mut().and_then(|s| s.dispatch(&mut q.rqs, now)) else { break };
+            let Some(id) = q.sched.as_mut().and_then(|s| s.dispatch(&mut q.rqs, now, core.beh.dd_next)) else { break };
             if q.last_merge == Some(id) {
                 q.last_merge = None;
             }

@@ -246,6 +246,20 @@ choice!(
     }
 );
 
+choice!(
+    /// Which request mq-deadline continues a batch with
+    /// (`deadline_next_request`).
+    DdNext {
+        /// Up to 6.4: `next_rq`, the request after the last dispatched one
+        /// in sector order (none before a direction's first dispatch, so
+        /// that starts from the FIFO).
+        NextRq = "next_rq",
+        /// 83c46ed67557 "block: mq-deadline: Track the dispatch position"
+        /// (6.5): the lowest request at or above the last dispatched sector.
+        LatestPos = "latest_pos",
+    }
+);
+
 /// All behaviour switches in force for a run.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Behaviour {
@@ -295,6 +309,7 @@ pub struct Behaviour {
     /// `blkdev_write_iter` runs every write(2) to a block device inside a
     /// plug (up to 6.4; 6.1 only among the profiles).
     pub blkdev_write_plug: bool,
+    pub dd_next: DdNext,
 }
 
 /// A named kernel version.
@@ -346,6 +361,7 @@ pub fn profiles() -> Vec<Profile> {
         dio_bvec_merge: DioBvecMerge::PhysContig,
         iov_align: IovAlign::Off,
         blkdev_write_plug: true,
+        dd_next: DdNext::NextRq,
     };
     let v6_12 = Behaviour {
         limits_model: LimitsModel::Validate,
@@ -363,6 +379,7 @@ pub fn profiles() -> Vec<Profile> {
         raid10_chunk_sectors: true,
         dm_stripe_chunk_sectors: true,
         blkdev_write_plug: false,
+        dd_next: DdNext::LatestPos,
         ..v6_1.clone()
     };
     // Mainline 6.15: tail add without the tail-first merge fix (seed 001).
@@ -552,6 +569,8 @@ pub const SWITCHES: &[SwitchDef] = &[
         "direct I/O bvecs: phys_contig (5.1-6.x bvec_try_merge_page: a physically contiguous run of user pages is one bvec) or folio_only (7.x: pages merge only within a folio, so order-0 user memory is one page per bvec and a bio holds 256 pages)"),
     switch!(flag blkdev_write_plug,
         "blkdev_write_iter plugs every write(2) to a block device (up to 6.4; removed by 712c7364655f \"block: don't plug in blkdev_write_iter\", 6.5): a synchronous O_DIRECT write's bios wait in the plug until the task sleeps for them, so pieces of one write merge"),
+    switch!(choice dd_next, "next_rq|latest_pos",
+        "mq-deadline's next request in sector order: next_rq (up to 6.4: the request after the last dispatched one when it was dispatched; a direction's first dispatch takes the FIFO head) or latest_pos (83c46ed67557 \"block: mq-deadline: Track the dispatch position\", 6.5: the lowest request at or above the last dispatched sector)"),
     switch!(choice iov_align, "off|max_io",
         "direct I/O bio sizing: off (every released kernel) or max_io (Ed Tsai's proposal \"block: limit the extract size to align queue limit\", seed 003: every bio but the last is cut to a multiple of max_sectors)"),
 ];
