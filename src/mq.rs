@@ -135,12 +135,13 @@ pub struct RequestQueue {
     /// The CPU's software queue (`ctx->rq_lists`), used without a scheduler.
     ctx_list: VecDeque<u32>,
     /// `hctx->dispatch`: requests that bypass the scheduler.
-    dispatch_list: VecDeque<u32>,
-    driver_tags: u32,
+    pub(crate) dispatch_list: VecDeque<u32>,
+    pub(crate) driver_tags: u32,
     sched_tags: u32,
     pub tag_waiters: VecDeque<Waiter>,
     /// `q->last_merge`, the elevator's one-hit merge cache.
     last_merge: Option<u32>,
+    pub flush: crate::flush::FlushQueue,
 }
 
 impl RequestQueue {
@@ -161,6 +162,7 @@ impl RequestQueue {
             sched_tags: 0,
             tag_waiters: VecDeque::new(),
             last_merge: None,
+            flush: Default::default(),
         }
     }
 
@@ -202,7 +204,7 @@ impl RequestQueue {
         true
     }
 
-    fn put_tags(&mut self, rq: &Request) {
+    pub(crate) fn put_tags(&mut self, rq: &Request) {
         self.driver_tags -= rq.driver_tag as u32;
         self.sched_tags -= rq.sched_tag as u32;
     }
@@ -441,10 +443,8 @@ fn blk_mq_alloc_done(qs: &mut [RequestQueue], core: &mut BlockCore, qi: usize, b
     s.getrq += 1;
     s.disk.io_start(core.now, op, rule);
     let id = qs[qi].rqs.alloc(rq);
-    if flags & (req::PREFLUSH | req::FUA) != 0 && qs[qi].attrs.write_cache {
-        // The flush machinery: never plugged, straight to the dispatch list.
-        qs[qi].dispatch_list.push_back(id);
-        blk_mq_run_hw_queue(qs, core, qi, false);
+    if flags & (req::PREFLUSH | req::FUA) != 0 && crate::flush::blk_insert_flush(qs, core, qi, id) {
+        // Taken by the flush state machine (src/flush.rs).
     } else if core.plugs.get(task as usize).is_some_and(|p| p.is_some()) {
         blk_add_rq_to_plug(qs, core, task, (qi as u32, id));
     } else if qs[qi].sched.is_some() {
@@ -677,6 +677,9 @@ fn device_submit(q: &mut RequestQueue, core: &mut BlockCore, id: u32) {
 /// `blk_mq_end_request`: 'C', accounting, tags back, bios ended, then
 /// tag waiters woken and the queue run again.
 pub fn blk_mq_complete_request(qs: &mut [RequestQueue], core: &mut BlockCore, qi: usize, id: u32) {
+    if qs[qi].flush.owns(id) {
+        return crate::flush::rq_completed(qs, core, qi, id);
+    }
     let q = &mut qs[qi];
     let rq = q.rqs.take(id);
     q.put_tags(&rq);

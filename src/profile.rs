@@ -260,6 +260,21 @@ choice!(
     }
 );
 
+choice!(
+    /// How the data of a `REQ_PREFLUSH`/`REQ_FUA` write reaches the driver.
+    FlushDataPath {
+        /// Up to 6.4: a flush write needing no flush goes straight into
+        /// `hctx->dispatch`, and a sequence's data through the requeue list
+        /// (kblockd issues it); the flush request joins the dispatch tail.
+        Requeue = "requeue",
+        /// 360f264834e3 and 615939a2ae73 "blk-mq: defer to the normal
+        /// submission path for non-flush flush commands / post-flush
+        /// requests" (6.5): both take the normal path (plug, scheduler);
+        /// the flush request goes to the dispatch head.
+        Normal = "normal",
+    }
+);
+
 /// All behaviour switches in force for a run.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Behaviour {
@@ -310,6 +325,7 @@ pub struct Behaviour {
     /// plug (up to 6.4; 6.1 only among the profiles).
     pub blkdev_write_plug: bool,
     pub dd_next: DdNext,
+    pub flush_data_path: FlushDataPath,
 }
 
 /// A named kernel version.
@@ -362,6 +378,7 @@ pub fn profiles() -> Vec<Profile> {
         iov_align: IovAlign::Off,
         blkdev_write_plug: true,
         dd_next: DdNext::NextRq,
+        flush_data_path: FlushDataPath::Requeue,
     };
     let v6_12 = Behaviour {
         limits_model: LimitsModel::Validate,
@@ -380,6 +397,7 @@ pub fn profiles() -> Vec<Profile> {
         dm_stripe_chunk_sectors: true,
         blkdev_write_plug: false,
         dd_next: DdNext::LatestPos,
+        flush_data_path: FlushDataPath::Normal,
         ..v6_1.clone()
     };
     // Mainline 6.15: tail add without the tail-first merge fix (seed 001).
@@ -571,6 +589,8 @@ pub const SWITCHES: &[SwitchDef] = &[
         "blkdev_write_iter plugs every write(2) to a block device (up to 6.4; removed by 712c7364655f \"block: don't plug in blkdev_write_iter\", 6.5): a synchronous O_DIRECT write's bios wait in the plug until the task sleeps for them, so pieces of one write merge"),
     switch!(choice dd_next, "next_rq|latest_pos",
         "mq-deadline's next request in sector order: next_rq (up to 6.4: the request after the last dispatched one when it was dispatched; a direction's first dispatch takes the FIFO head) or latest_pos (83c46ed67557 \"block: mq-deadline: Track the dispatch position\", 6.5: the lowest request at or above the last dispatched sector)"),
+    switch!(choice flush_data_path, "requeue|normal",
+        "the data of a PREFLUSH/FUA write on a disk with a volatile cache: requeue (up to 6.4: a write needing no flush goes straight to hctx->dispatch, a flush sequence's data through the requeue list and kblockd) or normal (360f264834e3, 615939a2ae73, 6.5: the normal submission path, plug and scheduler included)"),
     switch!(choice iov_align, "off|max_io",
         "direct I/O bio sizing: off (every released kernel) or max_io (Ed Tsai's proposal \"block: limit the extract size to align queue limit\", seed 003: every bio but the last is cut to a multiple of max_sectors)"),
 ];

@@ -6,8 +6,9 @@
 //! does.
 //!
 //! * `oflag=sync`/`dsync` (O_SYNC/O_DSYNC): direct writes carry `REQ_FUA`
-//!   (`dio_bio_write_op`); buffered writes are followed by
-//!   `generic_write_sync` — writeback of the written range, then a flush.
+//!   (`dio_bio_write_op`); every write is followed by `generic_write_sync`
+//!   — writeback of the written range (buffered writes), then a flush
+//!   (`blkdev_fsync`, even after a FUA write).
 //! * `conv=fsync`/`fdatasync`: one fsync before dd exits — writeback of
 //!   every dirty page, then a flush (`blkdev_fsync`).
 //! * Closing the output syncs its page cache (`sync_blockdev` on the last
@@ -135,6 +136,11 @@ impl Source for Dd {
         // traces do not show); reads start with no flag, and dd's pread is
         // synchronous, so blkdev_direct_io adds REQ_SYNC on the simple path.
         let flags = side.flags | if op == Op::Read { 0 } else { req::SYNC };
+        if op == Op::Write && side.flags & req::FUA != 0 {
+            // O_SYNC/O_DSYNC: generic_write_sync after the write, i.e.
+            // blkdev_fsync — nothing to write back, then the flush.
+            self.follow.extend(fsync_units(None, side.dev, WbRange::Bytes(pos, pos + len), self.now));
+        }
         Some(direct_io_unit(side.dev, op, flags, pos, len, &self.buffer, &side.rules, true))
     }
 }
