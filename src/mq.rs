@@ -449,7 +449,9 @@ fn blk_mq_alloc_done(qs: &mut [RequestQueue], core: &mut BlockCore, qi: usize, b
         blk_add_rq_to_plug(qs, core, task, (qi as u32, id));
     } else if qs[qi].sched.is_some() {
         dd_insert_request(&mut qs[qi], core, id, task);
-        blk_mq_run_hw_queue(qs, core, qi, false);
+        // Run asynchronously: kblockd issues it (6.1
+        // blk_mq_sched_insert_request(rq, false, true, true); 6.12 the same).
+        blk_mq_run_hw_queue(qs, core, qi, true);
     } else {
         blk_mq_start_request(&mut qs[qi], core, id, task);
     }
