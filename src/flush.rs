@@ -35,7 +35,7 @@
 //! sequence never fail.
 
 use crate::bio::{req, Op};
-use crate::mq::{blk_mq_run_hw_queue, trace_rq, wake_tag_waiters, Request, RequestQueue};
+use crate::mq::{blk_mq_end_request_done, blk_mq_run_hw_queue, trace_rq, wake_tag_waiters, Request, RequestQueue};
 use crate::profile::{FlushDataPath, HZ};
 use crate::stats::diskstats::{jiffies, FLUSH};
 use crate::submit::{BlockCore, KWORKER};
@@ -261,16 +261,7 @@ pub fn rq_completed(qs: &mut [RequestQueue], core: &mut BlockCore, qi: usize, id
 fn end_request(qs: &mut [RequestQueue], core: &mut BlockCore, qi: usize, id: u32) {
     let q = &mut qs[qi];
     let rq = q.rqs.take(id);
-    q.put_tags(&rq);
-    trace_rq(core, Action::Complete, &rq, 0);
-    let rule = core.beh.io_ticks;
-    let s = &mut core.stats[q.dev as usize];
-    s.completed += 1;
-    s.disk.io_done(core.now, rq.op, rq.flags, rq.start_time_ns, rule);
-    for bio in rq.bios {
-        core.bio_endio(bio, 0);
-    }
-    wake_tag_waiters(q, core);
+    blk_mq_end_request_done(q, core, rq);
 }
 
 #[cfg(test)]

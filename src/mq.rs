@@ -684,19 +684,26 @@ pub fn blk_mq_complete_request(qs: &mut [RequestQueue], core: &mut BlockCore, qi
     }
     let q = &mut qs[qi];
     let rq = q.rqs.take(id);
+    let s = &mut core.stats[q.dev as usize];
+    s.disk.in_driver -= 1;
+    s.disk.account_sectors(rq.op, rq.flags, rq.nr_sectors as u64);
+    blk_mq_end_request_done(q, core, rq);
+    blk_mq_run_hw_queue(qs, core, qi, true);
+}
+
+/// The rest of ending a request the driver is done with: tags back, 'C',
+/// the I/O accounted, bios ended, tag waiters woken.
+pub(crate) fn blk_mq_end_request_done(q: &mut RequestQueue, core: &mut BlockCore, rq: Request) {
     q.put_tags(&rq);
     trace_rq(core, Action::Complete, &rq, 0);
     let rule = core.beh.io_ticks;
     let s = &mut core.stats[q.dev as usize];
     s.completed += 1;
-    s.disk.in_driver -= 1;
-    s.disk.account_sectors(rq.op, rq.flags, rq.nr_sectors as u64);
     s.disk.io_done(core.now, rq.op, rq.flags, rq.start_time_ns, rule);
     for bio in rq.bios {
         core.bio_endio(bio, 0);
     }
     wake_tag_waiters(q, core);
-    blk_mq_run_hw_queue(qs, core, qi, true);
 }
 
 /// Hand freed tags to sleeping submitters, oldest first. Each woken task
