@@ -135,7 +135,7 @@ impl Mddev {
     }
 
     /// Chain a member bio to the array's bio and leave it to raid5d.
-    fn to_raid5d(&mut self, core: &mut BlockCore, bio: BioId, member_bio: BioId, from_sector: u64) {
+    fn queue_for_raid5d(&mut self, core: &mut BlockCore, bio: BioId, member_bio: BioId, from_sector: u64) {
         core.bio_chain(member_bio, bio);
         self.raid5d.push_back((member_bio, from_sector));
     }
@@ -147,7 +147,7 @@ impl Mddev {
             let m = self.members[d as usize];
             let rb = alloc_bio_at(core, bio, m.dev, Op::Read, 0, sh.sector + m.data_offset, STRIPE_SECTORS as u32, Some(stripe_page(d, sh.sector)));
             let from = self.unit_sector(sh.sector, d);
-            self.to_raid5d(core, bio, rb, from);
+            self.queue_for_raid5d(core, bio, rb, from);
         }
     }
 
@@ -163,7 +163,7 @@ impl Mddev {
         } else {
             alloc_bio_at(core, bio, m.dev, Op::Write, flags, at, STRIPE_SECTORS as u32, Some(stripe_page(d, sh.sector)))
         };
-        self.to_raid5d(core, bio, wb, logical);
+        self.queue_for_raid5d(core, bio, wb, logical);
     }
 
     /// `make_discard_request` (only reached with
@@ -196,7 +196,7 @@ impl Mddev {
                 }
                 let db = alloc_bio(core, bio, m.dev, Op::Discard, 0, sh_sector + m.data_offset, STRIPE_SECTORS as u32);
                 let from = self.unit_sector(sh_sector, d);
-                self.to_raid5d(core, bio, db, from);
+                self.queue_for_raid5d(core, bio, db, from);
             }
         }
         core.bio_endio(bio, 0);
