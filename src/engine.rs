@@ -19,7 +19,7 @@ use crate::mq::{self, blk_mq_complete_request, blk_mq_submit_bio, RequestQueue, 
 use crate::profile::Behaviour;
 use crate::source::{BioSpec, IoUnit, Source, UnitKind};
 use crate::stats::clat::LatStat;
-use crate::submit::{resume_submit, submit_bio, BioDriver, BlockCore, RootDone, SimEvent, Stack, Suspended};
+use crate::submit::{resume_submit, submit_bio, submit_bio_from_thread, BioDriver, BlockCore, RootDone, SimEvent, Stack, Suspended};
 
 /// A submitter: one task running a [`Source`].
 pub struct Job {
@@ -38,6 +38,9 @@ pub struct Job {
     current: VecDeque<Submitting>,
     /// The submission installed a plug it must finish.
     plugged: bool,
+    /// The task sleeps for the submission's I/O before it finishes that
+    /// plug, so the scheduler flushes it first (`from_schedule`).
+    plug_sleeps: bool,
     pub units_done: u64,
     pub errors: u64,
     /// fio's `iodepth_batch_complete_min`: once the queue is full, the job
@@ -116,6 +119,10 @@ struct TaskState {
     own_plug: bool,
     blocked: bool,
     job: Option<usize>,
+    /// A driver's thread (md's raid5d): the driver's index, and whether the
+    /// thread holds the plug it runs in.
+    thread: Option<usize>,
+    thread_plug: bool,
 }
 
 /// Builds the device stack before a run.
@@ -165,9 +172,23 @@ impl EngineBuilder {
                 RequestQueue::new(i as u32, dev, d.kind, q.limits.clone(), q.attrs.clone(), DiskModel::new(model, d.nr_sectors))
             })
             .collect();
+        // Drivers' threads, named after their device (`md0_raid5`).
+        let threads: Vec<(usize, String)> = (0..self.drivers.len())
+            .filter_map(|d| {
+                let suffix = self.drivers[d].as_ref()?.thread_name()?;
+                let dev = self.topo.devs.iter().find(|x| x.driver == Driver::BioBased(d))?;
+                Some((d, format!("{}_{suffix}", dev.name)))
+            })
+            .collect();
         let core = BlockCore::new(self.topo, self.beh);
         let tasks = (0..core.tasks.len()).map(|_| TaskState::default()).collect();
-        Engine { core, queues, drivers: self.drivers, jobs: Vec::new(), tasks, sample_every: None, samples: Vec::new(), reaped: Reaped::default() }
+        let mut e = Engine { core, queues, drivers: self.drivers, jobs: Vec::new(), tasks, threads: Vec::new(), sample_every: None, samples: Vec::new(), reaped: Reaped::default() };
+        for (i, (d, comm)) in threads.into_iter().enumerate() {
+            let t = e.add_task(THREAD_PID + i as u32, &comm);
+            e.tasks[t as usize].thread = Some(d);
+            e.threads.push(t);
+        }
+        e
     }
 }
 
@@ -177,6 +198,8 @@ pub struct Engine {
     drivers: Vec<Option<Box<dyn BioDriver>>>,
     pub jobs: Vec<Job>,
     tasks: Vec<TaskState>,
+    /// The tasks of drivers' threads.
+    threads: Vec<u32>,
     /// Take a diskstats snapshot this often (ns), for interval reports.
     pub sample_every: Option<u64>,
     /// (time, diskstats of every device) at each sample.
@@ -225,6 +248,9 @@ impl Stack for Engine {
     }
 }
 
+/// The pid of the first driver thread.
+const THREAD_PID: u32 = 180;
+
 /// How often (in timed events) a run reports progress.
 pub const TICK_EVENTS: u64 = 1 << 16;
 
@@ -270,6 +296,7 @@ impl Engine {
             finished: false,
             current: VecDeque::new(),
             plugged: false,
+            plug_sleeps: false,
             units_done: 0,
             errors: 0,
             complete_min: 1,
@@ -339,8 +366,10 @@ impl Engine {
                 while u.next < u.bios.len() {
                     u.next += 1;
                     if !self.submit_root(task, &u.bios[u.next - 1], j as u32, u.slot) {
-                        // Asleep inside this bio's submission: the rest waits.
+                        // Asleep inside this bio's submission: the rest waits,
+                        // and the driver threads it woke run.
                         self.jobs[j].current.push_front(u);
+                        self.run_threads();
                         return;
                     }
                 }
@@ -351,8 +380,14 @@ impl Engine {
                 self.jobs[j].source.unit_done(u.bios);
             }
             if std::mem::take(&mut self.jobs[j].plugged) {
+                if std::mem::take(&mut self.jobs[j].plug_sleeps) {
+                    mq::blk_mq_flush_plug_list(&mut self.queues, &mut self.core, task, true);
+                }
                 self.finish_plug(task);
             }
+            // The submission is done (the task returns or sleeps): the
+            // driver threads it woke run.
+            self.run_threads();
             if !self.start_submission(j) {
                 return;
             }
@@ -373,7 +408,7 @@ impl Engine {
         // Units are taken in flight as they are fetched: the `in_flight`
         // rule below only decides for the first unit (any later sync or
         // drain unit is held by `n > 0`), so it sees no unit of this batch.
-        let (mut n, mut plug) = (0u32, false);
+        let (mut n, mut plug, mut plug_sleeps) = (0u32, false, false);
         while n < room {
             let Some(u) = job.pending.take().or_else(|| next_from_source(job, now)) else { break };
             let held = u.not_before > now || (u.drain && job.in_flight > 0) || ((u.sync || u.drain) && n > 0);
@@ -383,6 +418,7 @@ impl Engine {
             }
             let alone = u.sync || u.drain;
             plug |= u.plug;
+            plug_sleeps |= u.sleeps_in_plug;
             job.stats.first_submit_ns.get_or_insert(now);
             job.queue_unit(u, now);
             n += 1;
@@ -409,6 +445,7 @@ impl Engine {
         let task = job.task;
         if plug {
             self.jobs[j].plugged = mq::blk_start_plug(&mut self.core, task);
+            self.jobs[j].plug_sleeps = plug_sleeps;
         }
         true
     }
@@ -454,7 +491,45 @@ impl Engine {
         }
         if let Some(j) = self.tasks[t].job {
             self.run_job(j);
+        } else if let Some(d) = self.tasks[t].thread {
+            self.run_thread(d, w.task);
         }
+    }
+
+    /// Let every driver thread that is not asleep do its work.
+    fn run_threads(&mut self) {
+        for i in 0..self.threads.len() {
+            let t = self.threads[i];
+            if let (Some(d), false) = (self.tasks[t as usize].thread, self.tasks[t as usize].blocked) {
+                self.run_thread(d, t);
+            }
+        }
+    }
+
+    /// Driver `d`'s thread, task `t`, submits its bios inside a plug of its
+    /// own (raid5d's `blk_start_plug`), until it has none left or sleeps.
+    fn run_thread(&mut self, d: usize, t: u32) {
+        let saved = self.core.current;
+        loop {
+            self.core.current = t;
+            let mut drv = self.drivers[d].take().expect("driver not re-entered");
+            let next = drv.thread_next(&mut self.core);
+            self.drivers[d] = Some(drv);
+            let Some(bio) = next else { break };
+            if !self.tasks[t as usize].thread_plug {
+                self.tasks[t as usize].thread_plug = mq::blk_start_plug(&mut self.core, t);
+            }
+            if let Some(s) = submit_bio_from_thread(self, bio) {
+                let ts = &mut self.tasks[t as usize];
+                (ts.suspended, ts.blocked) = (Some(s), true);
+                self.core.current = saved;
+                return;
+            }
+        }
+        if std::mem::take(&mut self.tasks[t as usize].thread_plug) {
+            mq::blk_finish_plug(&mut self.queues, &mut self.core, t);
+        }
+        self.core.current = saved;
     }
 
     /// Report finished root bios to their jobs, wake tasks that got tags,

@@ -97,6 +97,7 @@ impl DiskKind {
             nr_hw_queues: 1,
             rotational: false,
             write_cache: true,
+            fua: false,
         };
         // libata + sd: ATA_MAX_SECTORS_LBA48, AHCI_MAX_SG, can_queue 32.
         let ata = DriverLimits { max_hw_sectors: 65535, max_dev_sectors: 65535, max_segments: 168, ..base.clone() };
@@ -116,13 +117,16 @@ impl DiskKind {
                 max_write_zeroes_sectors: 1024,
                 queue_depth: 1023,
                 nr_hw_queues: 4,
+                // A volatile write cache comes with FUA (nvme_update_disk_info).
+                fua: true,
                 ..base
             },
             // libata VPD B0: WRITE SAME(16) UNMAP of 65535 * 64 blocks.
             DiskKind::Sata => DriverLimits { max_hw_discard_sectors: 65535 * 64, discard_granularity: 512, ..ata },
             // 512e drive: 4 KiB physical blocks, no TRIM.
             DiskKind::Hdd => DriverLimits { physical_block_size: 4096, io_min: 4096, rotational: true, ..ata },
-            DiskKind::Scsi => DriverLimits { max_hw_sectors: 65535, max_dev_sectors: 65535, rotational: true, ..base },
+            // sd: FUA when the device reports DPOFUA.
+            DiskKind::Scsi => DriverLimits { max_hw_sectors: 65535, max_dev_sectors: 65535, rotational: true, fua: true, ..base },
             // virtio_blk on QEMU defaults: no sector limit, seg_max 254,
             // 4194303-sector discard and write zeroes, one virtqueue of 256.
             DiskKind::Virtio => DriverLimits {
@@ -146,6 +150,7 @@ impl DiskKind {
                 max_segment_size: 262144,
                 seg_boundary_mask: if legacy { 0xFFF } else { 0xFFFF_FFFF },
                 queue_depth: 31,
+                fua: true,
                 ..base
             },
             // storvsc: 2 MiB transfers, 513 segments, 4 KiB virt boundary;

@@ -15,6 +15,7 @@ pub mod check;
 pub mod disk;
 pub mod dm;
 pub mod engine;
+pub mod flush;
 pub mod genhd;
 pub mod limits;
 pub mod md;

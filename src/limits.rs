@@ -188,7 +188,11 @@ pub struct DriverLimits {
     pub queue_depth: u32,
     pub nr_hw_queues: u32,
     pub rotational: bool,
+    /// A volatile write cache (`write_cache` "write back").
     pub write_cache: bool,
+    /// Writes with `REQ_FUA` are passed to the device (`fua` 1); otherwise
+    /// the flush machinery follows each with a flush.
+    pub fua: bool,
 }
 
 /// Sysfs writes the scenario makes after the driver set its limits.
@@ -213,6 +217,8 @@ pub struct QueueAttrs {
     pub nomerges: u8,
     pub rotational: bool,
     pub write_cache: bool,
+    /// `fua` (read-only in sysfs): the driver passes `REQ_FUA` on.
+    pub fua: bool,
 }
 
 /// A limit the kernel would refuse: which sysfs key and why.
@@ -458,6 +464,7 @@ fn queue_attrs(d: &DriverLimits, w: &SysfsWrites) -> Result<QueueAttrs, LimitErr
         nomerges,
         rotational: w.rotational.unwrap_or(d.rotational),
         write_cache: w.write_cache.unwrap_or(d.write_cache),
+        fua: d.fua,
     })
 }
 

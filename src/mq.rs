@@ -137,12 +137,13 @@ pub struct RequestQueue {
     /// The CPU's software queue (`ctx->rq_lists`), used without a scheduler.
     ctx_list: VecDeque<u32>,
     /// `hctx->dispatch`: requests that bypass the scheduler.
-    dispatch_list: VecDeque<u32>,
-    driver_tags: u32,
+    pub(crate) dispatch_list: VecDeque<u32>,
+    pub(crate) driver_tags: u32,
     sched_tags: u32,
     pub tag_waiters: VecDeque<Waiter>,
     /// `q->last_merge`, the elevator's one-hit merge cache.
     last_merge: Option<u32>,
+    pub flush: crate::flush::FlushQueue,
 }
 
 impl RequestQueue {
@@ -163,6 +164,7 @@ impl RequestQueue {
             sched_tags: 0,
             tag_waiters: VecDeque::new(),
             last_merge: None,
+            flush: Default::default(),
         }
     }
 
@@ -204,7 +206,7 @@ impl RequestQueue {
         true
     }
 
-    fn put_tags(&mut self, rq: &Request) {
+    pub(crate) fn put_tags(&mut self, rq: &Request) {
         self.driver_tags -= rq.driver_tag as u32;
         self.sched_tags -= rq.sched_tag as u32;
     }
@@ -448,15 +450,15 @@ fn blk_mq_alloc_done(qs: &mut [RequestQueue], core: &mut BlockCore, qi: usize, b
     s.getrq += 1;
     s.disk.io_start(core.now, op, rule);
     let id = qs[qi].rqs.alloc(rq);
-    if flags & (req::PREFLUSH | req::FUA) != 0 && qs[qi].attrs.write_cache {
-        // The flush machinery: never plugged, straight to the dispatch list.
-        qs[qi].dispatch_list.push_back(id);
-        blk_mq_run_hw_queue(qs, core, qi, false);
+    if flags & (req::PREFLUSH | req::FUA) != 0 && crate::flush::blk_insert_flush(qs, core, qi, id) {
+        // Taken by the flush state machine (src/flush.rs).
     } else if core.plugs.get(task as usize).is_some_and(|p| p.is_some()) {
         blk_add_rq_to_plug(qs, core, task, (qi as u32, id));
     } else if qs[qi].sched.is_some() {
         dd_insert_request(&mut qs[qi], core, id, task);
-        blk_mq_run_hw_queue(qs, core, qi, false);
+        // Run asynchronously: kblockd issues it (6.1
+        // blk_mq_sched_insert_request(rq, false, true, true); 6.12 the same).
+        blk_mq_run_hw_queue(qs, core, qi, true);
     } else {
         blk_mq_start_request(&mut qs[qi], core, id, task);
     }
@@ -651,7 +653,7 @@ pub fn blk_mq_run_hw_queue(qs: &mut [RequestQueue], core: &mut BlockCore, qi: us
         // __blk_mq_do_dispatch_sched: stop when no driver tag is left.
         while q.driver_tags < q.attrs.queue_depth {
             let now = core.now;
-            let Some(id) = q.sched.as_mut().and_then(|s| s.dispatch(&mut q.rqs, now)) else { break };
+            let Some(id) = q.sched.as_mut().and_then(|s| s.dispatch(&mut q.rqs, now, core.beh.dd_next)) else { break };
             if q.last_merge == Some(id) {
                 q.last_merge = None;
             }
@@ -692,15 +694,26 @@ fn device_submit(q: &mut RequestQueue, core: &mut BlockCore, id: u32) {
 /// `blk_mq_end_request`: 'C', accounting, tags back, bios ended, then
 /// tag waiters woken and the queue run again.
 pub fn blk_mq_complete_request(qs: &mut [RequestQueue], core: &mut BlockCore, qi: usize, id: u32) {
+    if qs[qi].flush.owns(id) {
+        return crate::flush::rq_completed(qs, core, qi, id);
+    }
     let q = &mut qs[qi];
     let rq = q.rqs.take(id);
+    let s = &mut core.stats[q.dev as usize];
+    s.disk.in_driver -= 1;
+    s.disk.account_sectors(rq.op, rq.flags, rq.nr_sectors as u64);
+    blk_mq_end_request_done(q, core, rq);
+    blk_mq_run_hw_queue(qs, core, qi, true);
+}
+
+/// The rest of ending a request the driver is done with: tags back, 'C',
+/// the I/O accounted, bios ended, tag waiters woken.
+pub(crate) fn blk_mq_end_request_done(q: &mut RequestQueue, core: &mut BlockCore, rq: Request) {
     q.put_tags(&rq);
     trace_rq(core, Action::Complete, &rq, 0);
     let rule = core.beh.io_ticks;
     let s = &mut core.stats[q.dev as usize];
     s.completed += 1;
-    s.disk.in_driver -= 1;
-    s.disk.account_sectors(rq.op, rq.flags, rq.nr_sectors as u64);
     s.disk.io_done(core.now, rq.op, rq.flags, rq.start_time_ns, rule);
     // blk_update_request: unlink each bio from the chain, then end it.
     let mut next = Some(rq.bio);
@@ -709,7 +722,6 @@ pub fn blk_mq_complete_request(qs: &mut [RequestQueue], core: &mut BlockCore, qi
         core.bio_endio(bio, 0);
     }
     wake_tag_waiters(q, core);
-    blk_mq_run_hw_queue(qs, core, qi, true);
 }
 
 /// Hand freed tags to sleeping submitters, oldest first. Each woken task

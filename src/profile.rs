@@ -246,6 +246,35 @@ choice!(
     }
 );
 
+choice!(
+    /// Which request mq-deadline continues a batch with
+    /// (`deadline_next_request`).
+    DdNext {
+        /// Up to 6.4: `next_rq`, the request after the last dispatched one
+        /// in sector order (none before a direction's first dispatch, so
+        /// that starts from the FIFO).
+        NextRq = "next_rq",
+        /// 83c46ed67557 "block: mq-deadline: Track the dispatch position"
+        /// (6.5): the lowest request at or above the last dispatched sector.
+        LatestPos = "latest_pos",
+    }
+);
+
+choice!(
+    /// How the data of a `REQ_PREFLUSH`/`REQ_FUA` write reaches the driver.
+    FlushDataPath {
+        /// Up to 6.4: a flush write needing no flush goes straight into
+        /// `hctx->dispatch`, and a sequence's data through the requeue list
+        /// (kblockd issues it); the flush request joins the dispatch tail.
+        Requeue = "requeue",
+        /// 360f264834e3 and 615939a2ae73 "blk-mq: defer to the normal
+        /// submission path for non-flush flush commands / post-flush
+        /// requests" (6.5): both take the normal path (plug, scheduler);
+        /// the flush request goes to the dispatch head.
+        Normal = "normal",
+    }
+);
+
 /// All behaviour switches in force for a run.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Behaviour {
@@ -292,6 +321,11 @@ pub struct Behaviour {
     pub discard_chopping: DiscardChopping,
     pub dio_bvec_merge: DioBvecMerge,
     pub iov_align: IovAlign,
+    /// `blkdev_write_iter` runs every write(2) to a block device inside a
+    /// plug (up to 6.4; 6.1 only among the profiles).
+    pub blkdev_write_plug: bool,
+    pub dd_next: DdNext,
+    pub flush_data_path: FlushDataPath,
 }
 
 /// A named kernel version.
@@ -342,6 +376,9 @@ pub fn profiles() -> Vec<Profile> {
         discard_chopping: DiscardChopping::BioDiscardLimit,
         dio_bvec_merge: DioBvecMerge::PhysContig,
         iov_align: IovAlign::Off,
+        blkdev_write_plug: true,
+        dd_next: DdNext::NextRq,
+        flush_data_path: FlushDataPath::Requeue,
     };
     let v6_12 = Behaviour {
         limits_model: LimitsModel::Validate,
@@ -358,6 +395,9 @@ pub fn profiles() -> Vec<Profile> {
         md_split_trace: true,
         raid10_chunk_sectors: true,
         dm_stripe_chunk_sectors: true,
+        blkdev_write_plug: false,
+        dd_next: DdNext::LatestPos,
+        flush_data_path: FlushDataPath::Normal,
         ..v6_1.clone()
     };
     // Mainline 6.15: tail add without the tail-first merge fix (seed 001).
@@ -542,6 +582,12 @@ pub const SWITCHES: &[SwitchDef] = &[
         "how __blkdev_issue_discard cuts BLKDISCARD/fstrim ranges into bios: max_discard_aligned (4.9-4.18: max_discard_sectors pieces pulled back to the granularity grid), allowed_max_sectors (4.19-5.9, 744889b7cbb5: UINT_MAX-sized pieces, the queue splits), granularity_aligned (5.10-6.0: an unaligned head piece, then granularity-aligned UINT_MAX pieces), bio_discard_limit (6.1+: the same computed per bio)"),
     switch!(choice dio_bvec_merge, "phys_contig|folio_only",
         "direct I/O bvecs: phys_contig (5.1-6.x bvec_try_merge_page: a physically contiguous run of user pages is one bvec) or folio_only (7.x: pages merge only within a folio, so order-0 user memory is one page per bvec and a bio holds 256 pages)"),
+    switch!(flag blkdev_write_plug,
+        "blkdev_write_iter plugs every write(2) to a block device (up to 6.4; removed by 712c7364655f \"block: don't plug in blkdev_write_iter\", 6.5): a synchronous O_DIRECT write's bios wait in the plug until the task sleeps for them, so pieces of one write merge"),
+    switch!(choice dd_next, "next_rq|latest_pos",
+        "mq-deadline's next request in sector order: next_rq (up to 6.4: the request after the last dispatched one when it was dispatched; a direction's first dispatch takes the FIFO head) or latest_pos (83c46ed67557 \"block: mq-deadline: Track the dispatch position\", 6.5: the lowest request at or above the last dispatched sector)"),
+    switch!(choice flush_data_path, "requeue|normal",
+        "the data of a PREFLUSH/FUA write on a disk with a volatile cache: requeue (up to 6.4: a write needing no flush goes straight to hctx->dispatch, a flush sequence's data through the requeue list and kblockd) or normal (360f264834e3, 615939a2ae73, 6.5: the normal submission path, plug and scheduler included)"),
     switch!(choice iov_align, "off|max_io",
         "direct I/O bio sizing: off (every released kernel) or max_io (Ed Tsai's proposal \"block: limit the extract size to align queue limit\", seed 003: every bio but the last is cut to a multiple of max_sectors)"),
 ];

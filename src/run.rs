@@ -231,6 +231,8 @@ pub fn summary(sc: &Scenario, engine: &Engine, st: &RunStats) -> Value {
             lim.insert("scheduler".into(), json!(q.attrs.scheduler.name()));
             lim.insert("nomerges".into(), json!(q.attrs.nomerges));
             lim.insert("rotational".into(), json!(q.attrs.rotational as u8));
+            lim.insert("write_cache".into(), json!(if q.attrs.write_cache { "write back" } else { "write through" }));
+            lim.insert("fua".into(), json!(q.attrs.fua as u8));
             lim.insert("zoned".into(), json!(q.limits.zoned.name()));
             dev["limits"] = Value::Object(lim);
         } else {

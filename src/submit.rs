@@ -37,6 +37,18 @@ pub trait BioDriver {
     /// `->submit_bio`: called with `current->bio_list` active, so everything
     /// it submits is queued and handled after it returns.
     fn submit_bio(&mut self, core: &mut BlockCore, bio: BioId);
+
+    /// The name of the driver's own kernel thread after the device's
+    /// (md's `raid5d` is `md0_raid5`: "raid5"), if it has one.
+    fn thread_name(&self) -> Option<String> {
+        None
+    }
+
+    /// The thread runs: the next bio it submits (after tracing what comes
+    /// before its 'Q'), or `None` when it has nothing left to do.
+    fn thread_next(&mut self, _core: &mut BlockCore) -> Option<BioId> {
+        None
+    }
 }
 
 /// Timed things the simulation waits for.
@@ -708,6 +720,12 @@ pub struct Suspended {
 /// task went to sleep before the loop finished.
 pub fn submit_bio<S: Stack>(stack: &mut S, id: BioId) -> Option<Suspended> {
     stack.core().check_root(id);
+    submit_bio_from_thread(stack, id)
+}
+
+/// `submit_bio_noacct` outside any loop by a driver's thread (md's raid5d):
+/// a bio of the stack, not a submitter's.
+pub fn submit_bio_from_thread<S: Stack>(stack: &mut S, id: BioId) -> Option<Suspended> {
     let id = stack.core().submit_bio_noacct(id)?;
     let core = stack.core();
     let driver = core.topo.dev(core.bio(id).dev).driver;

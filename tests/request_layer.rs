@@ -173,6 +173,27 @@ fn mq_deadline_dispatches_in_sector_order() {
 }
 
 #[test]
+fn mq_deadline_continues_from_next_rq_until_6_4_and_from_the_position_after() {
+    // queue_depth 1, three single-write submissions at once: 100 is
+    // inserted alone and issued at once (the only driver tag); 800 and 500
+    // are inserted behind it. When 100 completes:
+    // * 6.1 (next_rq): 100's dispatch set next_rq[WRITE] to the request
+    //   after it in sector order *then*, none; so the batch restarts from
+    //   the FIFO head, 800, whose successor is again none: FIFO, 500.
+    // * 6.12 (83c46ed67557, latest_pos): the lowest request at or above 100
+    //   is 500, then at or above 500, 800.
+    let bios: Vec<String> = [100, 800, 500].iter().map(|&s| write(s, 4096)).collect();
+    let order = |kernel: &str, sets: &[&str]| -> Vec<u64> {
+        let text = scenario(kernel, "sata", "queue_depth = 1\nnr_requests = 64", "", "iodepth = 3\nbatch = 1", &bios);
+        let (e, ev) = run_events(&text, sets);
+        issued(&e, &ev, "d0").iter().map(|x| x.0).collect()
+    };
+    assert_eq!(order("6.1", &[]), vec![100, 800, 500]);
+    assert_eq!(order("6.12", &[]), vec![100, 500, 800]);
+    assert_eq!(order("6.1", &["behaviour.dd_next=latest_pos"]), vec![100, 500, 800]);
+}
+
+#[test]
 fn discard_ranges_merge_up_to_max_discard_segments() {
     // NVMe with max_discard_segments 2: any discard merges into a discard
     // request (no contiguity) while it has fewer than 2 ranges. The second

@@ -20,7 +20,7 @@
 mod common;
 
 use blkstack::trace::Action;
-use common::{on, run_events};
+use common::{issued, on, run_events};
 
 const SEED_003: &str = r#"
 seed = 3
@@ -78,3 +78,60 @@ fn folio_only_puts_one_page_in_each_bvec() {
     assert_eq!(q, vec![2048; 64]);
 }
 
+
+/// dm-stripe over three virtio disks, 64 KiB chunks (validate/scenarios/
+/// dm-stripe.toml): one 512 KiB O_DIRECT write at sector 0.
+const DM_STRIPE_WRITE: &str = r#"
+[disks.vda]
+kind = "virtio"
+size = "256MiB"
+[disks.vdb]
+kind = "virtio"
+size = "256MiB"
+[disks.vdc]
+kind = "virtio"
+size = "256MiB"
+[dm.st]
+table = "0 393216 striped 3 128 /dev/vda 0 /dev/vdb 0 /dev/vdc 0"
+[workload]
+type = "dd"
+if = "/dev/zero"
+of = "/dev/st"
+bs = "512k"
+count = 1
+oflag = "direct"
+"#;
+
+#[test]
+fn a_6_1_write_is_plugged_until_the_task_sleeps() {
+    // dm-stripe cuts the 1024-sector bio at its 128-sector chunks:
+    // [0,128) → vda 0, [128,256) → vdb 0, [256,384) → vdc 0, [384,512) →
+    // vda 128, [512,640) → vdb 128, [640,768) → vdc 128, [768,896) → vda
+    // 256, [896,1024) → vdb 256.
+    //
+    // 6.1: blkdev_write_iter's plug holds the requests; each later piece of
+    // a member back-merges into that member's request (the plug merge tries
+    // the member queue's first request from the head, the only one): vda
+    // 0 + 384, vdb 0 + 384, vdc 0 + 256. The task then sleeps in
+    // submit_bio_wait, so the scheduler flushes the plug (from_schedule):
+    // one timer unplug ('UT') per queue and the kworker issues them.
+    let (engine, events) = run_events(DM_STRIPE_WRITE, &["kernel=6.1"]);
+    assert_eq!(issued(&engine, &events, "vda"), [(0, 384)]);
+    assert_eq!(issued(&engine, &events, "vdb"), [(0, 384)]);
+    assert_eq!(issued(&engine, &events, "vdc"), [(0, 256)]);
+    assert_eq!(events.iter().filter(|e| e.action == Action::UnplugTimer).count(), 3);
+    assert!(events.iter().all(|e| e.action != Action::Unplug));
+    let kworker = events.iter().filter(|e| e.action == Action::Issue).all(|e| engine.core.tasks[e.task as usize].comm.starts_with("kworker"));
+    assert!(kworker, "the plug flushed from schedule runs the queues asynchronously");
+
+    // 6.12 (712c7364655f, 6.5: no plug in blkdev_write_iter): dm-stripe
+    // sets chunk_sectors, the pieces are split with REQ_NOMERGE, and each
+    // is its own 128-sector request.
+    let (engine, events) = run_events(DM_STRIPE_WRITE, &["kernel=6.12"]);
+    assert_eq!(issued(&engine, &events, "vda"), [(0, 128), (128, 128), (256, 128)]);
+    assert_eq!(issued(&engine, &events, "vdb"), [(0, 128), (128, 128), (256, 128)]);
+    assert_eq!(issued(&engine, &events, "vdc"), [(0, 128), (128, 128)]);
+    // The switch alone turns 6.1's behaviour off.
+    let (engine, events) = run_events(DM_STRIPE_WRITE, &["kernel=6.1", "behaviour.blkdev_write_plug=false"]);
+    assert_eq!(issued(&engine, &events, "vdc"), [(0, 128), (128, 128)]);
+}

@@ -56,12 +56,22 @@ class Event:
     line: int
 
     def key(self, ignore_flags: bool = False) -> Tuple[str, Optional[int], int]:
-        return (op_letters(self.rwbs) if ignore_flags else self.rwbs, self.sector, self.nr_sectors)
+        # An event without data has no meaningful sector: blkparse prints
+        # none ("D FN [kworker]"), the tracepoints 0 or -1.
+        sector = self.sector if self.nr_sectors else None
+        return (op_letters(self.rwbs) if ignore_flags else self.rwbs, sector, self.nr_sectors)
 
     def __str__(self) -> str:
         if self.sector is None:
             return f"{self.rwbs}"
         return f"{self.rwbs} {self.sector} + {self.nr_sectors}"
+
+
+def canonical_rwbs(rwbs: str) -> str:
+    """One spelling per request kind: blkparse prints a flush request
+    (REQ_OP_FLUSH | REQ_PREFLUSH) as ``FN`` (no write bit, no data), the
+    kernel's tracepoints as ``FF``; both read as ``FF``."""
+    return "FF" + rwbs[2:] if rwbs.startswith("FN") else rwbs
 
 
 def op_letters(rwbs: str) -> str:
@@ -88,7 +98,7 @@ class Trace:
         self.bad: List[Tuple[int, str, str]] = list(bad)
         self.devices: List[str] = list(tables["devices"])
         actions: List[str] = list(tables["actions"])
-        rwbs: List[str] = list(tables["rwbs"])
+        rwbs: List[str] = [canonical_rwbs(r) for r in tables["rwbs"]]
         line = memoryview(cols["line"]).cast("Q")
         dev = memoryview(cols["dev"]).cast("I")
         act = memoryview(cols["action"]).cast("B")
@@ -225,7 +235,7 @@ LIMIT_KEYS = (
     "max_hw_sectors_kb", "max_sectors_kb", "max_segments", "max_segment_size", "virt_boundary_mask",
     "chunk_sectors", "discard_granularity", "discard_max_bytes", "discard_max_hw_bytes",
     "max_discard_segments", "write_zeroes_max_bytes", "nr_requests", "scheduler", "nomerges",
-    "rotational", "zoned", "dma_alignment",
+    "rotational", "zoned", "dma_alignment", "write_cache", "fua",
 )
 
 

@@ -16,12 +16,12 @@
 //! members; member writes are submitted at once (`raid1_add_bio_to_plug`
 //! does so without a bitmap); `nr_pending` is the member's in-flight I/O and
 //! `head_position` moves when everything sent to the member has completed.
-//! Two simplifications change timing and request shapes, not sectors:
-//! raid456 stripe work runs inside the submitting call instead of raid5d
-//! (whose plug merges a stripe row's 4 KiB writes into chunk-sized requests
-//! on a real machine), and a stripe_head's writes go out right after its
-//! pre-reads instead of when they complete; `md_flush_request` submits the
-//! data right after the member flushes instead of when they complete.
+//! raid456 stripe work is submitted by the array's thread, raid5d, inside
+//! its plug, once the submitter is done; two simplifications change timing
+//! and request shapes, not sectors: a stripe_head's writes go out right
+//! after its pre-reads instead of when they complete, and
+//! `md_flush_request` submits the data right after the member flushes
+//! instead of when they complete.
 
 use crate::bio::{req, Bio, BioId, BioVecs, BvecIter, Op, SECTOR_SHIFT};
 use crate::genhd::DevId;
@@ -84,12 +84,15 @@ pub struct Mddev {
     pub(crate) mirrors: Vec<Mirror>,
     /// Scratch for the copies of a raid10 bio (kept to avoid an allocation per bio).
     pub(crate) copies: Vec<super::raid10::R10Copy>,
+    /// raid456: member bios raid5d submits when it runs next, each with the
+    /// array sector its remap is traced from.
+    pub(crate) raid5d: std::collections::VecDeque<(BioId, u64)>,
 }
 
 impl Mddev {
     pub fn new(pers: Personality, members: Vec<MdMember>) -> Mddev {
         let mirrors = vec![Mirror::default(); members.len()];
-        Mddev { pers, members, mirrors, copies: Vec::new() }
+        Mddev { pers, members, mirrors, copies: Vec::new(), raid5d: Default::default() }
     }
 
     /// `pers->make_request`.
@@ -165,6 +168,22 @@ impl BioDriver for Mddev {
         if core.beh.md_accounting == MdAccounting::Inline && sectors != 0 {
             core.stats[dev as usize].disk.count_io(op, flags, sectors);
         }
+    }
+
+    /// raid456 has a thread, `mdN_raidL` (`raid5d`).
+    fn thread_name(&self) -> Option<String> {
+        match &self.pers {
+            Personality::Raid456 { conf, .. } => Some(format!("raid{}", conf.level)),
+            _ => None,
+        }
+    }
+
+    /// raid5d's next member bio: its remap is traced as raid5d submits it.
+    fn thread_next(&mut self, core: &mut BlockCore) -> Option<BioId> {
+        let (bio, from) = self.raid5d.pop_front()?;
+        let md = core.bio(core.bio(bio).parent.expect("chained to the array's bio")).dev;
+        core.trace_bio_remap(bio, md, from);
+        Some(bio)
     }
 }
 

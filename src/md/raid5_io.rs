@@ -1,9 +1,12 @@
 //! md raid4/5/6's bio path (drivers/md/raid5.c): `raid5_make_request`
 //! with the `chunk_aligned_read` fast path, the write path in the shape
 //! members see it (one 4 KiB bio per member per stripe_head: pre-reads,
-//! then data and parity writes, highest slot first as `ops_run_io` goes),
-//! and `make_discard_request`. The layout and the stripe_head plan are
-//! [`super::raid5`]'s.
+//! then data and parity writes, highest slot first as `ops_run_io` goes;
+//! full-stripe writes of consecutive stripe_heads batched), and
+//! `make_discard_request`. Reads bypass the stripe cache and go out at
+//! once; stripe work is submitted by the array's thread, raid5d
+//! ([`crate::submit::BioDriver::thread_next`]), inside its plug. The layout
+//! and the stripe_head plan are [`super::raid5`]'s.
 //!
 //! A stripe_head's member I/O uses stripe-cache pages, except a data unit
 //! the bio overwrites completely, which is written from the bio's own pages
@@ -13,8 +16,8 @@
 use crate::bio::{req, BioId, Op};
 use crate::submit::BlockCore;
 
-use super::personality::{alloc_bio, alloc_bio_at, clone_part, md_account_bio, md_remap, md_split, member_discards, submit_remapped, Mddev, Personality};
-use super::raid5::{R5Conf, RmwLevel, StripeHeadWrite, STRIPE_SECTORS};
+use super::personality::{alloc_bio, alloc_bio_at, clone_part, md_account_bio, md_remap, md_split, member_discards, Mddev, Personality};
+use super::raid5::{R5Conf, RmwLevel, StripeHeadWrite, StripeWriteMode, STRIPE_SECTORS};
 
 /// Where the model puts stripe-cache pages: far above any buffer a
 /// workload uses, one page per (member, stripe_head).
@@ -24,6 +27,39 @@ const STRIPE_CACHE_BASE: u64 = 0x7000_0000_0000;
 /// sector `sh_sector` (page aligned, as `sh->dev[i].page` is).
 fn stripe_page(disk: u32, sh_sector: u64) -> u64 {
     STRIPE_CACHE_BASE + ((disk as u64) << 40) + (sh_sector << 9)
+}
+
+/// Which stripe_heads of `plan` raid5d handles together, as indices into
+/// `plan`, in the order it handles them (`stripe_add_to_batch_list`): a
+/// full-stripe write joins the batch of the stripe_head just below it (the
+/// search only goes back) when that one is a full-stripe write seen
+/// earlier and both lie in one chunk row (same parity members); the batch
+/// head is handled in its place, the members with it. Every other
+/// stripe_head is handled alone.
+pub(crate) fn stripe_batches(plan: &[StripeHeadWrite], chunk_sectors: u64) -> Vec<Vec<usize>> {
+    let mut batches: Vec<Vec<usize>> = Vec::new();
+    // Full-stripe stripe_heads seen so far: sector → their batch.
+    let mut full: Vec<(u64, usize)> = Vec::new();
+    for (i, sh) in plan.iter().enumerate() {
+        let is_full = sh.mode == StripeWriteMode::FullStripe;
+        let below = (is_full && sh.sector % chunk_sectors != 0)
+            .then(|| full.iter().find(|&&(s, _)| s + STRIPE_SECTORS == sh.sector).map(|&(_, b)| b))
+            .flatten();
+        let b = match below {
+            Some(b) => {
+                batches[b].push(i);
+                b
+            }
+            None => {
+                batches.push(vec![i]);
+                batches.len() - 1
+            }
+        };
+        if is_full {
+            full.push((sh.sector, b));
+        }
+    }
+    batches
 }
 
 impl Mddev {
@@ -64,18 +100,30 @@ impl Mddev {
     }
 
     /// The write path: `raid5_make_request` attaches the bio to its
-    /// stripe_heads (from the lowest chunk offset on) and `handle_stripe`
-    /// reads what parity needs and writes the data units and parity.
+    /// stripe_heads (from the lowest chunk offset on) and hands them to
+    /// raid5d, whose `handle_stripe` reads what parity needs and writes the
+    /// data units and parity — a batch of full-stripe writes together,
+    /// member by member (`ops_run_io` walks a batch per member), all inside
+    /// raid5d's plug, where a member's consecutive 4 KiB writes merge. The
+    /// writes carry the bio's `REQ_SYNC` and `REQ_FUA` (`R5_SyncIO`,
+    /// `R5_WantFUA`, spread to every written unit and parity by
+    /// `ops_complete_reconstruct`).
     fn raid5_write(&mut self, core: &mut BlockCore, bio: BioId) {
         md_account_bio(core, bio);
         let b = core.bio(bio);
-        let (start, sectors, fua) = (b.iter.sector, b.sectors() as u64, b.flags & req::FUA);
+        let (start, sectors, flags) = (b.iter.sector, b.sectors() as u64, b.flags & (req::FUA | req::SYNC));
         let (conf, rmw) = self.r5conf();
+        let chunk = conf.chunk_sectors as u64;
         let mut plan = Vec::new();
         conf.raid5_make_request_write(start, sectors, rmw, None, &mut plan);
-        for sh in &plan {
-            self.stripe_reads(core, bio, sh);
-            self.stripe_writes(core, bio, sh, start, fua);
+        for batch in stripe_batches(&plan, chunk) {
+            let head = &plan[batch[0]];
+            self.stripe_reads(core, bio, head);
+            for &d in &head.writes {
+                for &i in &batch {
+                    self.stripe_write(core, bio, &plan[i], d, start, flags);
+                }
+            }
         }
         core.bio_endio(bio, 0);
     }
@@ -86,36 +134,43 @@ impl Mddev {
         self.r5conf().0.raid5_compute_blocknr(sh_sector, disk).unwrap_or(0)
     }
 
+    /// Chain a member bio to the array's bio and leave it to raid5d.
+    fn queue_for_raid5d(&mut self, core: &mut BlockCore, bio: BioId, member_bio: BioId, from_sector: u64) {
+        core.bio_chain(member_bio, bio);
+        self.raid5d.push_back((member_bio, from_sector));
+    }
+
     /// The pre-reads of read-modify-write or reconstruct-write, into the
     /// stripe cache.
-    fn stripe_reads(&self, core: &mut BlockCore, bio: BioId, sh: &StripeHeadWrite) {
+    fn stripe_reads(&mut self, core: &mut BlockCore, bio: BioId, sh: &StripeHeadWrite) {
         for &d in &sh.reads {
             let m = self.members[d as usize];
             let rb = alloc_bio_at(core, bio, m.dev, Op::Read, 0, sh.sector + m.data_offset, STRIPE_SECTORS as u32, Some(stripe_page(d, sh.sector)));
-            submit_remapped(core, bio, rb, self.unit_sector(sh.sector, d));
+            let from = self.unit_sector(sh.sector, d);
+            self.queue_for_raid5d(core, bio, rb, from);
         }
     }
 
-    /// The writes of one stripe_head: a fully overwritten data unit from
-    /// the bio's pages, a partly written one and parity from the cache.
-    fn stripe_writes(&self, core: &mut BlockCore, bio: BioId, sh: &StripeHeadWrite, start: u64, fua: u32) {
-        for &d in &sh.writes {
-            let m = self.members[d as usize];
-            let at = sh.sector + m.data_offset;
-            let logical = self.unit_sector(sh.sector, d);
-            let wb = if sh.overwrite.contains(&d) {
-                clone_part(core, bio, m.dev, (logical - start) as u32, STRIPE_SECTORS as u32, at, fua)
-            } else {
-                alloc_bio_at(core, bio, m.dev, Op::Write, fua, at, STRIPE_SECTORS as u32, Some(stripe_page(d, sh.sector)))
-            };
-            submit_remapped(core, bio, wb, logical);
-        }
+    /// The write of member `d` of one stripe_head: a fully overwritten data
+    /// unit from the bio's pages, a partly written one and parity from the
+    /// cache.
+    fn stripe_write(&mut self, core: &mut BlockCore, bio: BioId, sh: &StripeHeadWrite, d: u32, start: u64, flags: u32) {
+        let m = self.members[d as usize];
+        let at = sh.sector + m.data_offset;
+        let logical = self.unit_sector(sh.sector, d);
+        let wb = if sh.overwrite.contains(&d) {
+            clone_part(core, bio, m.dev, (logical - start) as u32, STRIPE_SECTORS as u32, at, flags)
+        } else {
+            alloc_bio_at(core, bio, m.dev, Op::Write, flags, at, STRIPE_SECTORS as u32, Some(stripe_page(d, sh.sector)))
+        };
+        self.queue_for_raid5d(core, bio, wb, logical);
     }
 
     /// `make_discard_request` (only reached with
     /// `devices_handle_discard_safely`, else md has no discard): the bio is
     /// rounded in to whole data stripes; each stripe_head of those rows
-    /// discards its 4 KiB unit on every member, data and parity.
+    /// discards its 4 KiB unit on every member, data and parity, submitted
+    /// by raid5d (stripe_head by stripe_head: discards are not batched).
     fn make_discard_request(&mut self, core: &mut BlockCore, bio: BioId) {
         let b = core.bio(bio);
         let (start, end) = (b.iter.sector, b.end_sector());
@@ -140,9 +195,35 @@ impl Mddev {
                     continue;
                 }
                 let db = alloc_bio(core, bio, m.dev, Op::Discard, 0, sh_sector + m.data_offset, STRIPE_SECTORS as u32);
-                submit_remapped(core, bio, db, self.unit_sector(sh_sector, d));
+                let from = self.unit_sector(sh_sector, d);
+                self.queue_for_raid5d(core, bio, db, from);
             }
         }
         core.bio_endio(bio, 0);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sh(sector: u64, full: bool) -> StripeHeadWrite {
+        let mode = if full { StripeWriteMode::FullStripe } else { StripeWriteMode::Rcw };
+        StripeHeadWrite { sector, pd_idx: 3, qd_idx: None, towrite: vec![], overwrite: vec![], mode, reads: vec![], writes: vec![] }
+    }
+
+    #[test]
+    fn full_stripe_writes_batch_backwards_within_a_chunk_row() {
+        // 16-sector chunks: stripe_heads at 0 and 8 in row 0, 16 and 24 in
+        // row 1. A plan that starts at 8 (the bio's lowest chunk offset)
+        // and wraps: 8 finds nothing below it yet, 0 cannot join 8 (the
+        // search only goes back), 16 starts a row (sector % chunk == 0),
+        // 24 joins 16; 32 is partial, alone; 40 finds 32 below it, not a
+        // full-stripe write: alone.
+        let plan = [sh(8, true), sh(0, true), sh(16, true), sh(24, true), sh(32, false), sh(40, true)];
+        assert_eq!(stripe_batches(&plan, 16), [vec![0], vec![1], vec![2, 3], vec![4], vec![5]]);
+        // In order, a full row of four is one batch, headed by its lowest.
+        let row = [sh(0, true), sh(8, true), sh(16, true), sh(24, true)];
+        assert_eq!(stripe_batches(&row, 32), [vec![0, 1, 2, 3]]);
     }
 }

@@ -56,6 +56,7 @@ pub const QUEUE_KEYS: &[&str] = &[
     "nomerges",
     "rotational",
     "write_cache",
+    "fua",
     "zoned",
 ];
 
@@ -195,6 +196,9 @@ fn read_queue(q: &Obj, drv: &mut DriverLimits, w: &mut SysfsWrites) -> Result<()
         w.nomerges = Some(v as u8);
     }
     w.rotational = q.opt_bool("rotational")?.map(|x| x.0);
+    if let Some((v, _)) = q.opt_bool("fua")? {
+        drv.fua = v;
+    }
     if let Some(n) = q.node("write_cache") {
         w.write_cache = Some(match &n.value {
             Value::Bool(b) => *b,

@@ -20,7 +20,7 @@ pub mod workload_replay;
 use crate::engine::{Engine, EngineBuilder};
 use crate::genhd::DevId;
 use crate::profile::{self, Behaviour, Profile, SWITCHES};
-use crate::source::bios::BioList;
+use crate::source::bios::{BioList, WritePlug};
 use crate::source::BioSpec;
 
 pub use disks::{DiskSpec, PartSpec};
@@ -155,7 +155,15 @@ impl Scenario {
                         (spec, e.repeat, e.stride)
                     })
                     .collect();
-                engine.add_job(self.workload.pid, &self.workload.comm, Box::new(BioList::new(specs, *plug)), *iodepth, *batch);
+                // A data write is the O_DIRECT pwritev2 (iodepth 1) or AIO
+                // iocb it stands for: in blkdev_write_iter's plug up to 6.4.
+                let write_plug = match (self.beh.blkdev_write_plug, *iodepth) {
+                    (false, _) => WritePlug::None,
+                    (true, 1) => WritePlug::Sleeps,
+                    (true, _) => WritePlug::Finished,
+                };
+                let source = BioList::new(specs, *plug).with_write_plug(write_plug);
+                engine.add_job(self.workload.pid, &self.workload.comm, Box::new(source), *iodepth, *batch);
             }
             WorkloadKind::Jobs(jobs) => jobs::add_jobs(&mut engine, jobs, &self.beh),
         }

@@ -124,6 +124,7 @@ struct Lower {
     limits: QueueLimits,
     rotational: bool,
     write_cache: bool,
+    fua: bool,
     /// Partition start on its disk (0 for a whole device).
     start: u64,
     /// The disk of a partition, for claim conflicts.
@@ -153,6 +154,7 @@ impl<'a> Known<'a> {
                 limits: d.queue.limits.clone(),
                 rotational: d.queue.attrs.rotational,
                 write_cache: d.queue.attrs.write_cache,
+                fua: d.queue.attrs.fua,
                 start,
                 whole: d.name.clone(),
             };
@@ -165,7 +167,7 @@ impl<'a> Known<'a> {
         }
         let s = self.stacked.iter().find(|s| s.name == name)?;
         let q = &s.queue;
-        Some(Lower { nr_sectors: s.nr_sectors, limits: q.limits.clone(), rotational: q.attrs.rotational, write_cache: q.attrs.write_cache, start: 0, whole: s.name.clone() })
+        Some(Lower { nr_sectors: s.nr_sectors, limits: q.limits.clone(), rotational: q.attrs.rotational, write_cache: q.attrs.write_cache, fua: q.attrs.fua, start: 0, whole: s.name.clone() })
     }
 
     /// A table's or member list's device reference: `/dev/NAME`, `NAME`,
@@ -704,8 +706,9 @@ fn check_device_area(ti: &DmTarget, start: u64, l: &Lower, name: &str) -> Result
 
 /// The stacked device's queue: the limits, the sysfs writes of
 /// `[….queue]`, and attributes (bio-based: no scheduler; rotational if any
-/// lower device is; md always has a volatile write cache, dm if any lower
-/// device has one).
+/// lower device is; md always has a volatile write cache and FUA
+/// (`blk_queue_write_cache(q, true, true)` in 6.1, `md_init_stacking_limits`
+/// in 6.12), dm each if any lower device has it).
 fn stacked_queue<'l>(a: &Obj, lim: QueueLimits, lowers: impl Iterator<Item = &'l Lower>, md: bool, beh: &Behaviour) -> Result<Queue, ScenarioError> {
     let q = a.table("queue")?.unwrap_or_else(|| a.empty("queue"));
     let writes = SysfsWrites {
@@ -718,12 +721,13 @@ fn stacked_queue<'l>(a: &Obj, lim: QueueLimits, lowers: impl Iterator<Item = &'l
         Some(n) => q.err(e.key, &n.at, e.msg),
         None => a.err("queue", &a.at, e.msg),
     })?;
-    let (mut rotational, mut write_cache) = (false, md);
+    let (mut rotational, mut write_cache, mut fua) = (false, md, md);
     for l in lowers {
         rotational |= l.rotational;
         write_cache |= l.write_cache;
+        fua |= l.fua;
     }
-    let attrs = QueueAttrs { scheduler: Elevator::None, nr_requests: 128, queue_depth: 128, nr_hw_queues: 1, nomerges: 0, rotational, write_cache };
+    let attrs = QueueAttrs { scheduler: Elevator::None, nr_requests: 128, queue_depth: 128, nr_hw_queues: 1, nomerges: 0, rotational, write_cache, fua };
     Ok(Queue { limits, attrs })
 }
 

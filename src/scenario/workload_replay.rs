@@ -12,7 +12,9 @@
 //!
 //! Units: a process's consecutive roots queued at the same instant with no
 //! unplug ('U'/'UT') of that process between them were one submission;
-//! more than one bio in it was plugged. Each process is one job (its pid
+//! it was plugged if it had more than one bio or its process traced a plug
+//! ('P') after it, and the process slept in that plug if its unplug was a
+//! timer one ('UT'). Each process is one job (its pid
 //! and comm from the trace). With `timing = "original"` a unit is
 //! submitted at its trace time (relative to the trace's first event); with
 //! `"asap"` as soon as the job has room (`iodepth`, default 1).
@@ -68,8 +70,13 @@ struct Root {
 /// A trace event that matters for replay, in trace order.
 enum Step {
     Root(Root),
-    /// An unplug by this pid: ends the pid's current submission.
-    Unplug(u32),
+    /// An unplug by this pid: ends the pid's current submission. A timer
+    /// unplug ('UT', `from_schedule`) means the process slept inside the
+    /// submission's plug.
+    Unplug(u32, bool),
+    /// A plug by this pid ('P', traced when its first request enters it):
+    /// the pid's latest submission ran inside a plug.
+    Plug(u32),
 }
 
 pub fn read(w: &Obj, disks: &[DiskSpec], nr_disks: usize) -> Result<Vec<JobSpec>, ScenarioError> {
@@ -164,7 +171,9 @@ fn roots(records: &[TraceRecord], map: &HashMap<DevNo, DevEntry>) -> Result<Vec<
             (TraceAction::Model(Action::Remap), Some(d), Extra::Remap { from, from_sector, .. }) => {
                 remaps.insert((d, r.sector.unwrap_or(0), r.nr_sectors), (*from, *from_sector));
             }
-            (TraceAction::Model(Action::Unplug) | TraceAction::Model(Action::UnplugTimer), _, _) => out.push(Step::Unplug(r.pid)),
+            (TraceAction::Model(Action::Unplug), _, _) => out.push(Step::Unplug(r.pid, false)),
+            (TraceAction::Model(Action::UnplugTimer), _, _) => out.push(Step::Unplug(r.pid, true)),
+            (TraceAction::Model(Action::Plug), _, _) => out.push(Step::Plug(r.pid)),
             (TraceAction::Model(Action::Queue), Some(d), _) => {
                 let sector = r.sector.unwrap_or(0);
                 let target = match remaps.remove(&(d, sector, r.nr_sectors)) {
@@ -233,13 +242,39 @@ fn check_root(r: &Root, map: &HashMap<DevNo, DevEntry>) -> Result<(), String> {
     Ok(())
 }
 
+/// A submission to replay.
+#[derive(Clone, Debug)]
+struct ReplayUnit {
+    time: u64,
+    roots: Vec<Root>,
+    /// Its requests went into a plug ('P').
+    plugged: bool,
+    /// The process slept inside that plug (a timer unplug, 'UT').
+    sleeps: bool,
+}
+
+/// The pid's latest unit.
+fn latest(out: &mut [(u32, Vec<ReplayUnit>)], pid: u32) -> Option<&mut ReplayUnit> {
+    out.iter_mut().find(|(p, _)| *p == pid).and_then(|(_, units)| units.last_mut())
+}
+
 /// Each pid's units: consecutive roots at one instant, not split by an unplug.
-fn group(steps: &[Step]) -> Vec<(u32, Vec<(u64, Vec<Root>)>)> {
-    let mut out: Vec<(u32, Vec<(u64, Vec<Root>)>)> = Vec::new();
+fn group(steps: &[Step]) -> Vec<(u32, Vec<ReplayUnit>)> {
+    let mut out: Vec<(u32, Vec<ReplayUnit>)> = Vec::new();
     let mut open: HashMap<u32, bool> = HashMap::new();
     for s in steps {
         match s {
-            Step::Unplug(pid) => {
+            Step::Plug(pid) => {
+                if let Some(u) = latest(&mut out, *pid) {
+                    u.plugged = true;
+                }
+            }
+            Step::Unplug(pid, timer) => {
+                // The timer unplug of the pid's latest submission (flushes
+                // for size may have ended it before).
+                if let (true, Some(u)) = (*timer, latest(&mut out, *pid)) {
+                    u.sleeps = true;
+                }
                 open.insert(*pid, false);
             }
             Step::Root(r) => {
@@ -248,11 +283,11 @@ fn group(steps: &[Step]) -> Vec<(u32, Vec<(u64, Vec<Root>)>)> {
                     out.len() - 1
                 });
                 let units = &mut out[i].1;
-                let joins = open.get(&r.pid).copied().unwrap_or(false) && units.last().is_some_and(|u| u.0 == r.time);
+                let joins = open.get(&r.pid).copied().unwrap_or(false) && units.last().is_some_and(|u| u.time == r.time);
                 if joins {
-                    units.last_mut().expect("checked").1.push(r.clone());
+                    units.last_mut().expect("checked").roots.push(r.clone());
                 } else {
-                    units.push((r.time, vec![r.clone()]));
+                    units.push(ReplayUnit { time: r.time, roots: vec![r.clone()], plugged: false, sleeps: false });
                 }
                 open.insert(r.pid, true);
             }
@@ -262,14 +297,15 @@ fn group(steps: &[Step]) -> Vec<(u32, Vec<(u64, Vec<Root>)>)> {
 }
 
 /// The replay job of one traced process.
-fn job(pid: u32, comm: String, units: Vec<(u64, Vec<Root>)>, t0: Option<u64>, iodepth: u32) -> JobSpec {
+fn job(pid: u32, comm: String, units: Vec<ReplayUnit>, t0: Option<u64>, iodepth: u32) -> JobSpec {
     let make = Rc::new(move |topo: &Topology, _: &Behaviour, _: &mut SharedCaches| {
         let built = units
             .iter()
-            .map(|(time, roots)| {
-                let bios = roots.iter().map(|r| bio_spec(topo, r)).collect();
-                let not_before = t0.map_or(0, |t| time.saturating_sub(t));
-                IoUnit { bios, plug: roots.len() > 1, not_before, ..IoUnit::default() }
+            .map(|u| {
+                let bios = u.roots.iter().map(|r| bio_spec(topo, r)).collect();
+                let not_before = t0.map_or(0, |t| u.time.saturating_sub(t));
+                let plug = u.roots.len() > 1 || u.plugged || u.sleeps;
+                IoUnit { bios, plug, sleeps_in_plug: u.sleeps, not_before, ..IoUnit::default() }
             })
             .collect();
         Box::new(Replay::new(built)) as Box<dyn Source>

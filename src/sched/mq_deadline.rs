@@ -1,16 +1,21 @@
 //! mq-deadline (block/mq-deadline.c), one priority level.
 //!
 //! Requests wait in a sector-sorted tree and an arrival FIFO per direction.
-//! Dispatch continues a batch upward from the last dispatched position
+//! Dispatch continues a batch upward from the last dispatched request
 //! (`fifo_batch` requests), otherwise picks reads unless writes have been
 //! starved `writes_starved` times, taking the FIFO head when its deadline
 //! passed or nothing lies ahead. A hash by end sector and the sorted tree
 //! find back and front merge candidates (`elv_merge`, `dd_request_merge`).
+//!
+//! What "ahead" means changed in 6.5 ([`DdNext`]): up to 6.4 the request
+//! after the last dispatched one in sector order at the time it was
+//! dispatched (`next_rq`, none before the first dispatch of a direction);
+//! from 6.5 the lowest request at or above the last dispatched sector.
 
 use std::collections::{BTreeSet, HashMap, VecDeque};
 
 use crate::mq::{Request, Rqs};
-use crate::profile::HZ;
+use crate::profile::{DdNext, HZ};
 use crate::stats::diskstats::jiffies;
 
 /// `enum dd_data_dir`: reads, and everything `op_is_write`.
@@ -24,6 +29,8 @@ pub struct MqDeadline {
     /// `elv_rqhash`: requests by end sector, newest first.
     hash: HashMap<u64, Vec<u32>>,
     latest_pos: [u64; 2],
+    /// `per_prio->next_rq[]` (up to 6.4).
+    next_rq: [Option<u32>; 2],
     last_dir: usize,
     batching: u32,
     starved: u32,
@@ -41,6 +48,7 @@ impl Default for MqDeadline {
             fifo: Default::default(),
             hash: HashMap::new(),
             latest_pos: [0; 2],
+            next_rq: [None; 2],
             last_dir: 0,
             batching: 0,
             starved: 0,
@@ -130,15 +138,20 @@ impl MqDeadline {
         self.fifo[dir].push_back(id);
     }
 
-    /// `deadline_remove_request`: off the tree, FIFO and hash. Tolerates a
-    /// request that was never inserted (an insert merge).
+    /// `deadline_remove_request`: off the tree, FIFO and hash (and, up to
+    /// 6.4, `next_rq` moves past it). Tolerates a request that was never
+    /// inserted (an insert merge).
     pub fn remove(&mut self, rqs: &mut Rqs, id: u32) {
-        let r = rqs.get_mut(id);
-        if !r.in_elevator {
+        if !rqs.get(id).in_elevator {
             return;
         }
+        let dir = data_dir(rqs.get(id));
+        if self.next_rq[dir] == Some(id) {
+            self.next_rq[dir] = self.latter(rqs, id);
+        }
+        let r = rqs.get_mut(id);
         r.in_elevator = false;
-        let (dir, sector, end) = (data_dir(r), r.sector, r.sector + r.nr_sectors as u64);
+        let (sector, end) = (r.sector, r.sector + r.nr_sectors as u64);
         self.sort[dir].remove(&(sector, id));
         self.fifo[dir].retain(|&x| x != id);
         self.hash_del(end, id);
@@ -169,14 +182,18 @@ impl MqDeadline {
         self.remove(rqs, next);
     }
 
-    /// `deadline_from_pos`: the lowest request at or above `pos`.
-    fn next_request(&self, dir: usize) -> Option<u32> {
-        self.sort[dir].range((self.latest_pos[dir], 0)..).next().map(|&(_, id)| id)
+    /// `deadline_next_request`: `next_rq` (up to 6.4), or
+    /// `deadline_from_pos`, the lowest request at or above `latest_pos`.
+    fn next_request(&self, dir: usize, rule: DdNext) -> Option<u32> {
+        match rule {
+            DdNext::NextRq => self.next_rq[dir],
+            DdNext::LatestPos => self.sort[dir].range((self.latest_pos[dir], 0)..).next().map(|&(_, id)| id),
+        }
     }
 
     /// `__dd_dispatch_request`.
-    pub fn dispatch(&mut self, rqs: &mut Rqs, now_ns: u64) -> Option<u32> {
-        let mut chosen = self.next_request(self.last_dir).filter(|_| self.batching < self.fifo_batch);
+    pub fn dispatch(&mut self, rqs: &mut Rqs, now_ns: u64, rule: DdNext) -> Option<u32> {
+        let mut chosen = self.next_request(self.last_dir, rule).filter(|_| self.batching < self.fifo_batch);
         if chosen.is_none() {
             // Reads first, unless writes waited through `writes_starved`
             // read batches (the kernel's `starved++` only runs when writes wait).
@@ -197,7 +214,7 @@ impl MqDeadline {
             };
             let head = *self.fifo[dir].front().expect("non-empty");
             let expired = rqs.get(head).fifo_time <= jiffies(now_ns);
-            chosen = match self.next_request(dir) {
+            chosen = match self.next_request(dir, rule) {
                 Some(n) if !expired => Some(n),
                 _ => Some(head),
             };
@@ -207,6 +224,8 @@ impl MqDeadline {
         let id = chosen?;
         self.batching += 1;
         let (dir, pos) = (data_dir(rqs.get(id)), rqs.get(id).sector);
+        // deadline_move_request: next_rq is the request after this one.
+        self.next_rq[dir] = self.latter(rqs, id);
         self.remove(rqs, id);
         self.latest_pos[dir] = pos;
         Some(id)

@@ -1,13 +1,15 @@
 //! An explicit list of bios: each entry is one submission, built with
 //! `bio_add_page` semantics (physically contiguous pieces share a bvec). An
 //! entry may repeat, each time `stride` sectors further (and its buffer as
-//! far further in memory), expanded lazily so memory stays bounded.
+//! far further in memory), expanded lazily so memory stays bounded. A data
+//! write may be submitted as the O_DIRECT write(2) that stands for it would
+//! be ([`WritePlug`]).
 
 use std::collections::VecDeque;
 
 use super::BioSpec;
 use super::{IoUnit, Source};
-use crate::bio::SECTOR_SIZE;
+use crate::bio::{Op, SECTOR_SIZE};
 
 pub struct BioList {
     /// (bio, times left, stride in sectors).
@@ -19,13 +21,34 @@ pub struct BioList {
     /// The bio lists of units the engine is done with, refilled for the
     /// next units so a long repeat allocates nothing.
     spare: Vec<Vec<BioSpec>>,
+    write_plug: WritePlug,
+}
+
+/// Whether a data write is submitted as write(2) submits it on a kernel
+/// whose `blkdev_write_iter` plugs (`blkdev_write_plug`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum WritePlug {
+    /// No plug of its own (6.5+).
+    #[default]
+    None,
+    /// In a plug finished after the call (asynchronous: an AIO iocb).
+    Finished,
+    /// In a plug the task sleeps in (a synchronous `pwritev2`): flushed
+    /// from the scheduler.
+    Sleeps,
 }
 
 impl BioList {
     /// `plug`: each submission runs inside a plug.
     pub fn new(bios: Vec<(BioSpec, u64, u64)>, plug: bool) -> Self {
         let total = bios.iter().map(|b| b.1).sum();
-        BioList { pending: bios.into(), plug, total, done: 0, spare: Vec::new() }
+        BioList { pending: bios.into(), plug, total, done: 0, spare: Vec::new(), write_plug: WritePlug::None }
+    }
+
+    /// Data writes go in a plug of their own as `write_plug` says.
+    pub fn with_write_plug(mut self, write_plug: WritePlug) -> Self {
+        self.write_plug = write_plug;
+        self
     }
 }
 
@@ -48,7 +71,10 @@ impl Source for BioList {
                 bv.phys += *stride * SECTOR_SIZE;
             }
         }
-        Some(IoUnit { bios, plug: self.plug, ..IoUnit::default() })
+        let bio = &bios[0];
+        let write_plug = if bio.op == Op::Write && bio.size > 0 { self.write_plug } else { WritePlug::None };
+        let plug = self.plug || write_plug != WritePlug::None;
+        Some(IoUnit { bios, plug, sleeps_in_plug: write_plug == WritePlug::Sleeps, ..IoUnit::default() })
     }
 
     fn unit_done(&mut self, bios: Vec<BioSpec>) {
@@ -57,5 +83,32 @@ impl Source for BioList {
 
     fn progress(&self, _now: u64) -> Option<f64> {
         Some(super::fraction(self.done, self.total))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::bio::Bvec;
+
+    fn spec(op: Op, size: u32) -> BioSpec {
+        let bvecs = if size > 0 { vec![Bvec { phys: 1 << 32, len: size }] } else { Vec::new() };
+        BioSpec { dev: 0, op, flags: 0, sector: 0, bvecs, size }
+    }
+
+    #[test]
+    fn data_writes_take_the_write_plug_and_nothing_else_does() {
+        // A read, a 4 KiB write and an empty flush, under 6.1's
+        // blkdev_write_iter plug at iodepth 1: only the write is plugged,
+        // and its task sleeps in the plug (pwritev2 waits for the bio).
+        let bios = vec![(spec(Op::Read, 4096), 1, 8), (spec(Op::Write, 4096), 1, 8), (spec(Op::Write, 0), 1, 0)];
+        let mut l = BioList::new(bios.clone(), false).with_write_plug(WritePlug::Sleeps);
+        let units: Vec<(bool, bool)> = std::iter::from_fn(|| l.next_unit()).map(|u| (u.plug, u.sleeps_in_plug)).collect();
+        assert_eq!(units, [(false, false), (true, true), (false, false)]);
+        // An AIO iocb's plug is finished after the call: no sleep in it.
+        let mut l = BioList::new(bios, false).with_write_plug(WritePlug::Finished);
+        l.next_unit();
+        let u = l.next_unit().unwrap();
+        assert!(u.plug && !u.sleeps_in_plug);
     }
 }

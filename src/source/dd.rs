@@ -6,8 +6,9 @@
 //! does.
 //!
 //! * `oflag=sync`/`dsync` (O_SYNC/O_DSYNC): direct writes carry `REQ_FUA`
-//!   (`dio_bio_write_op`); buffered writes are followed by
-//!   `generic_write_sync` — writeback of the written range, then a flush.
+//!   (`dio_bio_write_op`); every write is followed by `generic_write_sync`
+//!   — writeback of the written range (buffered writes), then a flush
+//!   (`blkdev_fsync`, even after a FUA write).
 //! * `conv=fsync`/`fdatasync`: one fsync before dd exits — writeback of
 //!   every dirty page, then a flush (`blkdev_fsync`).
 //! * Closing the output syncs its page cache (`sync_blockdev` on the last
@@ -18,7 +19,7 @@ use std::collections::VecDeque;
 use crate::bio::{req, Op};
 use crate::genhd::DevId;
 
-use super::dio::{blkdev_direct_io_with, DioRules, UserBuffer};
+use super::dio::{direct_io_unit, DioRules, UserBuffer};
 use super::pagecache::{fsync_units, SharedCache, WbRange};
 use super::{IoUnit, Source};
 
@@ -75,14 +76,23 @@ impl Dd {
 
     /// A buffered `write()` of `len` bytes at `pos`: reads of partly
     /// written buffers, then what O_SYNC or the dirty threshold start.
+    ///
+    /// Inside 6.1's `blkdev_write_iter` plug (`write_plug`) the reads, and
+    /// O_SYNC's writeback, wait in that plug until the task sleeps for them
+    /// (the writeback's own plug is nested); the flush never enters a plug.
     fn buffered_write(&mut self, side: &DdSide, cache: &SharedCache, pos: u64, len: u64) -> IoUnit {
         let reads = cache.borrow_mut().write(pos, len);
+        let in_plug = side.rules.write_plug;
         if side.flags & req::FUA != 0 {
-            self.follow.extend(fsync_units(Some(cache), side.dev, WbRange::Bytes(pos, pos + len), self.now));
+            let mut units = fsync_units(Some(cache), side.dev, WbRange::Bytes(pos, pos + len), self.now);
+            for u in units.iter_mut().filter(|u| u.plug) {
+                u.sleeps_in_plug = in_plug;
+            }
+            self.follow.extend(units);
         } else if let Some(bg) = cache.borrow_mut().background_unit() {
             self.follow.push_back(bg);
         }
-        IoUnit { bios: reads, sync: true, ..IoUnit::default() }
+        IoUnit { bios: reads, sync: true, plug: in_plug, sleeps_in_plug: in_plug, ..IoUnit::default() }
     }
 }
 
@@ -123,10 +133,15 @@ impl Source for Dd {
             return Some(self.buffered_write(&side, cache, pos, len));
         }
         // dio_bio_write_op: O_DIRECT writes are REQ_SYNC (| REQ_IDLE, which
-        // traces do not show); reads carry no flag, hence "R" in blkparse.
+        // traces do not show); reads start with no flag, and dd's pread is
+        // synchronous, so blkdev_direct_io adds REQ_SYNC on the simple path.
         let flags = side.flags | if op == Op::Read { 0 } else { req::SYNC };
-        let (bios, plug) = blkdev_direct_io_with(side.dev, op, flags, pos, len, &self.buffer, &side.rules, true);
-        Some(IoUnit { bios, plug, ..IoUnit::default() })
+        if op == Op::Write && side.flags & req::FUA != 0 {
+            // O_SYNC/O_DSYNC: generic_write_sync after the write, i.e.
+            // blkdev_fsync — nothing to write back, then the flush.
+            self.follow.extend(fsync_units(None, side.dev, WbRange::Bytes(pos, pos + len), self.now));
+        }
+        Some(direct_io_unit(side.dev, op, flags, pos, len, &self.buffer, &side.rules, true))
     }
 
     fn progress(&self, _now: u64) -> Option<f64> {

@@ -17,12 +17,12 @@
 //! bio but the last to a multiple of the queue's max I/O size
 //! (`iov_align = max_io`, seed 003).
 
-use crate::bio::{Bvec, BvecBuilder, Op, BIO_MAX_VECS, PAGE_SIZE};
+use crate::bio::{req, Bvec, BvecBuilder, Op, BIO_MAX_VECS, PAGE_SIZE};
 use crate::genhd::DevId;
 use crate::profile::{Behaviour, DioBvecMerge, IovAlign};
 
 use super::rng::Rng;
-use super::BioSpec;
+use super::{BioSpec, IoUnit};
 
 /// Where the first page of a user buffer sits physically (4 GiB).
 const BUFFER_BASE_PFN: u64 = 0x10_0000;
@@ -102,19 +102,35 @@ pub struct DioRules {
     /// `iov_align = max_io`: the queue's max I/O size in bytes
     /// (`max_sectors` × 512); `None` when the rule is off.
     pub align: Option<u64>,
+    /// `blkdev_write_plug`: `blkdev_write_iter` plugs the whole write(2).
+    pub write_plug: bool,
 }
 
 impl DioRules {
-    /// 5.1–6.x rules: physically contiguous pages merge, no alignment.
+    /// 5.1–6.x rules: physically contiguous pages merge, no alignment, no
+    /// plug around writes.
     pub fn merging(lbs: u32) -> Self {
-        DioRules { lbs, merge: DioBvecMerge::PhysContig, align: None }
+        DioRules { lbs, merge: DioBvecMerge::PhysContig, align: None, write_plug: false }
     }
 
     /// The rules of `beh` for a device with these limits.
     pub fn new(beh: &Behaviour, lbs: u32, max_sectors: u32) -> Self {
         let align = (beh.iov_align == IovAlign::MaxIo).then_some(max_sectors as u64 * 512);
-        DioRules { lbs, merge: beh.dio_bvec_merge, align }
+        DioRules { lbs, merge: beh.dio_bvec_merge, align, write_plug: beh.blkdev_write_plug }
     }
+}
+
+/// The I/O unit of one O_DIRECT `pread`/`pwrite` (`sync`) or one AIO iocb:
+/// [`blkdev_direct_io_with`]'s bios, plugged as the kernel plugs them. A
+/// write inside `blkdev_write_iter`'s plug (`write_plug`, up to 6.4) that
+/// is synchronous sleeps for its bios before the plug is finished, so the
+/// scheduler flushes it (`blk_flush_plug(plug, true)`); `__blkdev_direct_IO`'s
+/// own plug is then nested and does nothing.
+#[allow(clippy::too_many_arguments)]
+pub fn direct_io_unit(dev: DevId, op: Op, flags: u32, pos: u64, len: u64, buf: &UserBuffer, rules: &DioRules, sync: bool) -> IoUnit {
+    let (bios, multi) = blkdev_direct_io_with(dev, op, flags, pos, len, buf, rules, sync);
+    let write_plug = rules.write_plug && op.is_write();
+    IoUnit { bios, plug: multi || write_plug, sleeps_in_plug: write_plug && sync, ..IoUnit::default() }
 }
 
 /// `bio_iov_iter_get_pages` for bytes [pos, pos + len) of `buf` into a bio
@@ -213,7 +229,11 @@ pub fn blkdev_direct_io_with(dev: DevId, op: Op, flags: u32, pos: u64, len: u64,
     // at most BIO_MAX_VECS pages; __blkdev_direct_IO (a plug around a loop of
     // bios) otherwise. Asynchronous small I/O is one bio, no plug of its own.
     let multi = nr_pages > BIO_MAX_VECS as u64;
-    let _ = sync;
+    // The simple path submits its bio with submit_bio_wait, which sets
+    // REQ_SYNC (block/bio.c, 6.1 and 6.12 alike): a synchronous O_DIRECT read
+    // of up to 256 pages is "RS". The other two paths leave a read's flags
+    // alone (writes are REQ_SYNC already, dio_bio_write_op).
+    let flags = if sync && !multi { flags | req::SYNC } else { flags };
     while done < len {
         let vecs = buf.pages_spanned(done, len - done).min(BIO_MAX_VECS as u64) as usize;
         let mut b = bio_iov_iter_get_pages_with(buf, done, len - done, vecs, rules);
@@ -257,12 +277,38 @@ mod tests {
     #[test]
     fn over_256_pages_takes_the_plugged_loop() {
         // 1028 KiB = 257 pages: __blkdev_direct_IO, one bio (contiguous pages
-        // all merge into one bvec), inside a plug.
+        // all merge into one bvec), inside a plug; submit_bio, so a read
+        // stays without REQ_SYNC.
         let buf = UserBuffer::new(1028 << 10, 0, 0.0, 1);
         let (bios, plug) = blkdev_direct_io(0, Op::Read, 0, 0, 1028 << 10, &buf, 512, true);
         assert!(plug);
         assert_eq!(bios.len(), 1);
         assert_eq!(bios[0].size, 1028 << 10);
+        assert_eq!(bios[0].flags, 0);
+    }
+
+    #[test]
+    fn synchronous_simple_path_read_is_req_sync() {
+        // 1 MiB at offset 0 spans 256 pages: bio_iov_vecs_to_alloc(iter, 257)
+        // = 256 <= BIO_MAX_VECS, a sync kiocb: __blkdev_direct_IO_simple, whose
+        // submit_bio_wait ORs in REQ_SYNC ("RS").
+        let buf = UserBuffer::new(1 << 20, 0, 0.0, 1);
+        let (bios, _) = blkdev_direct_io(0, Op::Read, 0, 0, 1 << 20, &buf, 512, true);
+        assert_eq!(bios[0].flags, req::SYNC);
+        // The same 1 MiB starting 512 bytes into a page spans 257 pages: the
+        // plugged loop with plain submit_bio, no REQ_SYNC on any bio.
+        let buf = UserBuffer::new(1 << 20, 512, 0.0, 1);
+        let (bios, plug) = blkdev_direct_io(0, Op::Read, 0, 0, 1 << 20, &buf, 512, true);
+        assert!(plug);
+        assert!(bios.iter().all(|b| b.flags == 0));
+        // Asynchronous (io_submit) 4 KiB: __blkdev_direct_IO_async, no REQ_SYNC.
+        let buf = UserBuffer::new(4096, 0, 0.0, 1);
+        let (bios, plug) = blkdev_direct_io(0, Op::Read, 0, 0, 4096, &buf, 512, false);
+        assert!(!plug);
+        assert_eq!(bios[0].flags, 0);
+        // A write keeps dio_bio_write_op's REQ_SYNC either way.
+        let (bios, _) = blkdev_direct_io(0, Op::Write, req::SYNC, 0, 4096, &buf, 512, true);
+        assert_eq!(bios[0].flags, req::SYNC);
     }
 
     #[test]

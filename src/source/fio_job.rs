@@ -42,7 +42,7 @@ use std::collections::VecDeque;
 use crate::bio::{req, Op};
 use crate::genhd::DevId;
 
-use super::dio::{blkdev_direct_io_with, DioRules, UserBuffer};
+use super::dio::{direct_io_unit, DioRules, UserBuffer};
 use super::discard_tool::DiscardTarget;
 use super::fio::{BlockSize, Ddir, FioJob, IoEngine, RandomDistribution, ReadWrite};
 use super::pagecache::{fsync_units, SharedCache, WbRange};
@@ -360,8 +360,7 @@ impl FioJobSource {
                 let buf = &self.buffers[self.next_buf];
                 self.next_buf = (self.next_buf + 1) % self.buffers.len();
                 let sync = matches!(self.job().ioengine, IoEngine::Sync | IoEngine::Psync | IoEngine::Pvsync);
-                let (bios, plug) = blkdev_direct_io_with(t.dev, op, flags, pos, bs, buf, &t.rules, sync);
-                IoUnit { bios, plug, kind, bytes: bs, ..IoUnit::default() }
+                IoUnit { kind, bytes: bs, ..direct_io_unit(t.dev, op, flags, pos, bs, buf, &t.rules, sync) }
             }
         }
     }

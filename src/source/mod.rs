@@ -79,6 +79,10 @@ pub struct IoUnit {
     pub bios: Vec<BioSpec>,
     /// Submitted inside `blk_start_plug`/`blk_finish_plug`.
     pub plug: bool,
+    /// The call sleeps for its I/O before it finishes its plug (a
+    /// synchronous write inside 6.1's `blkdev_write_iter` plug): the
+    /// scheduler flushes the plug first (`blk_flush_plug(plug, true)`).
+    pub sleeps_in_plug: bool,
     /// A synchronous call (BLKDISCARD, fsync, a buffered write that waits):
     /// the task submits nothing else until this unit completes, whatever
     /// its iodepth.

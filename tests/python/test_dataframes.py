@@ -29,8 +29,10 @@ def test_events_columns_and_dtypes(result):
     assert (counts["Q"], counts["X"], counts["G"], counts["I"], counts["D"], counts["C"]) == (4, 28, 32, 32, 32, 32)
     # The splits' 'arg' is the remainder's sector: 256, 512, ... within each read.
     assert list(ev[ev["action"] == "X"]["arg"][:7]) == [256 * i for i in range(1, 8)]
+    # dd's 1 MiB O_DIRECT reads take __blkdev_direct_IO_simple, whose
+    # submit_bio_wait adds REQ_SYNC: "RS".
     q = ev[ev["action"] == "Q"]
-    assert set(q["comm"]) == {"dd"} and set(q["rwbs"]) == {"R"}
+    assert set(q["comm"]) == {"dd"} and set(q["rwbs"]) == {"RS"}
 
 
 def test_requests_match_the_csv_layout(result):

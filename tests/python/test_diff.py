@@ -91,6 +91,24 @@ def test_blkparse_and_ftrace_of_the_same_requests_are_identical(tmp_path):
         assert "3 of 3 events match in order (100.0%): identical" in report.text()
 
 
+def test_a_flush_request_reads_the_same_in_both_formats(tmp_path):
+    # A FUA write on a disk without FUA, then its post-flush: the kernel's
+    # tracepoint spells the flush request (REQ_OP_FLUSH | REQ_PREFLUSH)
+    # "FF" and gives it sector 0 (its completion -1), blkparse "FN" (no
+    # write bit, no data) and no sector at all.
+    ft = write(tmp_path, "ft.txt", """
+        kworker/0:1H-38      [000] .....     4.707183: block_rq_issue: 254,0 WS 65536 () 4608 + 128 [kworker/0:1H]
+        kworker/0:1H-38      [000] .....     4.707947: block_rq_issue: 254,0 FF 0 () 0 + 0 [kworker/0:1H]
+    """)
+    bp = write(tmp_path, "bp.txt", """
+        254,0    0        1     0.000000000    92  D  WS 4608 + 128 [kworker/0:1H]
+        254,0    0        2     0.000100000    92  D  FN [kworker/0:1H]
+    """)
+    report = diff_files(ft, bp)
+    assert report.identical, report.text()
+    assert [str(e) for e in Trace(bp).stream("254,0", "D")] == ["WS 4608 + 128", "FF"]
+
+
 def test_message_lines_summaries_and_headers_are_not_events(tmp_path):
     t = Trace(write(tmp_path, "bp.txt", BLKPARSE))
     # 10 event lines, of which one is a message ('m'); the summary (8 lines)
