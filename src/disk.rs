@@ -230,8 +230,8 @@ impl DiskModel {
     pub fn service(&mut self, now: u64, op: Op, sector: u64, bytes: u32) -> u64 {
         let m = &self.model;
         let mut admit = now.max(self.next_admit);
-        if m.iops != 0 {
-            self.next_admit = admit + 1_000_000_000 / m.iops;
+        if let Some(gap) = 1_000_000_000u64.checked_div(m.iops) {
+            self.next_admit = admit + gap;
         }
         if op.is_discard() || op == Op::WriteZeroes {
             let gib = bytes as u128 * m.discard_ns_per_gib as u128 / (1u128 << 30);

@@ -170,7 +170,7 @@ fn free_space(w: &Obj, t: &Target, seed: u64) -> Result<Vec<Extent>, ScenarioErr
     if min == 0 || min % block != 0 || max % block != 0 || max < min {
         return Err(f.err("max", &maxn.at, "min and max must be whole 4 KiB blocks, 0 < min <= max"));
     }
-    let slice = if count == 0 { 0 } else { t.bytes() / count / block * block };
+    let slice = t.bytes().checked_div(count).map_or(0, |per| per / block * block);
     if count > 0 && slice < max {
         return Err(f.err("extents", &cn.at, format!("{count} extents of up to {max} bytes do not fit in {} ({} bytes)", t.name, t.bytes())));
     }

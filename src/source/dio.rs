@@ -212,14 +212,10 @@ fn align_to_max_io(mut bio: BvecBuilder, align: u64, more_follows: bool) -> Bvec
     bio
 }
 
-/// The bios one `pread`/`pwrite` with O_DIRECT submits (`blkdev_direct_IO`),
-/// and whether they are submitted inside a plug. `pos` is the byte offset
-/// on the device, `buf` the user buffer (the I/O uses its first `len` bytes).
-pub fn blkdev_direct_io(dev: DevId, op: Op, flags: u32, pos: u64, len: u64, buf: &UserBuffer, lbs: u32, sync: bool) -> (Vec<BioSpec>, bool) {
-    blkdev_direct_io_with(dev, op, flags, pos, len, buf, &DioRules::merging(lbs), sync)
-}
-
-/// [`blkdev_direct_io`] under `rules`.
+/// The bios one `pread`/`pwrite` with O_DIRECT submits (`blkdev_direct_IO`)
+/// under `rules`, and whether they are submitted inside a plug. `pos` is the
+/// byte offset on the device, `buf` the user buffer (the I/O uses its first
+/// `len` bytes).
 #[allow(clippy::too_many_arguments)]
 pub fn blkdev_direct_io_with(dev: DevId, op: Op, flags: u32, pos: u64, len: u64, buf: &UserBuffer, rules: &DioRules, sync: bool) -> (Vec<BioSpec>, bool) {
     let nr_pages = buf.pages_spanned(0, len).min(BIO_MAX_VECS as u64 + 1);
@@ -264,10 +260,16 @@ pub fn blkdev_direct_io_with(dev: DevId, op: Op, flags: u32, pos: u64, len: u64,
 mod tests {
     use super::*;
 
+    /// `blkdev_direct_io_with` on device 0 under the merging rules of a
+    /// disk with `lbs`-byte logical blocks.
+    fn blkdev_direct_io(op: Op, flags: u32, pos: u64, len: u64, buf: &UserBuffer, lbs: u32, sync: bool) -> (Vec<BioSpec>, bool) {
+        blkdev_direct_io_with(0, op, flags, pos, len, buf, &DioRules::merging(lbs), sync)
+    }
+
     #[test]
     fn contiguous_buffer_is_one_bvec_per_bio() {
         let buf = UserBuffer::new(1 << 20, 0, 0.0, 1);
-        let (bios, plug) = blkdev_direct_io(0, Op::Read, 0, 0, 1 << 20, &buf, 512, true);
+        let (bios, plug) = blkdev_direct_io(Op::Read, 0, 0, 1 << 20, &buf, 512, true);
         assert_eq!(bios.len(), 1);
         assert_eq!(bios[0].bvecs.len(), 1);
         assert_eq!(bios[0].size, 1 << 20);
@@ -280,7 +282,7 @@ mod tests {
         // all merge into one bvec), inside a plug; submit_bio, so a read
         // stays without REQ_SYNC.
         let buf = UserBuffer::new(1028 << 10, 0, 0.0, 1);
-        let (bios, plug) = blkdev_direct_io(0, Op::Read, 0, 0, 1028 << 10, &buf, 512, true);
+        let (bios, plug) = blkdev_direct_io(Op::Read, 0, 0, 1028 << 10, &buf, 512, true);
         assert!(plug);
         assert_eq!(bios.len(), 1);
         assert_eq!(bios[0].size, 1028 << 10);
@@ -293,21 +295,21 @@ mod tests {
         // = 256 <= BIO_MAX_VECS, a sync kiocb: __blkdev_direct_IO_simple, whose
         // submit_bio_wait ORs in REQ_SYNC ("RS").
         let buf = UserBuffer::new(1 << 20, 0, 0.0, 1);
-        let (bios, _) = blkdev_direct_io(0, Op::Read, 0, 0, 1 << 20, &buf, 512, true);
+        let (bios, _) = blkdev_direct_io(Op::Read, 0, 0, 1 << 20, &buf, 512, true);
         assert_eq!(bios[0].flags, req::SYNC);
         // The same 1 MiB starting 512 bytes into a page spans 257 pages: the
         // plugged loop with plain submit_bio, no REQ_SYNC on any bio.
         let buf = UserBuffer::new(1 << 20, 512, 0.0, 1);
-        let (bios, plug) = blkdev_direct_io(0, Op::Read, 0, 0, 1 << 20, &buf, 512, true);
+        let (bios, plug) = blkdev_direct_io(Op::Read, 0, 0, 1 << 20, &buf, 512, true);
         assert!(plug);
         assert!(bios.iter().all(|b| b.flags == 0));
         // Asynchronous (io_submit) 4 KiB: __blkdev_direct_IO_async, no REQ_SYNC.
         let buf = UserBuffer::new(4096, 0, 0.0, 1);
-        let (bios, plug) = blkdev_direct_io(0, Op::Read, 0, 0, 4096, &buf, 512, false);
+        let (bios, plug) = blkdev_direct_io(Op::Read, 0, 0, 4096, &buf, 512, false);
         assert!(!plug);
         assert_eq!(bios[0].flags, 0);
         // A write keeps dio_bio_write_op's REQ_SYNC either way.
-        let (bios, _) = blkdev_direct_io(0, Op::Write, req::SYNC, 0, 4096, &buf, 512, true);
+        let (bios, _) = blkdev_direct_io(Op::Write, req::SYNC, 0, 4096, &buf, 512, true);
         assert_eq!(bios[0].flags, req::SYNC);
     }
 
@@ -315,7 +317,7 @@ mod tests {
     fn fully_fragmented_buffer_gives_256_pages_per_bio() {
         // Every page discontiguous: one bvec per page, 256 per bio.
         let buf = UserBuffer::new(4 << 20, 0, 1.0, 7);
-        let (bios, _) = blkdev_direct_io(0, Op::Read, 0, 0, 4 << 20, &buf, 512, true);
+        let (bios, _) = blkdev_direct_io(Op::Read, 0, 0, 4 << 20, &buf, 512, true);
         assert_eq!(bios.len(), 4);
         assert!(bios.iter().all(|b| b.size == 1 << 20 && b.bvecs.len() == 256));
         assert_eq!(bios[1].sector, 2048);

@@ -161,11 +161,11 @@ impl FioJobSource {
     pub fn new(plan: FioPlan, target: FioTarget, fragmentation: f64) -> Self {
         let j = &plan.job;
         let max_bs = [Ddir::Read, Ddir::Write].iter().map(|&d| j.max_bs(d)).max().unwrap_or(4096);
-        let buffers = (0..j.iodepth.max(1)).map(|i| UserBuffer::new(max_bs, 0, fragmentation, plan.seed ^ (i as u64 + 1) * 0x9e37_79b9)).collect();
+        let buffers = (0..j.iodepth.max(1)).map(|i| UserBuffer::new(max_bs, 0, fragmentation, plan.seed ^ ((i as u64 + 1) * 0x9e37_79b9))).collect();
         let random_map = j.rw.is_random() && !j.norandommap && j.random_distribution == RandomDistribution::Random;
         let blocks = plan.region_len / j.block_align(Ddir::Write).min(j.block_align(Ddir::Read)).max(1);
         let map = (random_map && blocks <= plan.max_map_blocks).then(|| RandomMap::new(blocks));
-        let zones = if plan.zone_bytes > 0 { (plan.region_len / plan.zone_bytes) as usize } else { 0 };
+        let zones = plan.region_len.checked_div(plan.zone_bytes).unwrap_or(0) as usize;
         let rng = Rng::new(plan.seed);
         let range = j.min_bs(Ddir::Read).min(j.min_bs(Ddir::Write)).max(1);
         let skew = (j.random_distribution != RandomDistribution::Random).then(|| Skew::new(j.random_distribution, (plan.region_len / range).max(1), range, plan.seed));

@@ -199,10 +199,10 @@ fn thread_json(ts: &ThreadStat) -> Value {
     let mut m = Map::new();
     m.insert("jobname".into(), json!(ts.name));
     m.insert("jobs".into(), json!(ts.members));
-    for d in 0..3 {
+    for (d, name) in DDIR_NAMES.iter().enumerate() {
         let (bw, iops) = ts.rates(d);
         m.insert(
-            DDIR_NAMES[d].into(),
+            (*name).into(),
             json!({
                 "io_bytes": ts.bytes[d], "bw_bytes": bw, "iops": iops, "runtime": ts.runtime_ms,
                 "total_ios": ts.ios(d), "clat_ns": lat_json(&ts.clat[d]),
@@ -230,8 +230,8 @@ fn lat_json(l: &LatStat) -> Value {
 /// `show_group_stats` for group 0 (every job).
 fn group_text(stats: &[ThreadStat]) -> String {
     let mut s = "\nRun status group 0 (all jobs):\n".to_string();
-    let i2p = stats.first().is_none_or(|t| t.kb_base.is_power_of_two());
-    for d in 0..3 {
+    let i2p = stats.first().map_or(true, |t| t.kb_base.is_power_of_two());
+    for (d, group) in GROUP_NAMES.iter().enumerate() {
         let with: Vec<&ThreadStat> = stats.iter().filter(|t| t.bytes[d] > 0).collect();
         if with.is_empty() {
             continue;
@@ -245,7 +245,7 @@ fn group_text(stats: &[ThreadStat]) -> String {
         let n = |v: u64, p: bool, u: &str| num2str(v, 4, p, u);
         s += &format!(
             "{}: bw={} ({}), {}-{} ({}-{}), io={} ({}), run={}-{}msec\n",
-            GROUP_NAMES[d],
+            group,
             n(agg, i2p, "B/s"),
             n(agg, !i2p, "B/s"),
             n(lo, i2p, "B/s"),
