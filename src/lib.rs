@@ -33,6 +33,7 @@ pub mod split;
 pub mod stats;
 pub mod submit;
 pub mod trace;
+pub mod zoned;
 
 #[cfg(feature = "python")]
 mod python;
