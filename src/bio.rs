@@ -130,6 +130,11 @@ pub mod req {
     /// never printed in RWBS, and cleared once the blk-crypto fallback has
     /// encrypted the data ([`crate::crypto`]).
     pub const CRYPT_CTX: u32 = 1 << 31;
+    /// Not a `REQ_*` flag either: the bio is a blk-crypto fallback bounce
+    /// bio, standing for sectors its plaintext bio already brought to the
+    /// disk's 'Q', so the conservation check does not count them again when
+    /// a piece of it is queued. Never printed.
+    pub const BOUNCE: u32 = 1 << 30;
 }
 
 /// One (possibly multipage) `struct bio_vec`, as a physical range.

@@ -115,7 +115,7 @@ impl BlockCore {
         let enc = Bio {
             dev: src.dev,
             op: src.op,
-            flags: src.flags,
+            flags: src.flags | req::BOUNCE,
             iter: BvecIter { sector: src.iter.sector, size: src.iter.size, idx: 0, bvec_done: 0 },
             bvecs: BioVecs::new(&bvecs),
             traced: false,

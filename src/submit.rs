@@ -433,7 +433,9 @@ impl BlockCore {
             s.sectors_queued[op as usize] += sectors;
             self.trace_bio(Action::Queue, id, 0, 0);
             if let Driver::Mq(_) = self.topo.dev(dev).driver {
-                self.check_leaf(id);
+                if self.bio(id).flags & req::BOUNCE == 0 {
+                    self.check_leaf(id);
+                }
             }
         }
         let head = split && self.beh.split_remainder == SplitRemainder::Head;
