@@ -173,6 +173,7 @@ measurements beside blkstack's: the figure, the seed's before and after
 values and their ratio, then blkstack's.
 
   000 raid5-recursive-split  md raid5: split remainders at the tail or the head
+                             (variant: zoned-split-order, zone write errors)
   001 plug-order             plug list order and plug merges (fio 4k randwrite)
   002 raid10-discard         md raid10 discard: chunk by chunk or whole ranges
   003 bio-align              bio size aligned to max_sectors at extraction
