@@ -4,17 +4,18 @@
 //!
 //! Worked by hand, for one 2 MiB bio B at sector s (4096 sectors, 512
 //! pages in one physically contiguous bvec), inside one mq submission loop:
-//! * `__submit_bio(B)`: the crypto fallback counts 256 single-page segments
-//!   = 1 MiB, splits off the front A = [s, s+2048) ('X' at s+2048) and puts
-//!   the rest R = [s+2048, s+4096) at the tail: list [R]. A is encrypted
-//!   into a bounce bio; blk_mq_submit_bio cuts it at 512 KiB ('X' at
-//!   s+1024): A1 = [s, s+1024) becomes a request, the remainder A2 =
-//!   [s+1024, s+2048) is resubmitted: tail → [R, A2], head → [A2, R].
+//! * `__submit_bio(B)`: the crypto fallback counts 256 single-page
+//!   segments = 1 MiB, splits off the front A = [s, s+2048) ('X' at
+//!   s+2048) and puts the rest R = [s+2048, s+4096) at the tail: list [R].
+//!   A is encrypted into a bounce bio; blk_mq_submit_bio cuts it at 512 KiB
+//!   ('X' at s+1024): A1 = [s, s+1024) becomes a request, the remainder
+//!   A2 = [s+1024, s+2048) is resubmitted: tail → [R, A2], head → [A2, R].
 //! * tail: R is next. 256 pages: no crypto split; encrypted, cut at 512
-//!   KiB: R1 = [s+2048, s+3072) issued, R2 at the tail → [A2, R2]; then A2,
-//!   then R2. Issue order s, s+2048, s+1024, s+3072.
+//!   KiB: R1 = [s+2048, s+3072) issued, R2 at the tail → [A2, R2]; then
+//!   A2, then R2. Issue order s, s+2048, s+1024, s+3072.
 //! * head: A2 is issued next, then R → R1 issued, R2 at the head, issued.
 //!   Issue order s, s+1024, s+2048, s+3072.
+//!
 //! Write pointers under tail, zone z starting at 8192·z with bios at its
 //! start and middle: A1 ok (WP 1024), R1 at 2048 ≠ 1024: EIO, A2 ok (WP
 //! 2048), R2 at 3072 ≠ 2048: EIO; the second bio's four pieces start at
