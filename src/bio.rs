@@ -131,9 +131,9 @@ pub mod req {
     /// encrypted the data ([`crate::crypto`]).
     pub const CRYPT_CTX: u32 = 1 << 31;
     /// Not a `REQ_*` flag either: the bio is a blk-crypto fallback bounce
-    /// bio, standing for sectors its plaintext bio already brought to the
-    /// disk's 'Q', so the conservation check does not count them again when
-    /// a piece of it is queued. Never printed.
+    /// bio made on a request-based disk, standing for sectors its plaintext
+    /// bio already brought to that disk's 'Q', so the conservation check
+    /// does not count them again when a piece of it is queued. Never printed.
     pub const BOUNCE: u32 = 1 << 30;
 }
 

@@ -22,13 +22,16 @@
 //!   with the next, so the disk counts one segment per page. The bounce
 //!   bio carries no context, gets no 'Q' of its own, and when it ends it
 //!   ends the plaintext bio (`blk_crypto_fallback_encrypt_endio`), which
-//!   gets no 'C' either.
+//!   gets no 'C' either. Its own split remainders do get a 'Q' (they are
+//!   resubmitted); on a request-based disk it is marked [`req::BOUNCE`] so
+//!   the conservation check does not count sectors twice.
 //!
 //! 7.2 moved the fallback above the block layer (`blk_crypto_submit_bio`
 //! submits the encrypted pieces in order); the model does not have that
 //! path, so a crypt bio follows the 6.12 path under every profile.
 
 use crate::bio::{req, Bio, BioId, BioVecs, Bvec, BvecIter, Op, BIO_MAX_VECS, PAGE_SIZE, SECTOR_SHIFT};
+use crate::genhd::Driver;
 use crate::submit::BlockCore;
 
 /// Where bounce pages live in the model's physical memory (far above any
@@ -109,13 +112,17 @@ impl BlockCore {
         let mut next = self.bounce_pages;
         let bvecs = bounce_bvecs(self.bio(id), &mut next);
         self.bounce_pages = next;
+        // On a request-based disk the plaintext bio's 'Q' already counted
+        // these sectors for the checks; above a bio-based driver the bounce
+        // bio's pieces are the first to reach the disks.
+        let counted = matches!(self.topo.dev(self.bio(id).dev).driver, Driver::Mq(_));
         let src = self.bio_mut(id);
         // The plaintext bio is ended by the bounce bio's end_io, untraced.
         src.traced = false;
         let enc = Bio {
             dev: src.dev,
             op: src.op,
-            flags: src.flags | req::BOUNCE,
+            flags: if counted { src.flags | req::BOUNCE } else { src.flags },
             iter: BvecIter { sector: src.iter.sector, size: src.iter.size, idx: 0, bvec_done: 0 },
             bvecs: BioVecs::new(&bvecs),
             traced: false,
