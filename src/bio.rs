@@ -123,6 +123,18 @@ pub mod req {
     pub fn from_name(s: &str) -> Option<u32> {
         NAMES.iter().find(|(n, _)| *n == s).map(|(_, v)| *v)
     }
+
+    /// Not a `REQ_*` flag: the model's stand-in for a set
+    /// `bio->bi_crypt_context` (`bio_has_crypt_ctx`), kept in the flags
+    /// word so testing for it costs one bit test. It is not in [`NAMES`],
+    /// never printed in RWBS, and cleared once the blk-crypto fallback has
+    /// encrypted the data ([`crate::crypto`]).
+    pub const CRYPT_CTX: u32 = 1 << 31;
+    /// Not a `REQ_*` flag either: the bio is a blk-crypto fallback bounce
+    /// bio made on a request-based disk, standing for sectors its plaintext
+    /// bio already brought to that disk's 'Q', so the conservation check
+    /// does not count them again when a piece of it is queued. Never printed.
+    pub const BOUNCE: u32 = 1 << 30;
 }
 
 /// One (possibly multipage) `struct bio_vec`, as a physical range.
@@ -233,6 +245,10 @@ pub struct Bio {
     pub cookie: u32,
     /// Bio-based accounting in progress: (start time, sectors).
     pub acct: Option<(u64, u32)>,
+    /// `bi_status`: the first error this bio ended with or a chained child
+    /// passed up (`bio_chain_endio`), as a negative errno; 0 for success.
+    /// One byte, as `blk_status_t` is in the kernel.
+    pub status: i8,
 }
 
 /// Field by field, so that `clone_from` copies into an existing bio in
@@ -241,16 +257,16 @@ pub struct Bio {
 /// forwarding.
 impl Clone for Bio {
     fn clone(&self) -> Bio {
-        let Bio { dev, op, flags, iter, ref bvecs, traced, remapped, parent, remaining, in_request, bi_next, owner, cookie, acct } = *self;
-        Bio { dev, op, flags, iter, bvecs: bvecs.clone(), traced, remapped, parent, remaining, in_request, bi_next, owner, cookie, acct }
+        let Bio { dev, op, flags, iter, ref bvecs, traced, remapped, parent, remaining, in_request, bi_next, owner, cookie, acct, status } = *self;
+        Bio { dev, op, flags, iter, bvecs: bvecs.clone(), traced, remapped, parent, remaining, in_request, bi_next, owner, cookie, acct, status }
     }
 
     fn clone_from(&mut self, src: &Bio) {
-        let Bio { dev, op, flags, iter, ref bvecs, traced, remapped, parent, remaining, in_request, bi_next, owner, cookie, acct } = *src;
+        let Bio { dev, op, flags, iter, ref bvecs, traced, remapped, parent, remaining, in_request, bi_next, owner, cookie, acct, status } = *src;
         self.bvecs.clone_from(bvecs);
         (self.dev, self.op, self.flags, self.iter, self.traced, self.remapped) = (dev, op, flags, iter, traced, remapped);
         (self.parent, self.remaining, self.in_request, self.bi_next) = (parent, remaining, in_request, bi_next);
-        (self.owner, self.cookie, self.acct) = (owner, cookie, acct);
+        (self.owner, self.cookie, self.acct, self.status) = (owner, cookie, acct, status);
     }
 }
 

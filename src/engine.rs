@@ -12,7 +12,7 @@ use std::borrow::Borrow;
 use std::collections::VecDeque;
 use std::time::Instant;
 
-use crate::bio::{Bio, BioId, BioVecs, BvecIter};
+use crate::bio::{req, Bio, BioId, BioVecs, BvecIter};
 use crate::disk::{DiskModel, ServiceModel};
 use crate::genhd::{DevId, DiskKind, Driver, Queue, Topology};
 use crate::mq::{self, blk_mq_complete_request, blk_mq_submit_bio, RequestQueue, Submit};
@@ -224,7 +224,11 @@ impl Stack for Engine {
 
     /// `__submit_bio`: a driver's `->submit_bio`, or `blk_mq_submit_bio`;
     /// in 6.12 bracketed by a plug of its own when the task has none.
-    fn __submit_bio(&mut self, bio: BioId) -> Submit {
+    fn __submit_bio(&mut self, mut bio: BioId) -> Submit {
+        // blk_crypto_bio_prep comes first, before the plug and the driver.
+        if self.core.bio(bio).flags & req::CRYPT_CTX != 0 {
+            bio = self.core.blk_crypto_bio_prep(bio);
+        }
         let task = self.core.current;
         let own_plug = self.core.beh.submit_bio_plug && mq::blk_start_plug(&mut self.core, task);
         let dev = self.core.bio(bio).dev;
@@ -330,6 +334,7 @@ impl Engine {
             owner,
             cookie,
             acct: None,
+            status: 0,
         };
         let id = self.core.alloc_bio(bio);
         self.core.current = task;

@@ -98,6 +98,7 @@ impl DiskKind {
             rotational: false,
             write_cache: true,
             fua: false,
+            nr_conv_zones: 0,
         };
         // libata + sd: ATA_MAX_SECTORS_LBA48, AHCI_MAX_SG, can_queue 32.
         let ata = DriverLimits { max_hw_sectors: 65535, max_dev_sectors: 65535, max_segments: 168, ..base.clone() };

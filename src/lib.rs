@@ -8,10 +8,12 @@
 //! text), [`stats`], [`profile`] (kernel versions and behaviour switches),
 //! [`scenario`] (the TOML scenario format), [`engine`] (the simulation) and
 //! [`check`] (conservation and integrity checks of every run). md and dm
-//! drivers live in [`md`] and [`dm`].
+//! drivers live in [`md`] and [`dm`]; the blk-crypto fallback in [`crypto`],
+//! zone write pointers in [`zoned`].
 
 pub mod bio;
 pub mod check;
+pub mod crypto;
 pub mod disk;
 pub mod dm;
 pub mod engine;
@@ -31,6 +33,7 @@ pub mod split;
 pub mod stats;
 pub mod submit;
 pub mod trace;
+pub mod zoned;
 
 #[cfg(feature = "python")]
 mod python;

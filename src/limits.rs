@@ -193,6 +193,9 @@ pub struct DriverLimits {
     /// Writes with `REQ_FUA` are passed to the device (`fua` 1); otherwise
     /// the flush machinery follows each with a flush.
     pub fua: bool,
+    /// Zones at the start of a zoned disk without a write pointer
+    /// (null_blk's `zone_nr_conv`); sysfs shows no such file.
+    pub nr_conv_zones: u32,
 }
 
 /// Sysfs writes the scenario makes after the driver set its limits.
@@ -219,6 +222,8 @@ pub struct QueueAttrs {
     pub write_cache: bool,
     /// `fua` (read-only in sysfs): the driver passes `REQ_FUA` on.
     pub fua: bool,
+    /// Conventional zones at the start of a zoned disk (see `DriverLimits`).
+    pub nr_conv_zones: u32,
 }
 
 /// A limit the kernel would refuse: which sysfs key and why.
@@ -465,6 +470,7 @@ fn queue_attrs(d: &DriverLimits, w: &SysfsWrites) -> Result<QueueAttrs, LimitErr
         rotational: w.rotational.unwrap_or(d.rotational),
         write_cache: w.write_cache.unwrap_or(d.write_cache),
         fua: d.fua,
+        nr_conv_zones: d.nr_conv_zones,
     })
 }
 

@@ -307,6 +307,7 @@ mod tests {
             owner: 0,
             cookie: 0,
             acct: None,
+            status: 0,
         }
     }
 

@@ -14,13 +14,14 @@ use std::collections::VecDeque;
 use crate::bio::{req, BioId, Op, SECTOR_SHIFT};
 use crate::disk::DiskModel;
 use crate::genhd::{DevId, DiskKind, Driver};
-use crate::limits::{QueueAttrs, QueueLimits};
+use crate::limits::{QueueAttrs, QueueLimits, Zoned};
 use crate::merge::{self, blk_attempt_bio_merge, bio_mergeable, BioMerge, ElvMerge};
 use crate::plug::{Plug, RqRef};
 use crate::profile::PlugListPath;
 use crate::sched::mq_deadline::MqDeadline;
-use crate::submit::{BlockCore, SimEvent, KWORKER};
+use crate::submit::{BlockCore, SimEvent, EIO, KWORKER};
 use crate::trace::{Action, Event};
+use crate::zoned::ZoneWps;
 
 /// `struct request`.
 #[derive(Clone, Debug)]
@@ -46,6 +47,8 @@ pub struct Request {
     /// mq-deadline's deadline, in jiffies.
     pub fifo_time: u64,
     pub in_elevator: bool,
+    /// The status the request ends with (a negative errno; 0 for success).
+    pub error: i32,
 }
 
 impl Request {
@@ -144,11 +147,15 @@ pub struct RequestQueue {
     /// `q->last_merge`, the elevator's one-hit merge cache.
     last_merge: Option<u32>,
     pub flush: crate::flush::FlushQueue,
+    /// Write pointers, on a host-managed zoned disk only: other disks pay
+    /// one test of this at issue.
+    pub zones: Option<Box<ZoneWps>>,
 }
 
 impl RequestQueue {
     pub fn new(index: u32, dev: DevId, kind: DiskKind, lim: QueueLimits, attrs: QueueAttrs, disk: DiskModel) -> Self {
         let sched = (attrs.scheduler == crate::limits::Elevator::MqDeadline).then(MqDeadline::default);
+        let zones = (lim.zoned == Zoned::HostManaged).then(|| Box::new(ZoneWps::new(lim.chunk_sectors as u64, attrs.nr_conv_zones as u64)));
         RequestQueue {
             index,
             dev,
@@ -165,6 +172,7 @@ impl RequestQueue {
             tag_waiters: VecDeque::new(),
             last_merge: None,
             flush: Default::default(),
+            zones,
         }
     }
 
@@ -232,7 +240,7 @@ fn trace_rq_event(core: &mut BlockCore, action: Action, rq: &Request, task: u32)
         sector: rq.sector,
         bytes: rq.bytes(),
         task,
-        error: 0,
+        error: rq.error,
         arg: 0,
         from_dev: 0,
     };
@@ -443,6 +451,7 @@ fn blk_mq_alloc_done(qs: &mut [RequestQueue], core: &mut BlockCore, qi: usize, b
         driver_tag,
         fifo_time: 0,
         in_elevator: false,
+        error: 0,
     };
     let (op, flags, dev) = (rq.op, rq.flags, rq.dev as usize);
     let rule = core.beh.io_ticks;
@@ -685,9 +694,19 @@ fn blk_mq_issue(q: &mut RequestQueue, core: &mut BlockCore, id: u32, task: u32) 
 
 fn device_submit(q: &mut RequestQueue, core: &mut BlockCore, id: u32) {
     let rq = q.rqs.get(id);
-    let done = q.disk.service(core.now, rq.op, rq.sector, rq.bytes());
     // Data and discards complete in time order within their own class.
     let stream = q.index as usize * 2 + (rq.op.is_discard() || rq.op == Op::WriteZeroes) as usize;
+    if let Some(zones) = q.zones.as_deref_mut() {
+        if !zones.write(rq.op, rq.sector, rq.nr_sectors as u64) {
+            // Not at the zone's write pointer: refused without reaching
+            // the media, so it ends now, with -EIO (see crate::zoned).
+            q.rqs.get_mut(id).error = EIO;
+            core.stats[q.dev as usize].zone_write_errors += 1;
+            core.schedule_stream(stream, core.now, SimEvent::RqComplete { queue: q.index, rq: id });
+            return;
+        }
+    }
+    let done = q.disk.service(core.now, rq.op, rq.sector, rq.bytes());
     core.schedule_stream(stream, done, SimEvent::RqComplete { queue: q.index, rq: id });
 }
 
@@ -715,11 +734,15 @@ pub(crate) fn blk_mq_end_request_done(q: &mut RequestQueue, core: &mut BlockCore
     let s = &mut core.stats[q.dev as usize];
     s.completed += 1;
     s.disk.io_done(core.now, rq.op, rq.flags, rq.start_time_ns, rule);
-    // blk_update_request: unlink each bio from the chain, then end it.
+    // blk_update_request: unlink each bio from the chain, then end it
+    // with the request's status.
     let mut next = Some(rq.bio);
     while let Some(bio) = next {
         next = core.bio_mut(bio).bi_next.take();
-        core.bio_endio(bio, 0);
+        match rq.error {
+            0 => core.bio_endio(bio, 0),
+            e => core.bio_io_error(bio, e),
+        }
     }
     wake_tag_waiters(q, core);
 }

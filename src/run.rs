@@ -223,6 +223,9 @@ pub fn summary(sc: &Scenario, engine: &Engine, st: &RunStats) -> Value {
         if d.whole == i as u32 {
             report::device_json(engine, &input, i as u32, &mut dev);
             let q = topo.queue(i as u32);
+            if q.limits.zoned == crate::limits::Zoned::HostManaged {
+                dev["zone_write_errors"] = json!(s.zone_write_errors);
+            }
             let mut lim = Map::new();
             for (k, v) in q.limits.sysfs() {
                 lim.insert(k.to_string(), json!(v));

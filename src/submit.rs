@@ -176,6 +176,8 @@ pub struct BlockCore {
     pub check: Checker,
     /// Bios failed so far (the checks skip roots during which any failed).
     pub errors_total: u64,
+    /// Bounce pages the blk-crypto fallback took so far ([`crate::crypto`]).
+    pub bounce_pages: u64,
 }
 
 impl BlockCore {
@@ -206,6 +208,7 @@ impl BlockCore {
             event_seq: 0,
             check: Checker::new(),
             errors_total: 0,
+            bounce_pages: 0,
         }
     }
 
@@ -283,6 +286,7 @@ impl BlockCore {
         // Accounting lives with the I/O being accounted (md_io_acct,
         // dm_io, r10bio), never with a clone or split front.
         c.acct = None;
+        c.status = 0;
         new
     }
 
@@ -429,7 +433,9 @@ impl BlockCore {
             s.sectors_queued[op as usize] += sectors;
             self.trace_bio(Action::Queue, id, 0, 0);
             if let Driver::Mq(_) = self.topo.dev(dev).driver {
-                self.check_leaf(id);
+                if self.bio(id).flags & req::BOUNCE == 0 {
+                    self.check_leaf(id);
+                }
             }
         }
         let head = split && self.beh.split_remainder == SplitRemainder::Head;
@@ -569,13 +575,19 @@ impl BlockCore {
     /// `bio_endio`: drop one completion reference; when the last one goes,
     /// trace 'C' for a Q-traced bio that is not part of a request, and
     /// complete the parent (chain or clone origin).
-    pub fn bio_endio(&mut self, mut id: BioId, status: i32) {
+    pub fn bio_endio(&mut self, mut id: BioId, mut status: i32) {
         loop {
             let b = self.bio_mut(id);
+            // bio_chain_endio: a child's error sticks to the parent unless
+            // it already has one.
+            if status != 0 && b.status == 0 {
+                b.status = status as i8;
+            }
             if b.remaining > 1 {
                 b.remaining -= 1;
                 return;
             }
+            status = b.status as i32;
             let (traced, in_rq, parent, owner, cookie) = (b.traced, b.in_request, b.parent, b.owner, b.cookie);
             if let Some((start, sectors)) = b.acct {
                 let (dev, op, flags) = (b.dev, b.op, b.flags);

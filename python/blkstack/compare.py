@@ -27,6 +27,7 @@ FIGURES: Tuple[Tuple[str, str, str], ...] = (
     ("merges", "merges", ""),
     ("bios_queued", "bios queued", ""),
     ("splits", "splits", ""),
+    ("zone_write_errors", "zone write errors", ""),
     ("zero_seek_pct", "zero-seek share", "%"),
     ("throughput_mb_s", "throughput", "MB/s"),
 )
@@ -53,6 +54,8 @@ def device_figures(dev: Dict[str, Any]) -> Dict[str, float]:
         "merges": sum(stats[i] for i in _MERGE_FIELDS if i < len(stats)),
         "bios_queued": int(dev.get("bios_queued") or 0),
         "splits": int(dev.get("splits") or 0),
+        # Host-managed zoned disks only: writes refused off the write pointer.
+        "zone_write_errors": int(dev.get("zone_write_errors") or 0),
         "zero_seek_pct": 100.0 * seeks.get("zero", 0) / seeks["count"] if seeks.get("count") else 0.0,
         # Bytes moved per second as iostat counts them (md and dm devices
         # issue no requests of their own but account their bios).

@@ -32,12 +32,23 @@ class Figure:
 
 
 @dataclass(frozen=True)
+class ScenarioVariant:
+    """A variant that is a built-in scenario of its own (another stack for
+    the same change), run with its own ``[compare]`` sides."""
+    scenario: str
+    # Read this from its blkparse trace into summary["trace"].
+    from_trace: Optional[Callable[[str], Any]] = None
+
+
+@dataclass(frozen=True)
 class Seed:
     name: str
     number: str
     title: str
     figures: Tuple[Figure, ...]
     variants: Dict[str, List[str]] = field(default_factory=dict)
+    # Variants on a scenario file of their own, by variant name.
+    scenario_variants: Dict[str, ScenarioVariant] = field(default_factory=dict)
     # Extra evidence printed after the table: (before runs, after runs) -> lines.
     extra: Optional[Callable[[Runs, Runs], List[str]]] = None
     # Read this from the blkparse trace of the main run into summary["trace"].
@@ -159,6 +170,47 @@ def seek_histogram_text(summary: Summary, dev: str) -> List[str]:
     return block
 
 
+ZONE_SECTORS = 8192  # zoned-split-order.toml: 4 MiB zones
+
+
+def zone_order(trace_text: str) -> Dict[str, Any]:
+    """The zoned variant's evidence: the first writes issued (D) to sda,
+    and per zone whether its writes were issued in ascending order."""
+    issued: Dict[int, List[Tuple[int, int]]] = {}
+    for line in trace_text.splitlines():
+        f = line.split()
+        if len(f) >= 10 and f[0] == "8,0" and f[5] == "D" and f[8] == "+":
+            sector, n = int(f[7]), int(f[9])
+            issued.setdefault(sector // ZONE_SECTORS, []).append((sector, n))
+    return {"D": first_events(trace_text, "8,0", "D", 8),
+            "zones": len(issued),
+            "zones_out_of_order": sum(not monotonic(ev) for ev in issued.values())}
+
+
+def zone_write_errors(dev: str, variant: str) -> Callable[[Runs], float]:
+    return lambda runs: float(_dev(runs, dev, variant).get("zone_write_errors") or 0)
+
+
+def failed_writes(variant: str) -> Callable[[Runs], float]:
+    """Submitted bios that ended with an error (what dd would report)."""
+    return lambda runs: float(runs[variant]["errors"])
+
+
+def _zoned_extra(before: Runs, after: Runs) -> List[str]:
+    if "zoned" not in before:
+        return []
+    lines = ["zoned variant (zoned-split-order: blk-crypto fallback + 512 KiB limit, 4 MiB zones, as blktests zbd/014):"]
+    for side, runs in (("before", before), ("after", after)):
+        order = runs["zoned"].get("trace") or {}
+        bad, zones = order.get("zones_out_of_order", 0), order.get("zones", 0)
+        verdict = "in order" if bad == 0 else f"out of order in {bad} of {zones} zones"
+        errors = int(zone_write_errors("sda", "zoned")(runs))
+        lines.append(f"  sda per-zone issue order, {side}: {verdict}; {errors} zone write errors")
+        events = order.get("D") or []
+        lines.append("    first D: " + "  ".join(f"{s}+{n}" for s, n in events))
+    return lines
+
+
 def _raid5_extra(before: Runs, after: Runs) -> List[str]:
     lines = []
     for action in ("G", "D"):
@@ -170,7 +222,7 @@ def _raid5_extra(before: Runs, after: Runs) -> List[str]:
     for side, runs in (("before", before), ("after", after)):
         lines.append(f"sda seek histogram (blkparse D events), {side}:")
         lines += ["  " + l for l in seek_histogram_text(runs[""], "sda")]
-    return lines
+    return lines + _zoned_extra(before, after)
 
 
 # --------------------------------------------------------------------------
@@ -198,7 +250,13 @@ SEEDS: Tuple[Seed, ...] = (
             Figure("sd_rareq_sz", "sda rareq-sz", "KiB", 93.34, 112.00, iostat("sda", "rareq-sz")),
             Figure("sd_aqu_sz", "sda aqu-sz", "", 3.68, 2.68, iostat("sda", "aqu-sz")),
             Figure("zero_seek_pct", "sda zero-seek share", "%", 45.5, 75.0, figure_of("sda", "zero_seek_pct")),
+            # The zoned variant: zbd/014's dd fails (write errors); no counts published.
+            Figure("zoned_write_errors", "zoned: zone write errors", "", None, None,
+                   optional(zone_write_errors("sda", "zoned"), "zoned")),
+            Figure("zoned_failed_writes", "zoned: failed 2 MiB writes", "", None, None,
+                   optional(failed_writes("zoned"), "zoned")),
         ),
+        scenario_variants={"zoned": ScenarioVariant("zoned-split-order", from_trace=zone_order)},
         extra=_raid5_extra,
         from_trace=member_order,
         headline="sd_rareq_sz",

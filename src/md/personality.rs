@@ -290,6 +290,7 @@ pub(crate) fn alloc_bio_at(core: &mut BlockCore, like: BioId, dev: DevId, op: Op
         owner,
         cookie,
         acct: None,
+        status: 0,
     })
 }
 

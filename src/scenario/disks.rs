@@ -58,6 +58,7 @@ pub const QUEUE_KEYS: &[&str] = &[
     "write_cache",
     "fua",
     "zoned",
+    "conventional_zones",
 ];
 
 /// A partition of a disk.
@@ -159,6 +160,7 @@ fn read_queue(q: &Obj, drv: &mut DriverLimits, w: &mut SysfsWrites) -> Result<()
     int!("write_zeroes_max_bytes", drv.max_write_zeroes_sectors, bytes_to_sectors);
     int!("queue_depth", drv.queue_depth, Some);
     int!("nr_hw_queues", drv.nr_hw_queues, Some);
+    int!("conventional_zones", drv.nr_conv_zones, Some);
     if let Some((v, _)) = q.opt_u64("virt_boundary_mask")? {
         drv.virt_boundary_mask = v;
     }

@@ -40,7 +40,7 @@ const DD_KEYS: &[&str] = &[
     "comm",
 ];
 const BIOS_KEYS: &[&str] = &["type", "device", "iodepth", "batch", "plug", "bio", "pid", "comm"];
-const BIO_KEYS: &[&str] = &["device", "op", "sector", "size", "flags", "bvecs", "repeat", "stride"];
+const BIO_KEYS: &[&str] = &["device", "op", "sector", "size", "flags", "crypt", "bvecs", "repeat", "stride"];
 /// One side of a dd copy on a scenario device.
 #[derive(Clone, Debug)]
 pub struct DdTarget {
@@ -364,6 +364,14 @@ fn read_bio(b: &Obj, default_dev: Option<&str>, disks: &[DiskSpec]) -> Result<Bi
             let names: Vec<&str> = req::NAMES.iter().map(|x| x.0).collect();
             flags |= req::from_name(name).ok_or_else(|| b.err("flags", &f.at, format!("unknown flag '{name}' (one of {})", names.join(", "))))?;
         }
+    }
+    if let Some((true, cn)) = b.opt_bool("crypt")? {
+        // An inline-encryption context (fscrypt -o inlinecrypt): every
+        // disk lacks the hardware, so the blk-crypto fallback takes it.
+        if !op.has_data() {
+            return Err(b.err("crypt", &cn.at, format!("a {} bio carries no data to encrypt", op.name())));
+        }
+        flags |= req::CRYPT_CTX;
     }
     let mut bvecs = Vec::new();
     if let Some((arr, vn)) = b.opt_array("bvecs")? {

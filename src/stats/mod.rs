@@ -35,8 +35,12 @@ pub struct DevStats {
     pub completed: u64,
     /// 'C' of bios on bio-based devices.
     pub bio_completions: u64,
-    /// Bios failed (end of device, unsupported op, impossible split).
+    /// Bios failed (end of device, unsupported op, impossible split, a
+    /// failed request).
     pub errors: u64,
+    /// Requests a zoned disk refused: not at the zone's write pointer, or
+    /// crossing the zone end ([`crate::zoned`]).
+    pub zone_write_errors: u64,
     /// 'P' and 'U'/'UT'.
     pub plugs: u64,
     pub unplugs: u64,

@@ -51,10 +51,13 @@ pub fn format_event(ev: &Event, seq: u64, ctx: &TraceCtx, out: &mut impl Write) 
     let n = ev.sectors();
     match ev.action {
         Action::Complete | Action::Requeue => {
+            // struct blk_io_trace keeps the errno in a __u16 and blkparse
+            // prints that: -EIO shows as 65531.
+            let error = ev.error as u16;
             if n != 0 {
-                writeln!(out, "{} + {} [{}]", ev.sector, n, ev.error)
+                writeln!(out, "{} + {} [{}]", ev.sector, n, error)
             } else {
-                writeln!(out, "{} [{}]", ev.sector, ev.error)
+                writeln!(out, "{} [{}]", ev.sector, error)
             }
         }
         Action::Issue | Action::Insert | Action::Queue | Action::BackMerge | Action::FrontMerge | Action::GetRq => {

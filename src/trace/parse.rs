@@ -466,7 +466,9 @@ fn bp_completion(r: &mut TraceRecord, c: &mut Cur) -> Result<(), String> {
         r.cmd = Some(p.to_string());
         c.ws();
     }
-    r.error = Some(to_i32(c.need_bracket()?)?);
+    // blkparse prints the __u16 field: 65531 is -EIO.
+    let e = to_i32(c.need_bracket()?)?;
+    r.error = Some(if (32768..=65535).contains(&e) { e as u16 as i16 as i32 } else { e });
     c.end()
 }
 

@@ -7,11 +7,13 @@ promises; no value here is copied from blkstack's own output.
 
 from __future__ import annotations
 
+import importlib.resources
 import json
 
 import pytest
 
 from blkstack import cli, seeds as S
+from blkstack.cli.scenarios import builtin_scenarios
 from blkstack.cli.seeds import evaluate
 
 
@@ -41,6 +43,36 @@ def test_000_member_order_is_broken_before_and_kept_after(results):
     assert "first sda G events, after: in order" in text
     assert "first sda D events, before: out of order" in text
     assert "first sda D events, after: in order" in text
+
+
+def test_000_zoned_variant_fails_writes_only_with_tail(results):
+    r = results["raid5-recursive-split"]
+    # zoned-split-order.toml, worked by hand in tests/zoned_split_order.rs:
+    # per 4 MiB zone 2 of 8 requests succeed under tail, so 48 of 64 fail
+    # and all 16 writes end with -EIO; under head none does.
+    assert r["before"]["zoned_write_errors"] == 48
+    assert r["before"]["zoned_failed_writes"] == 16
+    assert r["after"]["zoned_write_errors"] == 0
+    assert r["after"]["zoned_failed_writes"] == 0
+    text = "\n".join(r["evidence"])
+    assert "sda per-zone issue order, before: out of order in 8 of 8 zones; 48 zone write errors" in text
+    assert "sda per-zone issue order, after: in order; 0 zone write errors" in text
+    assert "first D: 0+1024  2048+1024  1024+1024  3072+1024" in text
+
+
+def test_000_zoned_variant_is_in_the_json(capsys):
+    assert cli.main(["seeds", "000", "--json", "-"]) == 0
+    (seed,) = json.loads(capsys.readouterr().out)["seeds"]
+    assert seed["before"]["zoned_write_errors"] == 48 and seed["after"]["zoned_write_errors"] == 0
+    assert seed["seed_figures"]["before"]["zoned_write_errors"] is None
+
+
+def test_compare_shows_zone_write_errors(capsys):
+    with importlib.resources.as_file(builtin_scenarios()["zoned-split-order"]) as path:
+        assert cli.main(["compare", str(path)]) == 0
+    out = capsys.readouterr().out
+    line = next(l for l in out.splitlines() if "zone write errors" in l)
+    assert line.split()[-3:] == ["48", "0", "-100.0%"]
 
 
 def test_001_bandwidth_and_request_size(results):

@@ -20,7 +20,11 @@ def format_summary(summary: Dict[str, Any]) -> str:
     right = [False, False, False, True, True, True, True, True, True]
     rows = []
     partitions = []
+    zoned = []
     for name, dev in devices.items():
+        if "zone_write_errors" in dev:
+            zoned.append(f"{name}: {fmt_int(dev['zone_write_errors'])} zone write errors "
+                         "(writes refused off the zone's write pointer)")
         if dev.get("partition_of"):
             # A partition's bios are traced and counted on its disk's queue.
             partitions.append(f"{name} is a partition of {dev['partition_of']} starting at sector {dev.get('start')}")
@@ -43,6 +47,9 @@ def format_summary(summary: Dict[str, Any]) -> str:
     lines = [f"scenario: {scenario}", ""]
     lines += table(headers, rows, right)
     lines += [f"({p}; its I/O is counted on the disk)" for p in partitions]
+    lines += zoned
+    if summary.get("errors"):
+        lines.append(f"{fmt_int(summary['errors'])} submitted bios ended with an error")
     lines.append("")
     lines.append(
         f"profile {fmt_value(summary.get('profile'))} "

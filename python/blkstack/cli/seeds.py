@@ -35,6 +35,19 @@ def _run(path: str, kernel: Optional[str], sets: Sequence[str], trace: Optional[
     return common.simulate(path, kernel, list(sets), trace, None)
 
 
+def _run_traced(path: str, kernel: Optional[str], sets: Sequence[str], from_trace: Any) -> Dict[str, Any]:
+    """One run; with *from_trace*, what it reads from the run's trace
+    goes into summary["trace"]."""
+    if not from_trace:
+        return _run(path, kernel, sets, None)
+    with tempfile.TemporaryDirectory(prefix="blkstack-seed-") as tmp:
+        trace = os.path.join(tmp, "trace.txt")
+        summary = _run(path, kernel, sets, trace)
+        with open(trace, encoding="utf-8") as fh:
+            summary["trace"] = from_trace(fh.read())
+    return summary
+
+
 def run_side(seed: S.Seed, path: str, side: Tuple[str, Optional[str], List[str]], quick: bool = False) -> S.Runs:
     """Every run of one side: the scenario and each variant (quick: the
     scenario alone, with the seed's quick overrides)."""
@@ -44,16 +57,20 @@ def run_side(seed: S.Seed, path: str, side: Tuple[str, Optional[str], List[str]]
     for variant, vsets in [("", [])] + ([] if quick else list(seed.variants.items())):
         _progress(f"seed {seed.number} {seed.name}: {label}{' ' + variant if variant else ''}")
         all_sets = list(sets) + list(extra_sets) + list(vsets)
-        if seed.from_trace and not variant:
-            with tempfile.TemporaryDirectory(prefix="blkstack-seed-") as tmp:
-                trace = os.path.join(tmp, "trace.txt")
-                summary = _run(path, kernel, all_sets, trace)
-                with open(trace, encoding="utf-8") as fh:
-                    summary["trace"] = seed.from_trace(fh.read())
-        else:
-            summary = _run(path, kernel, all_sets, None)
-        runs[variant] = summary
+        runs[variant] = _run_traced(path, kernel, all_sets, None if variant else seed.from_trace)
     return runs
+
+
+def run_scenario_variants(seed: S.Seed, before: S.Runs, after: S.Runs) -> None:
+    """Each variant on a scenario of its own, under that scenario's
+    [compare] sides, into the before and after runs."""
+    for variant, sv in seed.scenario_variants.items():
+        with importlib.resources.as_file(builtin_scenarios()[sv.scenario]) as path:
+            sides = scenario_sides(str(path))
+            assert sides is not None, f"{sv.scenario}.toml has no [compare] table"
+            for runs, (label, kernel, sets) in ((before, sides[0]), (after, sides[1])):
+                _progress(f"seed {seed.number} {seed.name}: {label} {variant}")
+                runs[variant] = _run_traced(str(path), kernel, sets, sv.from_trace)
 
 
 def evaluate(seed: S.Seed, quick: bool = False) -> Dict[str, Any]:
@@ -64,6 +81,8 @@ def evaluate(seed: S.Seed, quick: bool = False) -> Dict[str, Any]:
         assert sides is not None, f"{seed.name}.toml has no [compare] table"
         before = run_side(seed, str(path), sides[0], quick)
         after = run_side(seed, str(path), sides[1], quick)
+    if not quick:
+        run_scenario_variants(seed, before, after)
     result: Dict[str, Any] = {"name": seed.name, "seed": seed.number, "title": seed.title, "quick": quick}
     for key, side, runs in (("before", sides[0], before), ("after", sides[1], after)):
         figures = {f.key: f.read(runs) for f in seed.figures}
@@ -154,6 +173,7 @@ measurements beside blkstack's: the figure, the seed's before and after
 values and their ratio, then blkstack's.
 
   000 raid5-recursive-split  md raid5: split remainders at the tail or the head
+                             (variant: zoned-split-order, zone write errors)
   001 plug-order             plug list order and plug merges (fio 4k randwrite)
   002 raid10-discard         md raid10 discard: chunk by chunk or whole ranges
   003 bio-align              bio size aligned to max_sectors at extraction
