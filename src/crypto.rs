@@ -82,6 +82,8 @@ impl BlockCore {
     /// `blk_crypto_bio_prep` for a bio with a crypt context: the fallback
     /// (no disk has the hardware). Returns the bio `__submit_bio` goes on
     /// with: the same bio for a read, the bounce bio for a write.
+    #[cold]
+    #[inline(never)]
     pub fn blk_crypto_bio_prep(&mut self, id: BioId) -> BioId {
         let b = self.bio_mut(id);
         b.flags &= !req::CRYPT_CTX;
@@ -133,7 +135,8 @@ impl BlockCore {
             bi_next: None,
             owner: src.owner,
             cookie: src.cookie,
-            acct: None,
+            acct_start: 0,
+            acct_sectors: crate::bio::NO_ACCT,
             status: 0,
         };
         // The plaintext bio's own reference passes to the bounce bio: it
@@ -162,7 +165,8 @@ mod tests {
             bi_next: None,
             owner: 0,
             cookie: 0,
-            acct: None,
+            acct_start: 0,
+            acct_sectors: crate::bio::NO_ACCT,
             status: 0,
         }
     }

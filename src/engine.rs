@@ -333,7 +333,8 @@ impl Engine {
             bi_next: None,
             owner,
             cookie,
-            acct: None,
+            acct_start: 0,
+            acct_sectors: crate::bio::NO_ACCT,
             status: 0,
         };
         let id = self.core.alloc_bio(bio);

@@ -306,7 +306,8 @@ mod tests {
             bi_next: None,
             owner: 0,
             cookie: 0,
-            acct: None,
+            acct_start: 0,
+            acct_sectors: crate::bio::NO_ACCT,
             status: 0,
         }
     }

@@ -694,20 +694,30 @@ fn blk_mq_issue(q: &mut RequestQueue, core: &mut BlockCore, id: u32, task: u32) 
 
 fn device_submit(q: &mut RequestQueue, core: &mut BlockCore, id: u32) {
     let rq = q.rqs.get(id);
+    let (op, sector, bytes) = (rq.op, rq.sector, rq.bytes());
     // Data and discards complete in time order within their own class.
-    let stream = q.index as usize * 2 + (rq.op.is_discard() || rq.op == Op::WriteZeroes) as usize;
-    if let Some(zones) = q.zones.as_deref_mut() {
-        if !zones.write(rq.op, rq.sector, rq.nr_sectors as u64) {
-            // Not at the zone's write pointer: refused without reaching
-            // the media, so it ends now, with -EIO (see crate::zoned).
-            q.rqs.get_mut(id).error = EIO;
-            core.stats[q.dev as usize].zone_write_errors += 1;
-            core.schedule_stream(stream, core.now, SimEvent::RqComplete { queue: q.index, rq: id });
-            return;
-        }
+    let stream = q.index as usize * 2 + (op.is_discard() || op == Op::WriteZeroes) as usize;
+    if q.zones.is_some() && zone_refuses(q, core, id, stream) {
+        return;
     }
-    let done = q.disk.service(core.now, rq.op, rq.sector, rq.bytes());
+    let done = q.disk.service(core.now, op, sector, bytes);
     core.schedule_stream(stream, done, SimEvent::RqComplete { queue: q.index, rq: id });
+}
+
+/// The write-pointer check of a zoned disk ([`crate::zoned`]): a refused
+/// request does not reach the media and ends now, with -EIO.
+#[cold]
+#[inline(never)]
+fn zone_refuses(q: &mut RequestQueue, core: &mut BlockCore, id: u32, stream: usize) -> bool {
+    let rq = q.rqs.get(id);
+    let Some(zones) = q.zones.as_deref_mut() else { return false };
+    if zones.write(rq.op, rq.sector, rq.nr_sectors as u64) {
+        return false;
+    }
+    q.rqs.get_mut(id).error = EIO;
+    core.stats[q.dev as usize].zone_write_errors += 1;
+    core.schedule_stream(stream, core.now, SimEvent::RqComplete { queue: q.index, rq: id });
+    true
 }
 
 /// `blk_mq_end_request`: 'C', accounting, tags back, bios ended, then
@@ -736,15 +746,27 @@ pub(crate) fn blk_mq_end_request_done(q: &mut RequestQueue, core: &mut BlockCore
     s.disk.io_done(core.now, rq.op, rq.flags, rq.start_time_ns, rule);
     // blk_update_request: unlink each bio from the chain, then end it
     // with the request's status.
-    let mut next = Some(rq.bio);
-    while let Some(bio) = next {
-        next = core.bio_mut(bio).bi_next.take();
-        match rq.error {
-            0 => core.bio_endio(bio, 0),
-            e => core.bio_io_error(bio, e),
+    if rq.error != 0 {
+        end_bios_with_error(core, rq.bio, rq.error);
+    } else {
+        let mut next = Some(rq.bio);
+        while let Some(bio) = next {
+            next = core.bio_mut(bio).bi_next.take();
+            core.bio_endio(bio, 0);
         }
     }
     wake_tag_waiters(q, core);
+}
+
+/// The bios of a failed request, each ended with its error.
+#[cold]
+#[inline(never)]
+fn end_bios_with_error(core: &mut BlockCore, first: BioId, error: i32) {
+    let mut next = Some(first);
+    while let Some(bio) = next {
+        next = core.bio_mut(bio).bi_next.take();
+        core.bio_io_error(bio, error);
+    }
 }
 
 /// Hand freed tags to sleeping submitters, oldest first. Each woken task

@@ -285,7 +285,7 @@ impl BlockCore {
         c.bi_next = None;
         // Accounting lives with the I/O being accounted (md_io_acct,
         // dm_io, r10bio), never with a clone or split front.
-        c.acct = None;
+        c.acct_sectors = crate::bio::NO_ACCT;
         c.status = 0;
         new
     }
@@ -554,7 +554,8 @@ impl BlockCore {
         if at_start {
             d.count_io(op, flags, sectors as u64);
         }
-        self.bio_mut(id).acct = Some((now, sectors));
+        let b = self.bio_mut(id);
+        (b.acct_start, b.acct_sectors) = (now, sectors);
     }
 
     /// `bio_end_io_acct`: latency at jiffy resolution.
@@ -587,9 +588,11 @@ impl BlockCore {
                 b.remaining -= 1;
                 return;
             }
-            status = b.status as i32;
+            if b.status != 0 {
+                status = b.status as i32;
+            }
             let (traced, in_rq, parent, owner, cookie) = (b.traced, b.in_request, b.parent, b.owner, b.cookie);
-            if let Some((start, sectors)) = b.acct {
+            if let Some((start, sectors)) = b.acct() {
                 let (dev, op, flags) = (b.dev, b.op, b.flags);
                 self.bio_end_io_acct(dev, op, flags, start, sectors);
             }

@@ -160,7 +160,7 @@ impl BioDriver for Mddev {
         core.bio_mut(bio).flags &= !req::NOMERGE;
         let b = core.bio(bio);
         let (dev, op, flags, sectors) = (b.dev, b.op, b.flags, b.sectors() as u64);
-        if core.beh.md_accounting == MdAccounting::SubmitBio && b.acct.is_none() && sectors != 0 {
+        if core.beh.md_accounting == MdAccounting::SubmitBio && b.acct().is_none() && sectors != 0 {
             core.bio_start_io_acct(bio);
         }
         self.make_request(core, bio);
@@ -191,7 +191,7 @@ impl BioDriver for Mddev {
 /// the bio is accounted until it completes, when the personality is where
 /// md accounts (5.14+).
 pub(crate) fn md_account_bio(core: &mut BlockCore, bio: BioId) {
-    if core.beh.md_accounting == MdAccounting::Personality && core.bio(bio).acct.is_none() {
+    if core.beh.md_accounting == MdAccounting::Personality && core.bio(bio).acct().is_none() {
         core.bio_start_io_acct(bio);
     }
 }
@@ -289,7 +289,8 @@ pub(crate) fn alloc_bio_at(core: &mut BlockCore, like: BioId, dev: DevId, op: Op
         bi_next: None,
         owner,
         cookie,
-        acct: None,
+        acct_start: 0,
+        acct_sectors: crate::bio::NO_ACCT,
         status: 0,
     })
 }
