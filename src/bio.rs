@@ -280,6 +280,31 @@ impl Clone for Bio {
 pub const NO_ACCT: u32 = u32::MAX;
 
 impl Bio {
+    /// `bio_alloc` + `bio_init`: a new bio of `size` bytes at `sector` over
+    /// `bvecs`, on no list, chained to nothing, ended by one completion,
+    /// neither traced nor accounted yet; it belongs to job 0 until the
+    /// caller says otherwise (`Bio { owner, cookie, ..Bio::new(..) }`).
+    pub fn new(dev: DevId, op: Op, flags: u32, sector: u64, size: u32, bvecs: BioVecs) -> Bio {
+        Bio {
+            dev,
+            op,
+            flags,
+            iter: BvecIter { sector, size, idx: 0, bvec_done: 0 },
+            bvecs,
+            traced: false,
+            remapped: false,
+            parent: None,
+            remaining: 1,
+            in_request: false,
+            bi_next: None,
+            owner: 0,
+            cookie: 0,
+            acct_start: 0,
+            acct_sectors: NO_ACCT,
+            status: 0,
+        }
+    }
+
     /// Bio-based accounting in progress: (start time, sectors).
     pub fn acct(&self) -> Option<(u64, u32)> {
         (self.acct_sectors != NO_ACCT).then_some((self.acct_start, self.acct_sectors))

@@ -30,7 +30,7 @@
 //! submits the encrypted pieces in order); the model does not have that
 //! path, so a crypt bio follows the 6.12 path under every profile.
 
-use crate::bio::{req, Bio, BioId, BioVecs, Bvec, BvecIter, Op, BIO_MAX_VECS, PAGE_SIZE, SECTOR_SHIFT};
+use crate::bio::{req, Bio, BioId, BioVecs, Bvec, Op, BIO_MAX_VECS, PAGE_SIZE, SECTOR_SHIFT};
 use crate::genhd::Driver;
 use crate::submit::BlockCore;
 
@@ -121,23 +121,13 @@ impl BlockCore {
         let src = self.bio_mut(id);
         // The plaintext bio is ended by the bounce bio's end_io, untraced.
         src.traced = false;
+        let flags = if counted { src.flags | req::BOUNCE } else { src.flags };
         let enc = Bio {
-            dev: src.dev,
-            op: src.op,
-            flags: if counted { src.flags | req::BOUNCE } else { src.flags },
-            iter: BvecIter { sector: src.iter.sector, size: src.iter.size, idx: 0, bvec_done: 0 },
-            bvecs: BioVecs::new(&bvecs),
-            traced: false,
             remapped: src.remapped,
             parent: Some(id),
-            remaining: 1,
-            in_request: false,
-            bi_next: None,
             owner: src.owner,
             cookie: src.cookie,
-            acct_start: 0,
-            acct_sectors: crate::bio::NO_ACCT,
-            status: 0,
+            ..Bio::new(src.dev, src.op, flags, src.iter.sector, src.iter.size, BioVecs::new(&bvecs))
         };
         // The plaintext bio's own reference passes to the bounce bio: it
         // ends exactly when the bounce bio does.
@@ -151,24 +141,8 @@ mod tests {
 
     fn bio(bvecs: &[(u64, u32)]) -> Bio {
         let size = bvecs.iter().map(|b| b.1).sum();
-        Bio {
-            dev: 0,
-            op: Op::Write,
-            flags: req::CRYPT_CTX,
-            iter: BvecIter { sector: 0, size, idx: 0, bvec_done: 0 },
-            bvecs: BioVecs::new(&bvecs.iter().map(|&(phys, len)| Bvec { phys, len }).collect::<Vec<_>>()),
-            traced: true,
-            remapped: false,
-            parent: None,
-            remaining: 1,
-            in_request: false,
-            bi_next: None,
-            owner: 0,
-            cookie: 0,
-            acct_start: 0,
-            acct_sectors: crate::bio::NO_ACCT,
-            status: 0,
-        }
+        let bvecs: Vec<Bvec> = bvecs.iter().map(|&(phys, len)| Bvec { phys, len }).collect();
+        Bio { traced: true, ..Bio::new(0, Op::Write, req::CRYPT_CTX, 0, size, BioVecs::new(&bvecs)) }
     }
 
     #[test]

@@ -12,7 +12,7 @@ use std::borrow::Borrow;
 use std::collections::VecDeque;
 use std::time::Instant;
 
-use crate::bio::{req, Bio, BioId, BioVecs, BvecIter};
+use crate::bio::{req, Bio, BioId, BioVecs};
 use crate::disk::{DiskModel, ServiceModel};
 use crate::genhd::{DevId, DiskKind, Driver, Queue, Topology};
 use crate::mq::{self, blk_mq_complete_request, blk_mq_submit_bio, RequestQueue, Submit};
@@ -319,24 +319,7 @@ impl Engine {
     /// it needs from `spec`.
     pub fn submit_root(&mut self, task: u32, spec: impl Borrow<BioSpec>, owner: u32, cookie: u32) -> bool {
         let spec = spec.borrow();
-        let bio = Bio {
-            dev: spec.dev,
-            op: spec.op,
-            flags: spec.flags,
-            iter: BvecIter { sector: spec.sector, size: spec.size, idx: 0, bvec_done: 0 },
-            bvecs: BioVecs::new(&spec.bvecs),
-            traced: false,
-            remapped: false,
-            parent: None,
-            remaining: 1,
-            in_request: false,
-            bi_next: None,
-            owner,
-            cookie,
-            acct_start: 0,
-            acct_sectors: crate::bio::NO_ACCT,
-            status: 0,
-        };
+        let bio = Bio { owner, cookie, ..Bio::new(spec.dev, spec.op, spec.flags, spec.sector, spec.size, BioVecs::new(&spec.bvecs)) };
         let id = self.core.alloc_bio(bio);
         self.core.current = task;
         match submit_bio(self, id) {

@@ -288,28 +288,12 @@ pub fn attempt_merge(core: &mut BlockCore, rq: &mut Request, next: &mut Request,
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::bio::{BioVecs, BvecIter};
+    use crate::bio::BioVecs;
 
     fn bio(bvecs: &[(u64, u32)]) -> Bio {
         let size = bvecs.iter().map(|b| b.1).sum();
-        Bio {
-            dev: 0,
-            op: Op::Write,
-            flags: 0,
-            iter: BvecIter { sector: 0, size, idx: 0, bvec_done: 0 },
-            bvecs: BioVecs::new(&bvecs.iter().map(|&(phys, len)| Bvec { phys, len }).collect::<Vec<_>>()),
-            traced: true,
-            remapped: false,
-            parent: None,
-            remaining: 1,
-            in_request: false,
-            bi_next: None,
-            owner: 0,
-            cookie: 0,
-            acct_start: 0,
-            acct_sectors: crate::bio::NO_ACCT,
-            status: 0,
-        }
+        let bvecs: Vec<Bvec> = bvecs.iter().map(|&(phys, len)| Bvec { phys, len }).collect();
+        Bio { traced: true, ..Bio::new(0, Op::Write, 0, 0, size, BioVecs::new(&bvecs)) }
     }
 
     fn lim() -> QueueLimits {

@@ -23,7 +23,7 @@
 //! `md_flush_request` submits the data right after the member flushes
 //! instead of when they complete.
 
-use crate::bio::{req, Bio, BioId, BioVecs, BvecIter, Op, SECTOR_SHIFT};
+use crate::bio::{req, Bio, BioId, BioVecs, Op, SECTOR_SHIFT};
 use crate::genhd::DevId;
 use crate::profile::{MdAccounting, SplitRemainder};
 use crate::source::discard::{blkdev_issue_discard, DiscardChopping, DiscardLimits};
@@ -275,24 +275,7 @@ pub(crate) fn alloc_bio_at(core: &mut BlockCore, like: BioId, dev: DevId, op: Op
         Some(p) if size > 0 => BioVecs::new(&[crate::bio::Bvec { phys: p, len: size }]),
         _ => BioVecs::default(),
     };
-    core.alloc_bio(Bio {
-        dev,
-        op,
-        flags,
-        iter: BvecIter { sector, size, idx: 0, bvec_done: 0 },
-        bvecs,
-        traced: false,
-        remapped: false,
-        parent: None,
-        remaining: 1,
-        in_request: false,
-        bi_next: None,
-        owner,
-        cookie,
-        acct_start: 0,
-        acct_sectors: crate::bio::NO_ACCT,
-        status: 0,
-    })
+    core.alloc_bio(Bio { owner, cookie, ..Bio::new(dev, op, flags, sector, size, bvecs) })
 }
 
 /// Does the member's queue take discards (`bdev_max_discard_sectors`)?

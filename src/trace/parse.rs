@@ -732,22 +732,6 @@ mod tests {
         vec![Task { pid: 843, comm: "dd".into() }, Task { pid: 0, comm: "swapper/0".into() }, Task { pid: 77, comm: "kworker/u8:2 x]".into() }]
     }
 
-    const ALL: [Action; 13] = [
-        Action::Queue,
-        Action::Split,
-        Action::Remap,
-        Action::GetRq,
-        Action::Insert,
-        Action::Issue,
-        Action::Complete,
-        Action::Plug,
-        Action::Unplug,
-        Action::UnplugTimer,
-        Action::BackMerge,
-        Action::FrontMerge,
-        Action::Requeue,
-    ];
-
     /// What the parser must read back from `format_event(ev)`: the fields
     /// blkparse prints for that action (process_default).
     fn expected(ev: &Event, seq: u64, line: usize, ctx: &TraceCtx) -> TraceRecord {
@@ -801,7 +785,7 @@ mod tests {
     #[test]
     fn every_action_round_trips() {
         let mut evs = Vec::new();
-        for (i, a) in ALL.iter().enumerate() {
+        for (i, a) in Action::ALL.iter().enumerate() {
             let mut e = event(*a, Op::Write, req::SYNC | req::FUA, 2048 + i as u64, 4096);
             (e.time, e.task, e.arg, e.error) = (1_000_000_007 * i as u64, (i % 3) as u32, 4 + i as u64, -(i as i32));
             (e.dev, e.from_dev) = (if *a == Action::Remap { 0 } else { (i % 3) as DevId }, 1);
@@ -820,7 +804,7 @@ mod tests {
             .prop_map(|(a, op, flags, sector, sectors, task, error, arg, dev, from, time)| Event {
                 time,
                 dev,
-                action: ALL[a],
+                action: Action::ALL[a],
                 op,
                 flags,
                 sector: sector >> 1,
