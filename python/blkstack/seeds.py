@@ -329,7 +329,7 @@ SEEDS: Tuple[Seed, ...] = (
             Figure("merges", "merges", "", None, None, figure_of("sdc", "merges")),
         ),
         extra=_virt_boundary_extra,
-        headline="time_s",
+        headline="io_wait_s",
     ),
 )
 
