@@ -328,11 +328,20 @@ impl BlockCore {
     #[inline]
     pub fn trace_bio(&mut self, action: Action, id: BioId, arg: u64, from_dev: DevId) {
         if self.tracer.active() {
-            self.trace_bio_event(action, id, arg, from_dev);
+            self.trace_bio_event(action, id, arg, from_dev, 0);
         }
     }
 
-    fn trace_bio_event(&mut self, action: Action, id: BioId, arg: u64, from_dev: DevId) {
+    /// `trace_block_bio_complete`: a bio's 'C' carries its `bi_status`
+    /// (`blk_add_trace_bio_complete`), so a failed bio shows its errno.
+    #[inline]
+    fn trace_bio_complete(&mut self, id: BioId, status: i32) {
+        if self.tracer.active() {
+            self.trace_bio_event(Action::Complete, id, 0, 0, status);
+        }
+    }
+
+    fn trace_bio_event(&mut self, action: Action, id: BioId, arg: u64, from_dev: DevId, error: i32) {
         let b = self.bio(id);
         let ev = Event {
             time: self.now,
@@ -343,7 +352,7 @@ impl BlockCore {
             sector: b.iter.sector,
             bytes: b.iter.size,
             task: self.current,
-            error: 0,
+            error,
             arg,
             from_dev,
         };
@@ -602,7 +611,7 @@ impl BlockCore {
                 self.stats[dev as usize].bio_completions += 1;
                 let saved = self.current;
                 self.current = 0;
-                self.trace_bio(Action::Complete, id, 0, 0);
+                self.trace_bio_complete(id, status);
                 self.current = saved;
             }
             if parent.is_none() {
