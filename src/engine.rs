@@ -562,6 +562,9 @@ impl Engine {
             SimEvent::RqComplete { queue, rq } => {
                 blk_mq_complete_request(&mut self.queues, &mut self.core, queue as usize, rq);
             }
+            SimEvent::ZoneWplugWork { queue } => {
+                crate::zoned::blk_zone_wplug_bio_work(&mut self.queues, &mut self.core, queue as usize);
+            }
             SimEvent::JobWake { job } => {
                 self.jobs[job as usize].wake_at = None;
                 self.run_job(job as usize);

@@ -326,6 +326,9 @@ pub struct Behaviour {
     pub blkdev_write_plug: bool,
     pub dd_next: DdNext,
     pub flush_data_path: FlushDataPath,
+    /// Writes to a host-managed zoned disk's sequential zones go through
+    /// zone write plugs (6.10+, [`crate::zoned`]).
+    pub zone_write_plugging: bool,
 }
 
 /// A named kernel version.
@@ -379,6 +382,7 @@ pub fn profiles() -> Vec<Profile> {
         blkdev_write_plug: true,
         dd_next: DdNext::NextRq,
         flush_data_path: FlushDataPath::Requeue,
+        zone_write_plugging: false,
     };
     let v6_12 = Behaviour {
         limits_model: LimitsModel::Validate,
@@ -398,6 +402,7 @@ pub fn profiles() -> Vec<Profile> {
         blkdev_write_plug: false,
         dd_next: DdNext::LatestPos,
         flush_data_path: FlushDataPath::Normal,
+        zone_write_plugging: true,
         ..v6_1.clone()
     };
     // Mainline 6.15: tail add without the tail-first merge fix (seed 001).
@@ -588,6 +593,8 @@ pub const SWITCHES: &[SwitchDef] = &[
         "mq-deadline's next request in sector order: next_rq (up to 6.4: the request after the last dispatched one when it was dispatched; a direction's first dispatch takes the FIFO head) or latest_pos (83c46ed67557 \"block: mq-deadline: Track the dispatch position\", 6.5: the lowest request at or above the last dispatched sector)"),
     switch!(choice flush_data_path, "requeue|normal",
         "the data of a PREFLUSH/FUA write on a disk with a volatile cache: requeue (up to 6.4: a write needing no flush goes straight to hctx->dispatch, a flush sequence's data through the requeue list and kblockd) or normal (360f264834e3, 615939a2ae73, 6.5: the normal submission path, plug and scheduler included)"),
+    switch!(flag zone_write_plugging,
+        "host-managed zoned disks: true (\"block: Introduce zone write plugging\", 6.10) holds each zone's writes in a plug, one in flight, and fails a write off the plug's write pointer before the device; false (6.1) lets the device refuse it; seed 000's zoned variant"),
     switch!(choice iov_align, "off|max_io",
         "direct I/O bio sizing: off (every released kernel) or max_io (Ed Tsai's proposal \"block: limit the extract size to align queue limit\", seed 003: every bio but the last is cut to a multiple of max_sectors)"),
 ];

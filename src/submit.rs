@@ -60,6 +60,9 @@ pub enum SimEvent {
     JobWake { job: u32 },
     /// Take a /proc/diskstats snapshot (`iostat` intervals).
     Sample,
+    /// The zone write plug work queue of a zoned disk's queue runs its next
+    /// work item (`blk_zone_wplug_bio_work`).
+    ZoneWplugWork { queue: u32 },
 }
 
 /// What the event heap holds: an event, or the head of a stream.
