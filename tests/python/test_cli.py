@@ -44,6 +44,20 @@ def test_run_prints_a_summary(tiny, tmp_path):
     assert _files(tmp_path) == ["tiny.toml"]
 
 
+def test_run_names_where_zone_writes_failed(tmp_path):
+    # zoned-split-order, worked by hand in tests/zoned_split_order.rs: 48
+    # writes fail in both kernels, before the disk with 6.12's zone write
+    # plugging and at the disk in 6.1; every zone's writes came out of order.
+    scenario = importlib.resources.files("blkstack") / "scenarios" / "zoned-split-order.toml"
+    with importlib.resources.as_file(scenario) as path:
+        for kernel, where in (("6.12", "48 failed by zone write plugging"), ("6.1", "48 refused by the disk")):
+            proc = run_cli("run", str(path), "--kernel", kernel, cwd=tmp_path)
+            assert proc.returncode == 0, proc.stderr
+            line = next(l for l in proc.stdout.splitlines() if l.startswith("sda: "))
+            assert line == (f"sda: 48 zone write errors ({where}); "
+                            "writes submitted out of order in 8 of 8 zones written"), line
+
+
 def test_run_json_to_stdout(tiny, tmp_path):
     proc = run_cli("run", tiny.name, "--json", "-", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
