@@ -159,3 +159,8 @@ def test_unknown_seed_and_explain(capsys):
     assert cli.main(["explain", "split_remainder"]) == 0
     out = capsys.readouterr().out
     assert "6.15 -> 7.2: tail -> head" in out and "raid5-recursive-split" in out
+    # A seed's variant scenario is run through its seed, shown as a scenario.
+    assert cli.main(["explain", "zone_write_plugging"]) == 0
+    out = capsys.readouterr().out
+    assert "blkstack seeds 000 " in out
+    assert "blkstack scenarios zoned-split-order --show > s.toml" in out
