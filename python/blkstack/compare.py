@@ -86,11 +86,14 @@ def zone_errors_text(dev: Dict[str, Any]) -> str:
 
 
 def zone_order_text(dev: Dict[str, Any]) -> str:
-    """'submitted out of order in 8 of 8 zones' for a zoned disk of a run
-    summary: the order its write bios came in (after splitting), which
-    with zone write plugging the issued requests no longer show."""
+    """'writes submitted out of order in 8 of 8 zones written' for a zoned
+    disk of a run summary: the order its write bios came in (after
+    splitting), which with zone write plugging the issued requests no
+    longer show."""
     bad, zones = int(dev.get("zones_out_of_order") or 0), int(dev.get("zones_written") or 0)
-    return f"submitted out of order in {bad} of {zones} zones" if bad else f"submitted in order in {zones} zones"
+    if bad:
+        return f"writes submitted out of order in {bad} of {zones} zones written"
+    return f"writes submitted in order in all {zones} zones written" if zones else "no sequential zone written"
 
 
 def _compared_devices(summary: Dict[str, Any]) -> List[str]:

@@ -211,9 +211,9 @@ def _zoned_extra(before: Runs, after: Runs) -> List[str]:
     for side, runs in (("before", before), ("after", after)):
         order = runs["zoned"].get("trace") or {}
         bad, zones = order.get("zones_out_of_order", 0), order.get("zones", 0)
-        issued = f"issued (D) in order in {zones} zones" if bad == 0 else f"issued (D) out of order in {bad} of {zones} zones"
+        issued = f"issued (D) in order in all {zones}" if bad == 0 else f"issued (D) out of order in {bad} of {zones}"
         dev = _dev(runs, "sda", "zoned")
-        lines.append(f"  sda, {side}: writes {zone_order_text(dev)}, {issued}")
+        lines.append(f"  sda, {side}: {zone_order_text(dev)}; {issued}")
         lines.append(f"    {zone_errors_text(dev)}")
         events = order.get("D") or []
         lines.append("    first D: " + "  ".join(f"{s}+{n}" for s, n in events))

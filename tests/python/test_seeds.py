@@ -59,9 +59,9 @@ def test_000_zoned_variant_fails_writes_only_with_tail(results):
     assert r["after"]["zoned_failed_writes"] == 0
     assert r["after"]["zoned_zones_out_of_order"] == 0
     text = "\n".join(r["evidence"])
-    assert "sda, before: writes submitted out of order in 8 of 8 zones, issued (D) in order in 8 zones" in text
+    assert "sda, before: writes submitted out of order in 8 of 8 zones written; issued (D) in order in all 8" in text
     assert "48 zone write errors (48 failed by zone write plugging)" in text
-    assert "sda, after: writes submitted in order in 8 zones, issued (D) in order in 8 zones" in text
+    assert "sda, after: writes submitted in order in all 8 zones written; issued (D) in order in all 8" in text
     # The first D: zone 0's pieces at 0 and 512 KiB, then zone 1's.
     assert "first D: 0+1024  1024+1024  8192+1024  9216+1024" in text
     assert "first D: 0+1024  1024+1024  2048+1024  3072+1024" in text

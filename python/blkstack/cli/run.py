@@ -24,7 +24,7 @@ def format_summary(summary: Dict[str, Any]) -> str:
     zoned = []
     for name, dev in devices.items():
         if "zone_write_errors" in dev:
-            zoned.append(f"{name}: {zone_errors_text(dev)}; writes {zone_order_text(dev)} written")
+            zoned.append(f"{name}: {zone_errors_text(dev)}; {zone_order_text(dev)}")
         if dev.get("partition_of"):
             # A partition's bios are traced and counted on its disk's queue.
             partitions.append(f"{name} is a partition of {dev['partition_of']} starting at sector {dev.get('start')}")
