@@ -12,11 +12,11 @@ use std::borrow::Borrow;
 use std::collections::VecDeque;
 use std::time::Instant;
 
-use crate::bio::{req, Bio, BioId, BioVecs};
+use crate::bio::{req, Bio, BioId, BioVecs, Op};
 use crate::disk::{DiskModel, ServiceModel};
 use crate::genhd::{DevId, DiskKind, Driver, Queue, Topology};
 use crate::mq::{self, blk_mq_complete_request, blk_mq_submit_bio, RequestQueue, Submit};
-use crate::profile::Behaviour;
+use crate::profile::{Behaviour, CryptoFallback};
 use crate::source::{BioSpec, IoUnit, Source, UnitKind};
 use crate::stats::clat::LatStat;
 use crate::submit::{resume_submit, submit_bio, submit_bio_from_thread, BioDriver, BlockCore, RootDone, SimEvent, Stack, Suspended};
@@ -123,6 +123,9 @@ struct TaskState {
     /// thread holds the plug it runs in.
     thread: Option<usize>,
     thread_plug: bool,
+    /// Bounce bios of a write encrypted above the block layer still to be
+    /// submitted, in order, once the task wakes ([`Engine::blk_crypto_submit_bio`]).
+    crypt_pending: VecDeque<BioId>,
 }
 
 /// Builds the device stack before a run.
@@ -322,15 +325,57 @@ impl Engine {
         let bio = Bio { owner, cookie, ..Bio::new(spec.dev, spec.op, spec.flags, spec.sector, spec.size, BioVecs::new(&spec.bvecs)) };
         let id = self.core.alloc_bio(bio);
         self.core.current = task;
+        if spec.flags & req::CRYPT_CTX != 0 && self.core.beh.crypto_fallback == CryptoFallback::AboveBlockLayer {
+            return self.blk_crypto_submit_bio(task, id);
+        }
         match submit_bio(self, id) {
             None => true,
-            Some(s) => {
-                let t = &mut self.tasks[task as usize];
-                t.suspended = Some(s);
-                t.blocked = true;
-                false
+            Some(s) => self.sleeps(task, s),
+        }
+    }
+
+    /// The task went to sleep inside a submission: it resumes by itself.
+    fn sleeps(&mut self, task: u32, s: Suspended) -> bool {
+        let t = &mut self.tasks[task as usize];
+        t.suspended = Some(s);
+        t.blocked = true;
+        false
+    }
+
+    /// `blk_crypto_submit_bio` (7.x, [`crate::crypto`]): a write with a
+    /// crypt context is encrypted before the block layer sees it, and its
+    /// bounce bios are submitted one after the other; a read loses its
+    /// context and is submitted as it is. Returns false if the task went to
+    /// sleep; the bounce bios not submitted yet wait for it to wake.
+    #[cold]
+    #[inline(never)]
+    fn blk_crypto_submit_bio(&mut self, task: u32, id: BioId) -> bool {
+        let b = self.core.bio(id);
+        if b.op != Op::Write || b.iter.size == 0 {
+            self.core.bio_mut(id).flags &= !req::CRYPT_CTX;
+            return match submit_bio(self, id) {
+                None => true,
+                Some(s) => self.sleeps(task, s),
+            };
+        }
+        // The plaintext bio is the submitter's: the checks follow it, and
+        // its sectors reach the disks in its bounce bios.
+        self.core.check_root(id);
+        let enc = self.core.blk_crypto_fallback_encrypt_bios(id);
+        self.tasks[task as usize].crypt_pending.extend(enc);
+        self.submit_crypt_pending(task)
+    }
+
+    /// Submit the task's pending bounce bios in order, each with a plain
+    /// `submit_bio`; false if the task went to sleep in one of them.
+    fn submit_crypt_pending(&mut self, task: u32) -> bool {
+        while let Some(bio) = self.tasks[task as usize].crypt_pending.pop_front() {
+            self.core.current = task;
+            if let Some(s) = submit_bio_from_thread(self, bio) {
+                return self.sleeps(task, s);
             }
         }
+        true
     }
 
     /// `blk_start_plug` / `blk_finish_plug` for a task driven by hand.
@@ -477,6 +522,9 @@ impl Engine {
                 self.tasks[t].blocked = true;
                 return;
             }
+        }
+        if !self.tasks[t].crypt_pending.is_empty() && !self.submit_crypt_pending(w.task) {
+            return;
         }
         if let Some(j) = self.tasks[t].job {
             self.run_job(j);

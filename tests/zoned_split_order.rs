@@ -39,6 +39,17 @@
 //! device; over 8 zones 16 requests, 48 zone write errors, all 16 writes
 //! fail, and every zone's writes came out of order.
 //!
+//! 7.2 (the fallback above the block layer, `crypto_fallback`): B itself is
+//! never submitted. It is encrypted into two bounce bios E1 = [s, s+2048)
+//! and E2 = [s+2048, s+4096) of 256 pages each, submitted one after the
+//! other, each with a 'Q' and a submission loop of its own. E1 is cut at
+//! 512 KiB ('X'): E1a = [s, s+1024) becomes a request (the zone's plug trusts
+//! or matches it), its remainder E1b waits on the plug; then E2 is cut the
+//! same way, E2a and E2b wait behind E1b. Each completion lets the plug's
+//! work item issue the next, at the WP: s, s+1024, s+2048, s+3072, no
+//! errors, whichever end of current->bio_list a remainder goes to (each
+//! loop holds one remainder at a time). Per write 2 'Q' and 2 'X'.
+//!
 //! 6.1 (no zone write plugging, as 6.12 with the switch off): every piece
 //! is issued in the order above and the device checks its WP. A1 ok (WP
 //! 1024), R1 at 2048 ≠ 1024: EIO, A2 ok (WP 2048), R2 at 3072 ≠ 2048: EIO;
@@ -127,6 +138,33 @@ fn head_issues_in_order_without_errors() {
 }
 
 #[test]
+fn above_the_block_layer_the_bounce_bios_reach_the_zone_in_order() {
+    let kernel_7_2 = SCENARIO.replace("kernel = \"6.12\"", "kernel = \"7.2\"");
+    let cases: [(&str, &[&str]); 4] = [
+        (&kernel_7_2, &[]),
+        (&kernel_7_2, &["behaviour.split_remainder=tail"]),
+        (&kernel_7_2, &["behaviour.split_remainder=tail", "behaviour.zone_write_plugging=false"]),
+        // 6.12 with 7.x's fallback, tail and all.
+        (SCENARIO, &["behaviour.crypto_fallback=above_block_layer"]),
+    ];
+    for (text, sets) in cases {
+        let (engine, events) = run_events(text, sets);
+        assert_eq!(issued(&engine, &events, "sda"), offsets([0, 1024, 2048, 3072]), "{sets:?}");
+        let s = sda(&engine);
+        assert_eq!((s.zone_write_errors, s.zones_out_of_order, engine.jobs[0].errors), (0, 0, 0), "{sets:?}");
+        assert!(events.iter().all(|e| e.error == 0));
+        // 'Q' for the two bounce bios of each write, never the plaintext.
+        let q: Vec<(u64, u32)> = (0..16u64).flat_map(|k| [(4096 * k, 2048), (4096 * k + 2048, 2048)]).collect();
+        assert_eq!(on(&engine, &events, "sda", Action::Queue), q, "{sets:?}");
+        assert_eq!(on(&engine, &events, "sda", Action::Split).len(), 32);
+    }
+    // 7.2 with the fallback back in __submit_bio and tail: 6.12's figures.
+    let (engine, events) = run_events(&kernel_7_2, &["behaviour.split_remainder=tail", "behaviour.crypto_fallback=in_submit_bio"]);
+    assert_eq!(issued(&engine, &events, "sda"), per_zone(&[0, 1024]));
+    assert_eq!(sda(&engine).zone_write_errors, 48);
+}
+
+#[test]
 fn without_the_crypt_context_there_is_one_split_per_512k_and_no_error() {
     // No crypto fallback: blk-merge alone cuts each 2 MiB bio three times,
     // each remainder the next piece: in order under tail too.
@@ -181,9 +219,48 @@ size = "3MiB"
 crypt = true
 repeat = 8
 "#;
-    for (text, sets) in [(md, &[][..]), (SCENARIO, &["behaviour.split_remainder=head"][..])] {
+    // Under 7.2's fallback the plaintext bio is the root and only its
+    // bounce bios are queued anywhere.
+    let above = &["behaviour.crypto_fallback=above_block_layer"][..];
+    for (text, sets) in [(md, &[][..]), (md, above), (SCENARIO, &["behaviour.split_remainder=head"][..]), (SCENARIO, above)] {
         let (engine, _) = run_events(text, sets);
         assert!(engine.core.check.violations.is_empty(), "{:?}", engine.core.check.violations);
         assert!(engine.core.check.roots_checked > 0);
     }
+}
+
+#[test]
+fn bounce_bios_left_when_the_submitter_sleeps_follow_when_it_wakes() {
+    // 7.2, an NVMe disk with 4 tags (queue_depth 4, no scheduler) and
+    // max_sectors_kb 512; one 4 MiB crypt write: bounce bios E1..E4 of
+    // 1 MiB, two 512 KiB requests each. E1 and E2 take the 4 tags at once;
+    // E3's first piece finds none and the task sleeps with E4 not yet
+    // submitted. Each completion frees a tag for the next piece, in order:
+    // 8 requests in sector order, the last 4 issued after the first
+    // completions; the write ends without error once all 8 are done.
+    let text = r#"kernel = "7.2"
+[disks.nvme0n1]
+kind = "nvme"
+size = "1GiB"
+[disks.nvme0n1.queue]
+max_sectors_kb = 512
+queue_depth = 4
+scheduler = "none"
+[workload]
+type = "bios"
+device = "nvme0n1"
+[[workload.bio]]
+op = "write"
+sector = 0
+size = "4MiB"
+crypt = true
+"#;
+    let (engine, events) = run_events(text, &[]);
+    let want: Vec<(u64, u32)> = (0..8u64).map(|i| (1024 * i, 1024)).collect();
+    assert_eq!(issued(&engine, &events, "nvme0n1"), want);
+    let times: Vec<u64> = events.iter().filter(|e| e.action == Action::Issue).map(|e| e.time).collect();
+    assert!(times[..4].iter().all(|&t| t == 0) && times[4..].iter().all(|&t| t > 0), "{times:?}");
+    assert_eq!((engine.jobs[0].units_done, engine.jobs[0].errors), (1, 0));
+    assert!(engine.core.check.violations.is_empty(), "{:?}", engine.core.check.violations);
+    assert_eq!(engine.core.check.roots_checked, 1);
 }
