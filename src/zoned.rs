@@ -266,7 +266,7 @@ fn blk_zone_wplug_handle_write(q: &mut RequestQueue, core: &mut BlockCore, bio: 
     let zs = zones.zone_sectors();
     let b = core.bio(bio);
     let (sector, sectors, nowait) = (b.iter.sector, b.sectors() as u64, b.flags & req::NOWAIT != 0);
-    if sector / zs != (sector + sectors - 1) / zs {
+    if sectors > 0 && sector % zs + sectors > zs {
         // bio_straddles_zones: blk-mq split it at the zone end already.
         zone_wplug_bio_io_error(core, dev, bio);
         return true;

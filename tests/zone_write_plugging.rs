@@ -167,3 +167,15 @@ fn writes_to_conventional_zones_are_not_plugged() {
     assert_eq!(issued(&e, &ev, "sda"), vec![(16, 8), (0, 8), (8, 8)]);
     assert_eq!((stats(&e).zone_write_errors, stats(&e).zones_written), (0, 0));
 }
+
+#[test]
+fn an_empty_write_passes_through_the_plug() {
+    // A zero-length write at sector 0 (no flush flag, so it is plugged):
+    // it straddles nothing, the new plug's WP is 0, the check passes and
+    // leaves it at 0; the request ends and the plug (WP 0) is freed. Then
+    // [0,8) gets a fresh plug and passes too. No error.
+    let text = zoned(1, "", &format!("[[workload.bio]]\nop = \"write\"\nsector = 0\nsize = 0\n{}", w(0)));
+    let (e, ev) = run_events(&text, &[]);
+    assert_eq!(issued(&e, &ev, "sda"), vec![(0, 0), (0, 8)]);
+    assert_eq!(stats(&e).zone_write_errors, 0);
+}
