@@ -138,7 +138,8 @@ pub mod req {
     /// Not a `REQ_*` flag: `BIO_ZONE_WRITE_PLUGGING` on a bio, and on the
     /// request made from it `RQF_ZONE_WRITE_PLUGGING` (a request's flags
     /// start as its first bio's): the write goes through its zone's write
-    /// plug ([`crate::zoned`]). Never printed.
+    /// plug ([`crate::zoned`]). Bios merged into such a request later are
+    /// not marked (the model never looks at them again). Never printed.
     pub const ZONE_WPLUG: u32 = 1 << 29;
 }
 

@@ -19,7 +19,7 @@ use crate::mq::{self, blk_mq_complete_request, blk_mq_submit_bio, RequestQueue, 
 use crate::profile::{Behaviour, CryptoFallback};
 use crate::source::{BioSpec, IoUnit, Source, UnitKind};
 use crate::stats::clat::LatStat;
-use crate::submit::{resume_submit, submit_bio, submit_bio_from_thread, BioDriver, BlockCore, RootDone, SimEvent, Stack, Suspended};
+use crate::submit::{resume_submit, submit_bio_from_thread, BioDriver, BlockCore, RootDone, SimEvent, Stack, Suspended};
 
 /// A submitter: one task running a [`Source`].
 pub struct Job {
@@ -123,9 +123,6 @@ struct TaskState {
     /// thread holds the plug it runs in.
     thread: Option<usize>,
     thread_plug: bool,
-    /// Bounce bios of a write encrypted above the block layer still to be
-    /// submitted, in order, once the task wakes ([`Engine::blk_crypto_submit_bio`]).
-    crypt_pending: VecDeque<BioId>,
 }
 
 /// Builds the device stack before a run.
@@ -185,7 +182,7 @@ impl EngineBuilder {
             .collect();
         let core = BlockCore::new(self.topo, self.beh);
         let tasks = (0..core.tasks.len()).map(|_| TaskState::default()).collect();
-        let mut e = Engine { core, queues, drivers: self.drivers, jobs: Vec::new(), tasks, threads: Vec::new(), sample_every: None, samples: Vec::new(), reaped: Reaped::default() };
+        let mut e = Engine { core, queues, drivers: self.drivers, jobs: Vec::new(), tasks, threads: Vec::new(), sample_every: None, samples: Vec::new(), reaped: Reaped::default(), crypt_pending: Vec::new() };
         for (i, (d, comm)) in threads.into_iter().enumerate() {
             let t = e.add_task(THREAD_PID + i as u32, &comm);
             e.tasks[t as usize].thread = Some(d);
@@ -209,6 +206,10 @@ pub struct Engine {
     pub samples: Vec<(u64, Vec<[u64; 17]>)>,
     /// [`Engine::reap`]'s buffers, kept between calls so reaping allocates nothing.
     reaped: Reaped,
+    /// (task, bounce bio) of writes encrypted above the block layer whose
+    /// task fell asleep before submitting them all: each task's go on, in
+    /// order, when it wakes ([`Engine::blk_crypto_submit_bio`]).
+    crypt_pending: Vec<(u32, BioId)>,
 }
 
 /// What one round of [`Engine::reap`] handles: woken tasks, finished roots,
@@ -325,10 +326,15 @@ impl Engine {
         let bio = Bio { owner, cookie, ..Bio::new(spec.dev, spec.op, spec.flags, spec.sector, spec.size, BioVecs::new(&spec.bvecs)) };
         let id = self.core.alloc_bio(bio);
         self.core.current = task;
-        if spec.flags & req::CRYPT_CTX != 0 && self.core.beh.crypto_fallback == CryptoFallback::AboveBlockLayer {
-            return self.blk_crypto_submit_bio(task, id);
+        // submit_bio: the checks follow the submitter's bio (also one the
+        // 7.x crypto fallback never submits itself).
+        self.core.check_root(id);
+        if spec.flags & req::CRYPT_CTX != 0 {
+            if let Some(awake) = self.blk_crypto_submit_bio(task, id) {
+                return awake;
+            }
         }
-        match submit_bio(self, id) {
+        match submit_bio_from_thread(self, id) {
             None => true,
             Some(s) => self.sleeps(task, s),
         }
@@ -342,34 +348,44 @@ impl Engine {
         false
     }
 
-    /// `blk_crypto_submit_bio` (7.x, [`crate::crypto`]): a write with a
-    /// crypt context is encrypted before the block layer sees it, and its
-    /// bounce bios are submitted one after the other; a read loses its
-    /// context and is submitted as it is. Returns false if the task went to
-    /// sleep; the bounce bios not submitted yet wait for it to wake.
+    /// `blk_crypto_submit_bio` (7.x, [`crate::crypto`]) for a bio with a
+    /// crypt context, when the profile has the fallback above the block
+    /// layer (`None` otherwise: `__submit_bio` takes it). A write is
+    /// encrypted before the block layer sees it, and its bounce bios are
+    /// submitted one after the other; a read loses its context and is
+    /// submitted as it is. `Some(false)` if the task went to sleep; the
+    /// bounce bios not submitted yet wait for it to wake.
     #[cold]
     #[inline(never)]
-    fn blk_crypto_submit_bio(&mut self, task: u32, id: BioId) -> bool {
+    fn blk_crypto_submit_bio(&mut self, task: u32, id: BioId) -> Option<bool> {
+        if self.core.beh.crypto_fallback != CryptoFallback::AboveBlockLayer {
+            return None;
+        }
         let b = self.core.bio(id);
         if b.op != Op::Write || b.iter.size == 0 {
             self.core.bio_mut(id).flags &= !req::CRYPT_CTX;
-            return match submit_bio(self, id) {
-                None => true,
-                Some(s) => self.sleeps(task, s),
-            };
+            return None;
         }
-        // The plaintext bio is the submitter's: the checks follow it, and
-        // its sectors reach the disks in its bounce bios.
-        self.core.check_root(id);
+        // The plaintext bio's sectors reach the disks in its bounce bios.
         let enc = self.core.blk_crypto_fallback_encrypt_bios(id);
-        self.tasks[task as usize].crypt_pending.extend(enc);
-        self.submit_crypt_pending(task)
+        let mut enc = enc.into_iter();
+        while let Some(bio) = enc.next() {
+            self.core.current = task;
+            if let Some(s) = submit_bio_from_thread(self, bio) {
+                self.crypt_pending.extend(enc.map(|b| (task, b)));
+                return Some(self.sleeps(task, s));
+            }
+        }
+        Some(true)
     }
 
-    /// Submit the task's pending bounce bios in order, each with a plain
-    /// `submit_bio`; false if the task went to sleep in one of them.
+    /// A task woke: submit its pending bounce bios in order, each with a
+    /// plain `submit_bio`; false if it went to sleep again in one of them.
+    #[cold]
+    #[inline(never)]
     fn submit_crypt_pending(&mut self, task: u32) -> bool {
-        while let Some(bio) = self.tasks[task as usize].crypt_pending.pop_front() {
+        while let Some(i) = self.crypt_pending.iter().position(|&(t, _)| t == task) {
+            let (_, bio) = self.crypt_pending.remove(i);
             self.core.current = task;
             if let Some(s) = submit_bio_from_thread(self, bio) {
                 return self.sleeps(task, s);
@@ -523,7 +539,7 @@ impl Engine {
                 return;
             }
         }
-        if !self.tasks[t].crypt_pending.is_empty() && !self.submit_crypt_pending(w.task) {
+        if !self.crypt_pending.is_empty() && !self.submit_crypt_pending(w.task) {
             return;
         }
         if let Some(j) = self.tasks[t].job {

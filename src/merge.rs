@@ -195,11 +195,6 @@ pub fn bio_attempt_back_merge(core: &mut BlockCore, rq: &mut Request, bio: BioId
     if !ll_back_merge_fn(core, rq, bio, nsegs, lim) {
         return BioMerge::Failed;
     }
-    if rq.flags & req::ZONE_WPLUG != 0 {
-        // blk_zone_write_plug_bio_merged: the bio joins its zone's plugged
-        // write; the caller moves the plug's write pointer.
-        core.bio_mut(bio).flags |= req::ZONE_WPLUG;
-    }
     bio_merged(core, rq, bio, Some(Action::BackMerge));
     rq.nr_sectors += core.bio(bio).sectors();
     rq_append_bio(core, rq, bio);

@@ -86,6 +86,7 @@ impl Rqs {
         self.slots[id as usize].as_ref().expect("live request")
     }
 
+    #[inline(always)]
     pub fn get_mut(&mut self, id: u32) -> &mut Request {
         self.slots[id as usize].as_mut().expect("live request")
     }
@@ -274,18 +275,30 @@ fn queue_of(core: &BlockCore, bio: BioId) -> usize {
 pub fn blk_mq_submit_bio(qs: &mut [RequestQueue], core: &mut BlockCore, bio: BioId) -> Submit {
     let qi = queue_of(core, bio);
     let Some((bio, nsegs)) = core.bio_split_to_limits(bio) else { return Submit::Done };
-    if qs[qi].zones.is_some() {
-        return crate::zoned::blk_mq_submit_bio_zoned(qs, core, qi, bio, nsegs);
+    // A host-managed zoned disk ([`crate::zoned`]): the submission order
+    // is noted, a merge may move a zone's write pointer, and a write no
+    // merge took goes to its zone's write plug.
+    let zoned = qs[qi].zones.is_some();
+    if zoned {
+        crate::zoned::note_zone_write(&mut qs[qi], core, bio);
     }
     if blk_mq_attempt_bio_merge(qs, core, qi, bio, nsegs) {
+        if zoned {
+            crate::zoned::blk_zone_write_plug_bio_merged(&mut qs[qi], core, bio);
+        }
+        return Submit::Done;
+    }
+    if zoned && crate::zoned::blk_zone_plug_bio(&mut qs[qi], core, bio, nsegs) {
         return Submit::Done;
     }
     blk_mq_new_request(qs, core, qi, bio, nsegs)
 }
 
 /// `blk_mq_submit_bio` from its `new_request` label: a request for the
-/// bio (`blk_mq_get_new_requests`), and on with it.
-#[inline]
+/// bio (`blk_mq_get_new_requests`), and on with it. Always inlined: a zone
+/// write plug's work item calls it too, and `blk_mq_submit_bio` must not
+/// pay a call for that.
+#[inline(always)]
 pub(crate) fn blk_mq_new_request(qs: &mut [RequestQueue], core: &mut BlockCore, qi: usize, bio: BioId, nsegs: u32) -> Submit {
     let (op, flags) = (core.bio(bio).op, core.bio(bio).flags);
     let Some((sched_tag, driver_tag)) = qs[qi].try_get_tag(op, flags) else {
@@ -306,7 +319,13 @@ pub fn blk_mq_resume_alloc(qs: &mut [RequestQueue], core: &mut BlockCore, qi: us
 
 /// `blk_mq_attempt_bio_merge`: a plug merge, then a scheduler (or
 /// software-queue) merge, unless `nomerges` is 2 or the bio is unmergeable.
-pub(crate) fn blk_mq_attempt_bio_merge(qs: &mut [RequestQueue], core: &mut BlockCore, qi: usize, bio: BioId, nsegs: u32) -> bool {
+///
+/// This and the merge functions it calls are forced inline into
+/// `blk_mq_submit_bio` (each has one caller): with the zoned hooks there,
+/// LLVM's heuristics otherwise leave some of them out of line, at some 30
+/// instructions of calls and spills per bio.
+#[inline(always)]
+fn blk_mq_attempt_bio_merge(qs: &mut [RequestQueue], core: &mut BlockCore, qi: usize, bio: BioId, nsegs: u32) -> bool {
     if qs[qi].attrs.nomerges == 2 || !bio_mergeable(core.bio(bio)) {
         return false;
     }
@@ -321,6 +340,7 @@ pub(crate) fn blk_mq_attempt_bio_merge(qs: &mut [RequestQueue], core: &mut Block
 }
 
 /// `blk_attempt_plug_merge`: exactly one request of the plug is tried.
+#[inline(always)]
 fn blk_attempt_plug_merge(qs: &mut [RequestQueue], core: &mut BlockCore, qi: usize, bio: BioId, nsegs: u32) -> bool {
     let dev = qs[qi].dev as usize;
     core.stats[dev].plug_merge_attempts += 1;
@@ -334,6 +354,7 @@ fn blk_attempt_plug_merge(qs: &mut [RequestQueue], core: &mut BlockCore, qi: usi
 }
 
 /// `blk_bio_list_merge` over the software queue: newest to oldest, at most 8.
+#[inline(always)]
 fn blk_bio_list_merge(q: &mut RequestQueue, core: &mut BlockCore, bio: BioId, nsegs: u32) -> bool {
     let RequestQueue { ctx_list, rqs, lim, .. } = q;
     for &id in ctx_list.iter().rev().take(8) {
@@ -348,6 +369,7 @@ fn blk_bio_list_merge(q: &mut RequestQueue, core: &mut BlockCore, bio: BioId, ns
 
 /// `elv_merge`: the one-hit cache, the end-sector hash (back merge), then
 /// mq-deadline's sorted tree (front merge).
+#[inline(always)]
 fn elv_merge(q: &mut RequestQueue, core: &BlockCore, bio: BioId) -> (ElvMerge, u32) {
     let b = core.bio(bio);
     if let Some(lm) = q.last_merge {
@@ -380,6 +402,7 @@ fn elv_merge(q: &mut RequestQueue, core: &BlockCore, bio: BioId) -> (ElvMerge, u
 
 /// `dd_bio_merge` → `blk_mq_sched_try_merge`: merge the bio, then try to
 /// merge the grown request with its neighbour in sector order.
+#[inline(always)]
 fn dd_bio_merge(q: &mut RequestQueue, core: &mut BlockCore, bio: BioId, nsegs: u32) -> bool {
     let (kind, id) = elv_merge(q, core, bio);
     let (old_sector, old_end) = match kind {
@@ -761,7 +784,7 @@ pub(crate) fn blk_mq_end_request_done(q: &mut RequestQueue, core: &mut BlockCore
     // blk_update_request: unlink each bio from the chain, then end it
     // with the request's status.
     if rq.error != 0 {
-        end_bios_with_error(q, core, &rq);
+        end_bios_with_error(q, core, rq.bio, rq.error, rq.flags, rq.sector);
     } else {
         let mut next = Some(rq.bio);
         while let Some(bio) = next {
@@ -781,11 +804,10 @@ pub(crate) fn blk_mq_end_request_done(q: &mut RequestQueue, core: &mut BlockCore
 /// first (`blk_zone_write_plug_bio_endio`).
 #[cold]
 #[inline(never)]
-fn end_bios_with_error(q: &mut RequestQueue, core: &mut BlockCore, rq: &Request) {
-    if rq.flags & req::ZONE_WPLUG != 0 {
-        crate::zoned::blk_zone_write_plug_rq_error(q, core, rq.sector);
+fn end_bios_with_error(q: &mut RequestQueue, core: &mut BlockCore, first: BioId, error: i32, flags: u32, sector: u64) {
+    if flags & req::ZONE_WPLUG != 0 {
+        crate::zoned::blk_zone_write_plug_rq_error(q, core, sector);
     }
-    let (first, error) = (rq.bio, rq.error);
     let mut next = Some(first);
     while let Some(bio) = next {
         next = core.bio_mut(bio).bi_next.take();

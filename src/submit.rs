@@ -742,16 +742,11 @@ pub struct Suspended {
     queue: DevId,
 }
 
-/// `submit_bio_noacct` from outside any loop (a task submitting a bio):
-/// start the loop that matches the device. Returns the suspended loop if the
-/// task went to sleep before the loop finished.
-pub fn submit_bio<S: Stack>(stack: &mut S, id: BioId) -> Option<Suspended> {
-    stack.core().check_root(id);
-    submit_bio_from_thread(stack, id)
-}
-
-/// `submit_bio_noacct` outside any loop by a driver's thread (md's raid5d):
-/// a bio of the stack, not a submitter's.
+/// `submit_bio_noacct` from outside any loop (a task submitting a bio, a
+/// driver's thread such as md's raid5d, a bounce bio of the 7.x crypto
+/// fallback): start the loop that matches the device. Returns the suspended
+/// loop if the task went to sleep before the loop finished. A submitter's
+/// own bio is first given to the checks ([`BlockCore::check_root`]).
 pub fn submit_bio_from_thread<S: Stack>(stack: &mut S, id: BioId) -> Option<Suspended> {
     let id = stack.core().submit_bio_noacct(id)?;
     let core = stack.core();

@@ -67,7 +67,7 @@ use std::collections::{HashMap, VecDeque};
 use crate::bio::{req, Bio, BioId, Op};
 use crate::genhd::DevId;
 use crate::merge::{self, BioMerge};
-use crate::mq::{self, RequestQueue, Submit};
+use crate::mq::{self, RequestQueue};
 use crate::submit::{BlockCore, SimEvent, EIO, KWORKER};
 
 /// The write pointers of one zoned disk.
@@ -207,28 +207,12 @@ fn bio_needs_zone_write_plugging(b: &Bio) -> bool {
     matches!(b.op, Op::Write | Op::WriteZeroes | Op::ZoneAppend) && !empty_flush && b.flags & req::ZONE_WPLUG == 0
 }
 
-/// The part of `blk_mq_submit_bio` after the split on a zoned disk: the
-/// submission order is noted, then a merge, then (with the switch) the
-/// zone write plug, then a request.
+/// [`Zones::note_submitted`] for a write bio to a sequential zone, as
+/// `blk_mq_submit_bio` receives it after the split (with or without zone
+/// write plugging).
 #[cold]
 #[inline(never)]
-pub(crate) fn blk_mq_submit_bio_zoned(qs: &mut [RequestQueue], core: &mut BlockCore, qi: usize, bio: BioId, nsegs: u32) -> Submit {
-    note_zone_write(&mut qs[qi], core, bio);
-    if mq::blk_mq_attempt_bio_merge(qs, core, qi, bio, nsegs) {
-        if core.bio(bio).flags & req::ZONE_WPLUG != 0 {
-            // bio_attempt_back_merge into a plugged zone's request.
-            blk_zone_write_plug_bio_merged(&mut qs[qi], core, bio);
-        }
-        return Submit::Done;
-    }
-    if core.beh.zone_write_plugging && bio_needs_zone_write_plugging(core.bio(bio)) && blk_zone_plug_bio(&mut qs[qi], core, bio, nsegs) {
-        return Submit::Done;
-    }
-    mq::blk_mq_new_request(qs, core, qi, bio, nsegs)
-}
-
-/// [`Zones::note_submitted`] for a write bio to a sequential zone.
-fn note_zone_write(q: &mut RequestQueue, core: &mut BlockCore, bio: BioId) {
+pub(crate) fn note_zone_write(q: &mut RequestQueue, core: &mut BlockCore, bio: BioId) {
     let b = core.bio(bio);
     let Some(zones) = q.zones.as_deref_mut() else { return };
     if !matches!(b.op, Op::Write | Op::WriteZeroes) || b.iter.size == 0 || zones.is_conv(b.iter.sector) {
@@ -248,8 +232,15 @@ fn zone_wplug_bio_io_error(core: &mut BlockCore, dev: DevId, bio: BioId) {
     core.bio_io_error(bio, EIO);
 }
 
-/// `blk_zone_plug_bio`: true when the plug took the bio (to hold or to fail).
-fn blk_zone_plug_bio(q: &mut RequestQueue, core: &mut BlockCore, bio: BioId, nsegs: u32) -> bool {
+/// `bio_needs_zone_write_plugging` and `blk_zone_plug_bio` for a bio no
+/// merge took, with the switch on: true when the plug took the bio (to
+/// hold or to fail).
+#[cold]
+#[inline(never)]
+pub(crate) fn blk_zone_plug_bio(q: &mut RequestQueue, core: &mut BlockCore, bio: BioId, nsegs: u32) -> bool {
+    if !core.beh.zone_write_plugging || !bio_needs_zone_write_plugging(core.bio(bio)) {
+        return false;
+    }
     match core.bio(bio).op {
         Op::ZoneAppend => {
             blk_zone_wplug_handle_native_zone_append(q, core, bio);
@@ -369,10 +360,18 @@ pub(crate) fn blk_zone_write_plug_rq_error(q: &mut RequestQueue, core: &mut Bloc
 }
 
 /// `blk_zone_write_plug_bio_merged`: a bio merged at the back of a plugged
-/// zone's request moves the plug's WP.
-fn blk_zone_write_plug_bio_merged(q: &mut RequestQueue, core: &mut BlockCore, bio: BioId) {
-    let Some(zones) = q.zones.as_deref_mut() else { return };
+/// zone's request moves the plug's WP. With zone write plugging every write
+/// request of a sequential zone is its plug's (`RQF_ZONE_WRITE_PLUGGING`)
+/// and a front merge into one is refused, so a write to a sequential zone
+/// that merged was such a back merge.
+#[cold]
+#[inline(never)]
+pub(crate) fn blk_zone_write_plug_bio_merged(q: &mut RequestQueue, core: &mut BlockCore, bio: BioId) {
     let b = core.bio(bio);
+    let Some(zones) = q.zones.as_deref_mut() else { return };
+    if !core.beh.zone_write_plugging || b.op != Op::Write || zones.is_conv(b.iter.sector) {
+        return;
+    }
     if let Some(zw) = zones.wplugs.get_mut(&(b.iter.sector / zones.wps.zone_sectors)) {
         zw.wp_offset += b.sectors() as u64;
     }
