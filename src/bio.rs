@@ -135,6 +135,12 @@ pub mod req {
     /// bio already brought to that disk's 'Q', so the conservation check
     /// does not count them again when a piece of it is queued. Never printed.
     pub const BOUNCE: u32 = 1 << 30;
+    /// Not a `REQ_*` flag: `BIO_ZONE_WRITE_PLUGGING` on a bio, and on the
+    /// request made from it `RQF_ZONE_WRITE_PLUGGING` (a request's flags
+    /// start as its first bio's): the write goes through its zone's write
+    /// plug ([`crate::zoned`]). Bios merged into such a request later are
+    /// not marked (the model never looks at them again). Never printed.
+    pub const ZONE_WPLUG: u32 = 1 << 29;
 }
 
 /// One (possibly multipage) `struct bio_vec`, as a physical range.

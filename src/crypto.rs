@@ -1,6 +1,6 @@
 //! Inline encryption without hardware: the blk-crypto fallback
 //! (block/blk-crypto.c `__blk_crypto_bio_prep`, block/blk-crypto-fallback.c),
-//! as in 6.1 and 6.12.
+//! as in 6.1 and 6.12, and as 7.x has it above the block layer.
 //!
 //! A bio marked with [`req::CRYPT_CTX`] stands for one with a
 //! `bi_crypt_context` (fscrypt with `-o inlinecrypt`). No disk in the model
@@ -26,9 +26,18 @@
 //!   resubmitted); on a request-based disk it is marked [`req::BOUNCE`] so
 //!   the conservation check does not count sectors twice.
 //!
-//! 7.2 moved the fallback above the block layer (`blk_crypto_submit_bio`
-//! submits the encrypted pieces in order); the model does not have that
-//! path, so a crypt bio follows the 6.12 path under every profile.
+//! That is switch `crypto_fallback`'s `in_submit_bio` (every profile up to
+//! 6.15). bb8e2019ad61 "blk-crypto: handle the fallback above the block
+//! layer" (7.0; `above_block_layer`, profile 7.2) moved it out of
+//! `__submit_bio`: filesystems call `blk_crypto_submit_bio`, and the plain
+//! bio is never submitted. A WRITE is encrypted into bounce bios of at most
+//! `BIO_MAX_VECS` single-page segments each (`__blk_crypto_fallback_encrypt_bio`),
+//! each chained to the plaintext bio (`bio_inc_remaining`) and submitted
+//! with a plain `submit_bio` from the caller, in order, with no
+//! `current->bio_list` left over from the one before: each bounce bio and
+//! its split remainders are done before the next is submitted. Bounce bios
+//! get a 'Q' each; the plaintext bio gets none and no 'C'. A READ only
+//! loses its context and is submitted as it is.
 
 use crate::bio::{req, Bio, BioId, BioVecs, Bvec, Op, BIO_MAX_VECS, PAGE_SIZE, SECTOR_SHIFT};
 use crate::genhd::Driver;
@@ -135,6 +144,47 @@ impl BlockCore {
     }
 }
 
+impl BlockCore {
+    /// `__blk_crypto_fallback_encrypt_bio` (7.x) for a plaintext write
+    /// `src` with a crypt context, not yet submitted: its bounce bios, in
+    /// order, each of at most `BIO_MAX_VECS` single-page segments and
+    /// chained to `src`, which ends (untraced) when the last of them does.
+    /// The caller submits them.
+    #[cold]
+    #[inline(never)]
+    pub fn blk_crypto_fallback_encrypt_bios(&mut self, src: BioId) -> Vec<BioId> {
+        let b = self.bio_mut(src);
+        b.flags &= !req::CRYPT_CTX;
+        b.traced = false;
+        let mut out = Vec::new();
+        while self.bio(src).iter.size > 0 {
+            let b = self.bio(src);
+            let bytes = fallback_split_sectors(b).map_or(b.iter.size, |sectors| sectors << SECTOR_SHIFT);
+            // The first `bytes` of what is left of the plaintext bio.
+            let mut piece = b.clone();
+            piece.iter.size = bytes;
+            let mut next = self.bounce_pages;
+            let bvecs = bounce_bvecs(&piece, &mut next);
+            self.bounce_pages = next;
+            let enc = Bio {
+                remapped: piece.remapped,
+                parent: Some(src),
+                owner: piece.owner,
+                cookie: piece.cookie,
+                ..Bio::new(piece.dev, piece.op, piece.flags, piece.iter.sector, bytes, BioVecs::new(&bvecs))
+            };
+            out.push(self.alloc_bio(enc));
+            // bio_advance_iter_single over the encrypted pages.
+            let b = self.bio_mut(src);
+            crate::bio::bvec_iter_advance(&b.bvecs, &mut b.iter, bytes);
+        }
+        // One reference per bounce bio: the plaintext bio's own, and one
+        // bio_inc_remaining for each further one.
+        self.bio_mut(src).remaining = out.len() as u32;
+        out
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -184,5 +234,24 @@ mod tests {
         assert_eq!(v[1].phys, BOUNCE_BASE + 2 * 4096);
         assert!(v.windows(2).all(|w| w[0].end() != w[1].phys));
         assert_eq!(next, 4);
+    }
+
+    #[test]
+    fn above_the_block_layer_a_write_is_cut_into_bounce_bios_of_256_pages() {
+        // 2 MiB + 4 KiB at sector 64 in one contiguous bvec: 513 pages, so
+        // bounce bios of 256, 256 and 1 page: sectors [64, 2112), [2112,
+        // 4160), [4160, 4168), chained to the plaintext bio, which now
+        // needs three completions and gets no 'C'.
+        let mut core = crate::submit::BlockCore::new(Default::default(), crate::profile::profile("7.2").unwrap().behaviour);
+        let mut b = bio(&[(1 << 32, (2 << 20) + 4096)]);
+        b.iter.sector = 64;
+        let src = core.alloc_bio(b);
+        let enc = core.blk_crypto_fallback_encrypt_bios(src);
+        let got: Vec<(u64, u32, usize)> = enc.iter().map(|&e| (core.bio(e).iter.sector, core.bio(e).sectors(), core.bio(e).bvecs.len())).collect();
+        assert_eq!(got, vec![(64, 2048, 256), (2112, 2048, 256), (4160, 8, 1)]);
+        assert!(enc.iter().all(|&e| core.bio(e).parent == Some(src) && core.bio(e).flags & req::CRYPT_CTX == 0));
+        assert_eq!(core.bio(src).remaining, 3);
+        assert!(!core.bio(src).traced);
+        assert_eq!(core.bounce_pages, 513);
     }
 }

@@ -12,14 +12,14 @@ use std::borrow::Borrow;
 use std::collections::VecDeque;
 use std::time::Instant;
 
-use crate::bio::{req, Bio, BioId, BioVecs};
+use crate::bio::{req, Bio, BioId, BioVecs, Op};
 use crate::disk::{DiskModel, ServiceModel};
 use crate::genhd::{DevId, DiskKind, Driver, Queue, Topology};
 use crate::mq::{self, blk_mq_complete_request, blk_mq_submit_bio, RequestQueue, Submit};
-use crate::profile::Behaviour;
+use crate::profile::{Behaviour, CryptoFallback};
 use crate::source::{BioSpec, IoUnit, Source, UnitKind};
 use crate::stats::clat::LatStat;
-use crate::submit::{resume_submit, submit_bio, submit_bio_from_thread, BioDriver, BlockCore, RootDone, SimEvent, Stack, Suspended};
+use crate::submit::{resume_submit, submit_bio_from_thread, BioDriver, BlockCore, RootDone, SimEvent, Stack, Suspended};
 
 /// A submitter: one task running a [`Source`].
 pub struct Job {
@@ -182,7 +182,7 @@ impl EngineBuilder {
             .collect();
         let core = BlockCore::new(self.topo, self.beh);
         let tasks = (0..core.tasks.len()).map(|_| TaskState::default()).collect();
-        let mut e = Engine { core, queues, drivers: self.drivers, jobs: Vec::new(), tasks, threads: Vec::new(), sample_every: None, samples: Vec::new(), reaped: Reaped::default() };
+        let mut e = Engine { core, queues, drivers: self.drivers, jobs: Vec::new(), tasks, threads: Vec::new(), sample_every: None, samples: Vec::new(), reaped: Reaped::default(), crypt_pending: Vec::new() };
         for (i, (d, comm)) in threads.into_iter().enumerate() {
             let t = e.add_task(THREAD_PID + i as u32, &comm);
             e.tasks[t as usize].thread = Some(d);
@@ -206,6 +206,10 @@ pub struct Engine {
     pub samples: Vec<(u64, Vec<[u64; 17]>)>,
     /// [`Engine::reap`]'s buffers, kept between calls so reaping allocates nothing.
     reaped: Reaped,
+    /// (task, bounce bio) of writes encrypted above the block layer whose
+    /// task fell asleep before submitting them all: each task's go on, in
+    /// order, when it wakes ([`Engine::blk_crypto_submit_bio`]).
+    crypt_pending: Vec<(u32, BioId)>,
 }
 
 /// What one round of [`Engine::reap`] handles: woken tasks, finished roots,
@@ -322,15 +326,72 @@ impl Engine {
         let bio = Bio { owner, cookie, ..Bio::new(spec.dev, spec.op, spec.flags, spec.sector, spec.size, BioVecs::new(&spec.bvecs)) };
         let id = self.core.alloc_bio(bio);
         self.core.current = task;
-        match submit_bio(self, id) {
-            None => true,
-            Some(s) => {
-                let t = &mut self.tasks[task as usize];
-                t.suspended = Some(s);
-                t.blocked = true;
-                false
+        // submit_bio: the checks follow the submitter's bio (also one the
+        // 7.x crypto fallback never submits itself).
+        self.core.check_root(id);
+        if spec.flags & req::CRYPT_CTX != 0 {
+            if let Some(awake) = self.blk_crypto_submit_bio(task, id) {
+                return awake;
             }
         }
+        match submit_bio_from_thread(self, id) {
+            None => true,
+            Some(s) => self.sleeps(task, s),
+        }
+    }
+
+    /// The task went to sleep inside a submission: it resumes by itself.
+    fn sleeps(&mut self, task: u32, s: Suspended) -> bool {
+        let t = &mut self.tasks[task as usize];
+        t.suspended = Some(s);
+        t.blocked = true;
+        false
+    }
+
+    /// `blk_crypto_submit_bio` (7.x, [`crate::crypto`]) for a bio with a
+    /// crypt context, when the profile has the fallback above the block
+    /// layer (`None` otherwise: `__submit_bio` takes it). A write is
+    /// encrypted before the block layer sees it, and its bounce bios are
+    /// submitted one after the other; a read loses its context and is
+    /// submitted as it is. `Some(false)` if the task went to sleep; the
+    /// bounce bios not submitted yet wait for it to wake.
+    #[cold]
+    #[inline(never)]
+    fn blk_crypto_submit_bio(&mut self, task: u32, id: BioId) -> Option<bool> {
+        if self.core.beh.crypto_fallback != CryptoFallback::AboveBlockLayer {
+            return None;
+        }
+        let b = self.core.bio(id);
+        if b.op != Op::Write || b.iter.size == 0 {
+            self.core.bio_mut(id).flags &= !req::CRYPT_CTX;
+            return None;
+        }
+        // The plaintext bio's sectors reach the disks in its bounce bios.
+        let enc = self.core.blk_crypto_fallback_encrypt_bios(id);
+        let mut enc = enc.into_iter();
+        while let Some(bio) = enc.next() {
+            self.core.current = task;
+            if let Some(s) = submit_bio_from_thread(self, bio) {
+                self.crypt_pending.extend(enc.map(|b| (task, b)));
+                return Some(self.sleeps(task, s));
+            }
+        }
+        Some(true)
+    }
+
+    /// A task woke: submit its pending bounce bios in order, each with a
+    /// plain `submit_bio`; false if it went to sleep again in one of them.
+    #[cold]
+    #[inline(never)]
+    fn submit_crypt_pending(&mut self, task: u32) -> bool {
+        while let Some(i) = self.crypt_pending.iter().position(|&(t, _)| t == task) {
+            let (_, bio) = self.crypt_pending.remove(i);
+            self.core.current = task;
+            if let Some(s) = submit_bio_from_thread(self, bio) {
+                return self.sleeps(task, s);
+            }
+        }
+        true
     }
 
     /// `blk_start_plug` / `blk_finish_plug` for a task driven by hand.
@@ -478,6 +539,9 @@ impl Engine {
                 return;
             }
         }
+        if !self.crypt_pending.is_empty() && !self.submit_crypt_pending(w.task) {
+            return;
+        }
         if let Some(j) = self.tasks[t].job {
             self.run_job(j);
         } else if let Some(d) = self.tasks[t].thread {
@@ -561,6 +625,9 @@ impl Engine {
         match ev {
             SimEvent::RqComplete { queue, rq } => {
                 blk_mq_complete_request(&mut self.queues, &mut self.core, queue as usize, rq);
+            }
+            SimEvent::ZoneWplugWork { queue } => {
+                crate::zoned::blk_zone_wplug_bio_work(&mut self.queues, &mut self.core, queue as usize);
             }
             SimEvent::JobWake { job } => {
                 self.jobs[job as usize].wake_at = None;

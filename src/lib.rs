@@ -9,7 +9,7 @@
 //! [`scenario`] (the TOML scenario format), [`engine`] (the simulation) and
 //! [`check`] (conservation and integrity checks of every run). md and dm
 //! drivers live in [`md`] and [`dm`]; the blk-crypto fallback in [`crypto`],
-//! zone write pointers in [`zoned`].
+//! zoned disks' write pointers and zone write plugs in [`zoned`].
 
 pub mod bio;
 pub mod check;

@@ -203,6 +203,11 @@ pub fn bio_attempt_back_merge(core: &mut BlockCore, rq: &mut Request, bio: BioId
 
 /// `bio_attempt_front_merge`.
 pub fn bio_attempt_front_merge(core: &mut BlockCore, rq: &mut Request, bio: BioId, nsegs: u32, lim: &QueueLimits) -> BioMerge {
+    if rq.flags & req::ZONE_WPLUG != 0 {
+        // Only an out-of-order write would go in front of a plugged zone's
+        // write: left to fail.
+        return BioMerge::Failed;
+    }
     if !ll_front_merge_fn(core, rq, bio, nsegs, lim) {
         return BioMerge::Failed;
     }

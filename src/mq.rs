@@ -21,7 +21,7 @@ use crate::profile::PlugListPath;
 use crate::sched::mq_deadline::MqDeadline;
 use crate::submit::{BlockCore, SimEvent, EIO, KWORKER};
 use crate::trace::{Action, Event};
-use crate::zoned::ZoneWps;
+use crate::zoned::Zones;
 
 /// `struct request`.
 #[derive(Clone, Debug)]
@@ -86,6 +86,7 @@ impl Rqs {
         self.slots[id as usize].as_ref().expect("live request")
     }
 
+    #[inline(always)]
     pub fn get_mut(&mut self, id: u32) -> &mut Request {
         self.slots[id as usize].as_mut().expect("live request")
     }
@@ -147,15 +148,16 @@ pub struct RequestQueue {
     /// `q->last_merge`, the elevator's one-hit merge cache.
     last_merge: Option<u32>,
     pub flush: crate::flush::FlushQueue,
-    /// Write pointers, on a host-managed zoned disk only: other disks pay
-    /// one test of this at issue.
-    pub zones: Option<Box<ZoneWps>>,
+    /// Write pointers and zone write plugs, on a host-managed zoned disk
+    /// only: other disks pay one test of this in `blk_mq_submit_bio` and
+    /// one at issue.
+    pub zones: Option<Box<Zones>>,
 }
 
 impl RequestQueue {
     pub fn new(index: u32, dev: DevId, kind: DiskKind, lim: QueueLimits, attrs: QueueAttrs, disk: DiskModel) -> Self {
         let sched = (attrs.scheduler == crate::limits::Elevator::MqDeadline).then(MqDeadline::default);
-        let zones = (lim.zoned == Zoned::HostManaged).then(|| Box::new(ZoneWps::new(lim.chunk_sectors as u64, attrs.nr_conv_zones as u64)));
+        let zones = (lim.zoned == Zoned::HostManaged).then(|| Box::new(Zones::new(lim.chunk_sectors as u64, attrs.nr_conv_zones as u64)));
         RequestQueue {
             index,
             dev,
@@ -273,9 +275,31 @@ fn queue_of(core: &BlockCore, bio: BioId) -> usize {
 pub fn blk_mq_submit_bio(qs: &mut [RequestQueue], core: &mut BlockCore, bio: BioId) -> Submit {
     let qi = queue_of(core, bio);
     let Some((bio, nsegs)) = core.bio_split_to_limits(bio) else { return Submit::Done };
+    // A host-managed zoned disk ([`crate::zoned`]): the submission order
+    // is noted, a merge may move a zone's write pointer, and a write no
+    // merge took goes to its zone's write plug.
+    let zoned = qs[qi].zones.is_some();
+    if zoned {
+        crate::zoned::note_zone_write(&mut qs[qi], core, bio);
+    }
     if blk_mq_attempt_bio_merge(qs, core, qi, bio, nsegs) {
+        if zoned {
+            crate::zoned::blk_zone_write_plug_bio_merged(&mut qs[qi], core, bio);
+        }
         return Submit::Done;
     }
+    if zoned && crate::zoned::blk_zone_plug_bio(&mut qs[qi], core, bio, nsegs) {
+        return Submit::Done;
+    }
+    blk_mq_new_request(qs, core, qi, bio, nsegs)
+}
+
+/// `blk_mq_submit_bio` from its `new_request` label: a request for the
+/// bio (`blk_mq_get_new_requests`), and on with it. Always inlined: a zone
+/// write plug's work item calls it too, and `blk_mq_submit_bio` must not
+/// pay a call for that.
+#[inline(always)]
+pub(crate) fn blk_mq_new_request(qs: &mut [RequestQueue], core: &mut BlockCore, qi: usize, bio: BioId, nsegs: u32) -> Submit {
     let (op, flags) = (core.bio(bio).op, core.bio(bio).flags);
     let Some((sched_tag, driver_tag)) = qs[qi].try_get_tag(op, flags) else {
         // blk_mq_get_tag sleeps: io_schedule() flushes the plug first.
@@ -295,6 +319,12 @@ pub fn blk_mq_resume_alloc(qs: &mut [RequestQueue], core: &mut BlockCore, qi: us
 
 /// `blk_mq_attempt_bio_merge`: a plug merge, then a scheduler (or
 /// software-queue) merge, unless `nomerges` is 2 or the bio is unmergeable.
+///
+/// This and the merge functions it calls are forced inline into
+/// `blk_mq_submit_bio` (each has one caller): with the zoned hooks there,
+/// LLVM's heuristics otherwise leave some of them out of line, at some 30
+/// instructions of calls and spills per bio.
+#[inline(always)]
 fn blk_mq_attempt_bio_merge(qs: &mut [RequestQueue], core: &mut BlockCore, qi: usize, bio: BioId, nsegs: u32) -> bool {
     if qs[qi].attrs.nomerges == 2 || !bio_mergeable(core.bio(bio)) {
         return false;
@@ -310,6 +340,7 @@ fn blk_mq_attempt_bio_merge(qs: &mut [RequestQueue], core: &mut BlockCore, qi: u
 }
 
 /// `blk_attempt_plug_merge`: exactly one request of the plug is tried.
+#[inline(always)]
 fn blk_attempt_plug_merge(qs: &mut [RequestQueue], core: &mut BlockCore, qi: usize, bio: BioId, nsegs: u32) -> bool {
     let dev = qs[qi].dev as usize;
     core.stats[dev].plug_merge_attempts += 1;
@@ -323,6 +354,7 @@ fn blk_attempt_plug_merge(qs: &mut [RequestQueue], core: &mut BlockCore, qi: usi
 }
 
 /// `blk_bio_list_merge` over the software queue: newest to oldest, at most 8.
+#[inline(always)]
 fn blk_bio_list_merge(q: &mut RequestQueue, core: &mut BlockCore, bio: BioId, nsegs: u32) -> bool {
     let RequestQueue { ctx_list, rqs, lim, .. } = q;
     for &id in ctx_list.iter().rev().take(8) {
@@ -337,6 +369,7 @@ fn blk_bio_list_merge(q: &mut RequestQueue, core: &mut BlockCore, bio: BioId, ns
 
 /// `elv_merge`: the one-hit cache, the end-sector hash (back merge), then
 /// mq-deadline's sorted tree (front merge).
+#[inline(always)]
 fn elv_merge(q: &mut RequestQueue, core: &BlockCore, bio: BioId) -> (ElvMerge, u32) {
     let b = core.bio(bio);
     if let Some(lm) = q.last_merge {
@@ -369,6 +402,7 @@ fn elv_merge(q: &mut RequestQueue, core: &BlockCore, bio: BioId) -> (ElvMerge, u
 
 /// `dd_bio_merge` → `blk_mq_sched_try_merge`: merge the bio, then try to
 /// merge the grown request with its neighbour in sector order.
+#[inline(always)]
 fn dd_bio_merge(q: &mut RequestQueue, core: &mut BlockCore, bio: BioId, nsegs: u32) -> bool {
     let (kind, id) = elv_merge(q, core, bio);
     let (old_sector, old_end) = match kind {
@@ -459,6 +493,9 @@ fn blk_mq_alloc_done(qs: &mut [RequestQueue], core: &mut BlockCore, qi: usize, b
     s.getrq += 1;
     s.disk.io_start(core.now, op, rule);
     let id = qs[qi].rqs.alloc(rq);
+    if flags & req::ZONE_WPLUG != 0 {
+        crate::zoned::blk_zone_write_plug_init_request(&mut qs[qi], core, id);
+    }
     if flags & (req::PREFLUSH | req::FUA) != 0 && crate::flush::blk_insert_flush(qs, core, qi, id) {
         // Taken by the flush state machine (src/flush.rs).
     } else if core.plugs.get(task as usize).is_some_and(|p| p.is_some()) {
@@ -711,7 +748,7 @@ fn device_submit(q: &mut RequestQueue, core: &mut BlockCore, id: u32) {
 fn zone_refuses(q: &mut RequestQueue, core: &mut BlockCore, id: u32, stream: usize) -> bool {
     let rq = q.rqs.get(id);
     let Some(zones) = q.zones.as_deref_mut() else { return false };
-    if zones.write(rq.op, rq.sector, rq.nr_sectors as u64) {
+    if zones.wps.write(rq.op, rq.sector, rq.nr_sectors as u64) {
         return false;
     }
     q.rqs.get_mut(id).error = EIO;
@@ -747,7 +784,7 @@ pub(crate) fn blk_mq_end_request_done(q: &mut RequestQueue, core: &mut BlockCore
     // blk_update_request: unlink each bio from the chain, then end it
     // with the request's status.
     if rq.error != 0 {
-        end_bios_with_error(core, rq.bio, rq.error);
+        end_bios_with_error(q, core, rq.bio, rq.error, rq.flags, rq.sector);
     } else {
         let mut next = Some(rq.bio);
         while let Some(bio) = next {
@@ -755,13 +792,22 @@ pub(crate) fn blk_mq_end_request_done(q: &mut RequestQueue, core: &mut BlockCore
             core.bio_endio(bio, 0);
         }
     }
+    if rq.flags & req::ZONE_WPLUG != 0 {
+        // blk_mq_finish_request → blk_zone_finish_request.
+        crate::zoned::blk_zone_write_plug_finish_request(q, core, rq.sector);
+    }
     wake_tag_waiters(q, core);
 }
 
-/// The bios of a failed request, each ended with its error.
+/// The bios of a failed request, each ended with its error. The first
+/// one's end_io of a plugged zone's write fails the zone's plugged bios
+/// first (`blk_zone_write_plug_bio_endio`).
 #[cold]
 #[inline(never)]
-fn end_bios_with_error(core: &mut BlockCore, first: BioId, error: i32) {
+fn end_bios_with_error(q: &mut RequestQueue, core: &mut BlockCore, first: BioId, error: i32, flags: u32, sector: u64) {
+    if flags & req::ZONE_WPLUG != 0 {
+        crate::zoned::blk_zone_write_plug_rq_error(q, core, sector);
+    }
     let mut next = Some(first);
     while let Some(bio) = next {
         next = core.bio_mut(bio).bi_next.take();

@@ -56,6 +56,7 @@ impl Plug {
     }
 
     /// The one request `blk_attempt_plug_merge` tries for a bio of queue `q`.
+    #[inline(always)]
     pub fn merge_candidate(&self, q: u32, rule: PlugMerge) -> Option<RqRef> {
         let first_of_q = || {
             for &r in &self.list {

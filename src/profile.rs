@@ -275,6 +275,21 @@ choice!(
     }
 );
 
+choice!(
+    /// Where the blk-crypto fallback encrypts a write with a crypt context
+    /// that no disk's hardware takes.
+    CryptoFallback {
+        /// Up to 6.x: `blk_crypto_bio_prep` in every `__submit_bio` splits
+        /// the bio after `BIO_MAX_VECS` pages and resubmits the rest (always
+        /// at the tail of `current->bio_list`).
+        InSubmitBio = "in_submit_bio",
+        /// bb8e2019ad61 "blk-crypto: handle the fallback above the block
+        /// layer" (7.0): `blk_crypto_submit_bio` encrypts before submission
+        /// and submits bios of at most `BIO_MAX_VECS` pages, in order.
+        AboveBlockLayer = "above_block_layer",
+    }
+);
+
 /// All behaviour switches in force for a run.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Behaviour {
@@ -326,6 +341,10 @@ pub struct Behaviour {
     pub blkdev_write_plug: bool,
     pub dd_next: DdNext,
     pub flush_data_path: FlushDataPath,
+    /// Writes to a host-managed zoned disk's sequential zones go through
+    /// zone write plugs (6.10+, [`crate::zoned`]).
+    pub zone_write_plugging: bool,
+    pub crypto_fallback: CryptoFallback,
 }
 
 /// A named kernel version.
@@ -379,6 +398,8 @@ pub fn profiles() -> Vec<Profile> {
         blkdev_write_plug: true,
         dd_next: DdNext::NextRq,
         flush_data_path: FlushDataPath::Requeue,
+        zone_write_plugging: false,
+        crypto_fallback: CryptoFallback::InSubmitBio,
     };
     let v6_12 = Behaviour {
         limits_model: LimitsModel::Validate,
@@ -398,6 +419,7 @@ pub fn profiles() -> Vec<Profile> {
         blkdev_write_plug: false,
         dd_next: DdNext::LatestPos,
         flush_data_path: FlushDataPath::Normal,
+        zone_write_plugging: true,
         ..v6_1.clone()
     };
     // Mainline 6.15: tail add without the tail-first merge fix (seed 001).
@@ -410,6 +432,7 @@ pub fn profiles() -> Vec<Profile> {
         raid5_max_hw: Raid5MaxHw::AtLeastIoOpt,
         raid5_chunk_sectors: true,
         dio_bvec_merge: DioBvecMerge::FolioOnly,
+        crypto_fallback: CryptoFallback::AboveBlockLayer,
         ..v6_12.clone()
     };
     let mut all = pre_6_profiles(&v6_1);
@@ -588,6 +611,10 @@ pub const SWITCHES: &[SwitchDef] = &[
         "mq-deadline's next request in sector order: next_rq (up to 6.4: the request after the last dispatched one when it was dispatched; a direction's first dispatch takes the FIFO head) or latest_pos (83c46ed67557 \"block: mq-deadline: Track the dispatch position\", 6.5: the lowest request at or above the last dispatched sector)"),
     switch!(choice flush_data_path, "requeue|normal",
         "the data of a PREFLUSH/FUA write on a disk with a volatile cache: requeue (up to 6.4: a write needing no flush goes straight to hctx->dispatch, a flush sequence's data through the requeue list and kblockd) or normal (360f264834e3, 615939a2ae73, 6.5: the normal submission path, plug and scheduler included)"),
+    switch!(flag zone_write_plugging,
+        "host-managed zoned disks: true (\"block: Introduce zone write plugging\", 6.10) holds each zone's writes in a plug, one in flight, and fails a write off the plug's write pointer before the device; false (6.1) lets the device refuse it; seed 000's zoned variant"),
+    switch!(choice crypto_fallback, "in_submit_bio|above_block_layer",
+        "where the blk-crypto fallback encrypts writes: in_submit_bio (up to 6.x: blk_crypto_bio_prep in __submit_bio cuts the bio after 256 pages and resubmits the rest at the tail of current->bio_list) or above_block_layer (bb8e2019ad61 \"blk-crypto: handle the fallback above the block layer\", 7.0: blk_crypto_submit_bio submits encrypted bios of at most 256 pages in order); seed 000's zoned variant"),
     switch!(choice iov_align, "off|max_io",
         "direct I/O bio sizing: off (every released kernel) or max_io (Ed Tsai's proposal \"block: limit the extract size to align queue limit\", seed 003: every bio but the last is cut to a multiple of max_sectors)"),
 ];

@@ -225,6 +225,9 @@ pub fn summary(sc: &Scenario, engine: &Engine, st: &RunStats) -> Value {
             let q = topo.queue(i as u32);
             if q.limits.zoned == crate::limits::Zoned::HostManaged {
                 dev["zone_write_errors"] = json!(s.zone_write_errors);
+                dev["zone_wplug_errors"] = json!(s.zone_wplug_errors);
+                dev["zones_written"] = json!(s.zones_written);
+                dev["zones_out_of_order"] = json!(s.zones_out_of_order);
             }
             let mut lim = Map::new();
             for (k, v) in q.limits.sysfs() {

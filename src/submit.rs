@@ -60,6 +60,9 @@ pub enum SimEvent {
     JobWake { job: u32 },
     /// Take a /proc/diskstats snapshot (`iostat` intervals).
     Sample,
+    /// The zone write plug work queue of a zoned disk's queue runs its next
+    /// work item (`blk_zone_wplug_bio_work`).
+    ZoneWplugWork { queue: u32 },
 }
 
 /// What the event heap holds: an event, or the head of a stream.
@@ -328,11 +331,20 @@ impl BlockCore {
     #[inline]
     pub fn trace_bio(&mut self, action: Action, id: BioId, arg: u64, from_dev: DevId) {
         if self.tracer.active() {
-            self.trace_bio_event(action, id, arg, from_dev);
+            self.trace_bio_event(action, id, arg, from_dev, 0);
         }
     }
 
-    fn trace_bio_event(&mut self, action: Action, id: BioId, arg: u64, from_dev: DevId) {
+    /// `trace_block_bio_complete`: a bio's 'C' carries its `bi_status`
+    /// (`blk_add_trace_bio_complete`), so a failed bio shows its errno.
+    #[inline]
+    fn trace_bio_complete(&mut self, id: BioId, status: i32) {
+        if self.tracer.active() {
+            self.trace_bio_event(Action::Complete, id, 0, 0, status);
+        }
+    }
+
+    fn trace_bio_event(&mut self, action: Action, id: BioId, arg: u64, from_dev: DevId, error: i32) {
         let b = self.bio(id);
         let ev = Event {
             time: self.now,
@@ -343,7 +355,7 @@ impl BlockCore {
             sector: b.iter.sector,
             bytes: b.iter.size,
             task: self.current,
-            error: 0,
+            error,
             arg,
             from_dev,
         };
@@ -602,7 +614,7 @@ impl BlockCore {
                 self.stats[dev as usize].bio_completions += 1;
                 let saved = self.current;
                 self.current = 0;
-                self.trace_bio(Action::Complete, id, 0, 0);
+                self.trace_bio_complete(id, status);
                 self.current = saved;
             }
             if parent.is_none() {
@@ -730,16 +742,11 @@ pub struct Suspended {
     queue: DevId,
 }
 
-/// `submit_bio_noacct` from outside any loop (a task submitting a bio):
-/// start the loop that matches the device. Returns the suspended loop if the
-/// task went to sleep before the loop finished.
-pub fn submit_bio<S: Stack>(stack: &mut S, id: BioId) -> Option<Suspended> {
-    stack.core().check_root(id);
-    submit_bio_from_thread(stack, id)
-}
-
-/// `submit_bio_noacct` outside any loop by a driver's thread (md's raid5d):
-/// a bio of the stack, not a submitter's.
+/// `submit_bio_noacct` from outside any loop (a task submitting a bio, a
+/// driver's thread such as md's raid5d, a bounce bio of the 7.x crypto
+/// fallback): start the loop that matches the device. Returns the suspended
+/// loop if the task went to sleep before the loop finished. A submitter's
+/// own bio is first given to the checks ([`BlockCore::check_root`]).
 pub fn submit_bio_from_thread<S: Stack>(stack: &mut S, id: BioId) -> Option<Suspended> {
     let id = stack.core().submit_bio_noacct(id)?;
     let core = stack.core();

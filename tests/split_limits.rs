@@ -213,12 +213,16 @@ size = "4KiB"
 fn nowait_and_atomic_bios_are_failed_not_split() {
     // A 1 MiB REQ_NOWAIT read at max_sectors_kb 128 would need a split:
     // the kernel ends it with BLK_STS_AGAIN instead; REQ_ATOMIC with
-    // -EINVAL. Nothing is issued; each counts one error on the disk.
-    for flag in ["nowait", "atomic"] {
+    // -EINVAL. Nothing is issued; each counts one error on the disk. The
+    // bio was queued ('Q'), so it is traced complete, with its bi_status
+    // as the errno (blk_add_trace_bio_complete).
+    for (flag, errno) in [("nowait", -11), ("atomic", -22)] {
         let text = bios("sata", "max_sectors_kb = 128", &format!("[[workload.bio]]\nop = \"read\"\nsector = 0\nsize = \"1MiB\"\nflags = [\"{flag}\"]\n"));
         let (e, ev) = run_events(&text, &[]);
         assert!(issued(&e, &ev, "sda").is_empty(), "{flag}");
         assert_eq!(e.core.stats[0].errors, 1, "{flag}");
+        let c: Vec<(u64, u32, i32)> = ev.iter().filter(|x| x.action == Action::Complete).map(|x| (x.sector, x.sectors(), x.error)).collect();
+        assert_eq!(c, vec![(0, 2048, errno)], "{flag}");
         // Small enough to fit: issued as one request.
         let text = bios("sata", "max_sectors_kb = 128", &format!("[[workload.bio]]\nop = \"read\"\nsector = 0\nsize = \"64KiB\"\nflags = [\"{flag}\"]\n"));
         let (e, ev) = run_events(&text, &[]);

@@ -28,6 +28,8 @@ FIGURES: Tuple[Tuple[str, str, str], ...] = (
     ("bios_queued", "bios queued", ""),
     ("splits", "splits", ""),
     ("zone_write_errors", "zone write errors", ""),
+    ("zone_wplug_errors", "  failed by zone write plugging", ""),
+    ("zones_out_of_order", "zones written out of order", ""),
     ("zero_seek_pct", "zero-seek share", "%"),
     ("throughput_mb_s", "throughput", "MB/s"),
 )
@@ -54,8 +56,12 @@ def device_figures(dev: Dict[str, Any]) -> Dict[str, float]:
         "merges": sum(stats[i] for i in _MERGE_FIELDS if i < len(stats)),
         "bios_queued": int(dev.get("bios_queued") or 0),
         "splits": int(dev.get("splits") or 0),
-        # Host-managed zoned disks only: writes refused off the write pointer.
+        # Host-managed zoned disks only: writes failed for their zone (by
+        # zone write plugging before the disk, or by the disk), and zones
+        # whose writes were submitted out of sector order.
         "zone_write_errors": int(dev.get("zone_write_errors") or 0),
+        "zone_wplug_errors": int(dev.get("zone_wplug_errors") or 0),
+        "zones_out_of_order": int(dev.get("zones_out_of_order") or 0),
         "zero_seek_pct": 100.0 * seeks.get("zero", 0) / seeks["count"] if seeks.get("count") else 0.0,
         # Bytes moved per second as iostat counts them (md and dm devices
         # issue no requests of their own but account their bios).
@@ -67,6 +73,27 @@ def device_figures(dev: Dict[str, Any]) -> Dict[str, float]:
         else:
             figures[col] = float(io.get(col, 0.0))
     return figures
+
+
+def zone_errors_text(dev: Dict[str, Any]) -> str:
+    """'48 zone write errors (48 failed by zone write plugging)' for a zoned
+    disk of a run summary: where they failed, before the disk or in it."""
+    errors = int(dev.get("zone_write_errors") or 0)
+    plug = int(dev.get("zone_wplug_errors") or 0)
+    parts = [f"{n:,} {where}" for n, where in ((plug, "failed by zone write plugging"),
+                                               (errors - plug, "refused by the disk")) if n]
+    return f"{errors:,} zone write errors" + (f" ({', '.join(parts)})" if parts else "")
+
+
+def zone_order_text(dev: Dict[str, Any]) -> str:
+    """'writes submitted out of order in 8 of 8 zones written' for a zoned
+    disk of a run summary: the order its write bios came in (after
+    splitting), which with zone write plugging the issued requests no
+    longer show."""
+    bad, zones = int(dev.get("zones_out_of_order") or 0), int(dev.get("zones_written") or 0)
+    if bad:
+        return f"writes submitted out of order in {bad} of {zones} zones written"
+    return f"writes submitted in order in all {zones} zones written" if zones else "no sequential zone written"
 
 
 def _compared_devices(summary: Dict[str, Any]) -> List[str]:

@@ -38,9 +38,18 @@ pub struct DevStats {
     /// Bios failed (end of device, unsupported op, impossible split, a
     /// failed request).
     pub errors: u64,
-    /// Requests a zoned disk refused: not at the zone's write pointer, or
-    /// crossing the zone end ([`crate::zoned`]).
+    /// Writes a zoned disk failed for their zone ([`crate::zoned`]): requests
+    /// the device refused (not at the zone's write pointer, or crossing the
+    /// zone end), and bios zone write plugging failed before the device.
     pub zone_write_errors: u64,
+    /// Of those, the bios zone write plugging failed (never requests, so
+    /// never in diskstats).
+    pub zone_wplug_errors: u64,
+    /// Sequential zones that write bios were submitted to, and those of
+    /// them whose write bios came (after splitting, as `blk_mq_submit_bio`
+    /// received them) at a lower sector than an earlier one.
+    pub zones_written: u64,
+    pub zones_out_of_order: u64,
     /// 'P' and 'U'/'UT'.
     pub plugs: u64,
     pub unplugs: u64,

@@ -44,6 +44,26 @@ def test_run_prints_a_summary(tiny, tmp_path):
     assert _files(tmp_path) == ["tiny.toml"]
 
 
+def test_run_names_where_zone_writes_failed(tmp_path):
+    # zoned-split-order, worked by hand in tests/zoned_split_order.rs: 48
+    # writes fail in 6.12 and 6.1, before the disk with 6.12's zone write
+    # plugging and at the disk in 6.1, and every zone's writes came out of
+    # order; 7.2 encrypts above the block layer and writes in order.
+    scenario = importlib.resources.files("blkstack") / "scenarios" / "zoned-split-order.toml"
+    out_of_order = "writes submitted out of order in 8 of 8 zones written"
+    expected = {
+        "6.12": f"sda: 48 zone write errors (48 failed by zone write plugging); {out_of_order}",
+        "6.1": f"sda: 48 zone write errors (48 refused by the disk); {out_of_order}",
+        "7.2": "sda: 0 zone write errors; writes submitted in order in all 8 zones written",
+    }
+    with importlib.resources.as_file(scenario) as path:
+        for kernel, want in expected.items():
+            proc = run_cli("run", str(path), "--kernel", kernel, cwd=tmp_path)
+            assert proc.returncode == 0, proc.stderr
+            line = next(l for l in proc.stdout.splitlines() if l.startswith("sda: "))
+            assert line == want, (kernel, line)
+
+
 def test_run_json_to_stdout(tiny, tmp_path):
     proc = run_cli("run", tiny.name, "--json", "-", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr

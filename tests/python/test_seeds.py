@@ -48,16 +48,23 @@ def test_000_member_order_is_broken_before_and_kept_after(results):
 def test_000_zoned_variant_fails_writes_only_with_tail(results):
     r = results["raid5-recursive-split"]
     # zoned-split-order.toml, worked by hand in tests/zoned_split_order.rs:
-    # per 4 MiB zone 2 of 8 requests succeed under tail, so 48 of 64 fail
-    # and all 16 writes end with -EIO; under head none does.
+    # under tail each 4 MiB zone's writes come out of order; zone write
+    # plugging (6.12) issues only the 2 in-order pieces of its first write
+    # and fails the other 6 before the disk: 48 errors, all 16 writes end
+    # with -EIO. Under head none does.
     assert r["before"]["zoned_write_errors"] == 48
     assert r["before"]["zoned_failed_writes"] == 16
+    assert r["before"]["zoned_zones_out_of_order"] == 8
     assert r["after"]["zoned_write_errors"] == 0
     assert r["after"]["zoned_failed_writes"] == 0
+    assert r["after"]["zoned_zones_out_of_order"] == 0
     text = "\n".join(r["evidence"])
-    assert "sda per-zone issue order, before: out of order in 8 of 8 zones; 48 zone write errors" in text
-    assert "sda per-zone issue order, after: in order; 0 zone write errors" in text
-    assert "first D: 0+1024  2048+1024  1024+1024  3072+1024" in text
+    assert "sda, before: writes submitted out of order in 8 of 8 zones written; issued (D) in order in all 8" in text
+    assert "48 zone write errors (48 failed by zone write plugging)" in text
+    assert "sda, after: writes submitted in order in all 8 zones written; issued (D) in order in all 8" in text
+    # The first D: zone 0's pieces at 0 and 512 KiB, then zone 1's.
+    assert "first D: 0+1024  1024+1024  8192+1024  9216+1024" in text
+    assert "first D: 0+1024  1024+1024  2048+1024  3072+1024" in text
 
 
 def test_000_zoned_variant_is_in_the_json(capsys):
@@ -73,6 +80,10 @@ def test_compare_shows_zone_write_errors(capsys):
     out = capsys.readouterr().out
     line = next(l for l in out.splitlines() if "zone write errors" in l)
     assert line.split()[-3:] == ["48", "0", "-100.0%"]
+    line = next(l for l in out.splitlines() if "failed by zone write plugging" in l)
+    assert line.split()[-3:] == ["48", "0", "-100.0%"]
+    line = next(l for l in out.splitlines() if "zones written out of order" in l)
+    assert line.split()[-3:] == ["8", "0", "-100.0%"]
 
 
 def test_001_bandwidth_and_request_size(results):
@@ -168,3 +179,8 @@ def test_unknown_seed_and_explain(capsys):
     assert cli.main(["explain", "split_remainder"]) == 0
     out = capsys.readouterr().out
     assert "6.15 -> 7.2: tail -> head" in out and "raid5-recursive-split" in out
+    # A seed's variant scenario is run through its seed, shown as a scenario.
+    assert cli.main(["explain", "zone_write_plugging"]) == 0
+    out = capsys.readouterr().out
+    assert "blkstack seeds 000 " in out
+    assert "blkstack scenarios zoned-split-order --show > s.toml" in out

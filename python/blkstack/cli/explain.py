@@ -13,6 +13,7 @@ from blkstack import _core
 from blkstack.cli.common import EXIT_OK, UsageError, fmt_value, one_line, table
 from blkstack.cli.compare import scenario_sides
 from blkstack.cli.scenarios import builtin_scenarios
+from blkstack.seeds import SEEDS
 
 
 def _switches() -> Dict[str, Dict[str, Any]]:
@@ -49,6 +50,17 @@ def seeds_using(switch: str) -> List[str]:
     return found
 
 
+def _seed_of(scenario: str) -> str:
+    """The `blkstack seeds` argument that runs a built-in scenario: its own
+    name for a seed, the seed's number for a variant scenario of a seed."""
+    for seed in SEEDS:
+        if seed.name == scenario:
+            return scenario
+        if any(v.scenario == scenario for v in seed.scenario_variants.values()):
+            return seed.number
+    return scenario
+
+
 def _profiles_differing(sw: Dict[str, Any]) -> List[str]:
     """'6.12 -> 7.2: tail -> head' for each step between consecutive profiles."""
     per = list((sw.get("per_profile") or {}).items())
@@ -74,8 +86,9 @@ def format_explain(sw: Dict[str, Any], seeds: List[str], kernel_seeds: List[str]
     lines.append("")
     if shown:
         lines.append("  seen in the built-in scenarios: " + ", ".join(shown))
-        lines.append(f"    blkstack seeds {shown[0]}          # the seed's figures, before and after")
-        lines.append(f"    blkstack seeds {shown[0]} --show > s.toml && blkstack compare s.toml")
+        seed = _seed_of(shown[0])
+        lines.append(f"    blkstack seeds {seed}          # the seed's figures, before and after")
+        lines.append(f"    blkstack scenarios {shown[0]} --show > s.toml && blkstack compare s.toml")
     else:
         lines.append("  no built-in scenario exercises it; try it on your own:")
     lines.append(f"    blkstack compare my.toml --before-set {sw['name']}=A --after-set {sw['name']}=B")

@@ -10,6 +10,7 @@ from typing import Any, Dict, List
 from blkstack.cli import common
 from blkstack.cli.common import (EXIT_OK, UsageError, check_input, check_run_outputs, check_sets, fmt_duration_ns,
                                  fmt_int, fmt_rate, fmt_seconds, fmt_value, print_warnings, table, write_atomic)
+from blkstack.compare import zone_errors_text, zone_order_text
 
 
 def format_summary(summary: Dict[str, Any]) -> str:
@@ -23,8 +24,7 @@ def format_summary(summary: Dict[str, Any]) -> str:
     zoned = []
     for name, dev in devices.items():
         if "zone_write_errors" in dev:
-            zoned.append(f"{name}: {fmt_int(dev['zone_write_errors'])} zone write errors "
-                         "(writes refused off the zone's write pointer)")
+            zoned.append(f"{name}: {zone_errors_text(dev)}; {zone_order_text(dev)}")
         if dev.get("partition_of"):
             # A partition's bios are traced and counted on its disk's queue.
             partitions.append(f"{name} is a partition of {dev['partition_of']} starting at sector {dev.get('start')}")
