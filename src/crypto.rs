@@ -22,7 +22,9 @@
 //!   with the next, so the disk counts one segment per page. The bounce
 //!   bio carries no context, gets no 'Q' of its own, and when it ends it
 //!   ends the plaintext bio (`blk_crypto_fallback_encrypt_endio`), which
-//!   gets no 'C' either. Its own split remainders do get a 'Q' (they are
+//!   gets its 'C' then: it holds `BIO_TRACE_COMPLETION` from its own 'Q'
+//!   or, as a split front, from its parent's, and it is in no request.
+//!   The bounce bio's own split remainders get a 'Q' (they are
 //!   resubmitted); on a request-based disk it is marked [`req::BOUNCE`] so
 //!   the conservation check does not count sectors twice.
 //!
@@ -127,9 +129,10 @@ impl BlockCore {
         // these sectors for the checks; above a bio-based driver the bounce
         // bio's pieces are the first to reach the disks.
         let counted = matches!(self.topo.dev(self.bio(id).dev).driver, Driver::Mq(_));
+        // The plaintext bio keeps BIO_TRACE_COMPLETION (its own 'Q', or
+        // inherited by bio_split): blk_crypto_fallback_encrypt_endio ends it
+        // with bio_endio, which traces its 'C' outside any request.
         let src = self.bio_mut(id);
-        // The plaintext bio is ended by the bounce bio's end_io, untraced.
-        src.traced = false;
         let flags = if counted { src.flags | req::BOUNCE } else { src.flags };
         let enc = Bio {
             remapped: src.remapped,

@@ -18,7 +18,12 @@
 //!
 //! The bounce bios get no 'Q' of their own, and neither do their split
 //! fronts A1 and R1 (a split front is traced only if its bio was): A1 and
-//! R1 get no bio 'C' either; A2 and R2, resubmitted, do.
+//! R1 get no bio 'C' either; A2 and R2, resubmitted, do. The plaintext
+//! bios do too: A inherits B's `BIO_TRACE_COMPLETION` through bio_split and
+//! R is B, and blk_crypto_fallback_encrypt_endio ends each with bio_endio
+//! outside any request. A's 'C' follows its bounce bio's last piece (A2);
+//! R, A's chain parent, ends after both A and its own bounce bio (R2),
+//! with the first error either carried.
 //!
 //! 6.12 (zone write plugging), tail, zone z starting at s = 8192·z; its
 //! first bio B at s, its second B' at s+4096:
@@ -29,11 +34,14 @@
 //! * A1 completes: the plug's work item (kworker) pops R1: 2048 ≠ WP 1024,
 //!   -EIO (untraced: no 'C'; the error goes to R2, its chain parent). It
 //!   pops A2: at the WP, WP 2048, a request, issued by the kworker.
-//! * A2 completes: the work item pops R2: 3072 ≠ 2048, -EIO, 'C' at
-//!   s+3072 [65531]. B ends with the error. The list is empty: unplugged.
+//! * A2 completes: 'C' for A (s, 2048 sectors, no error). The work item
+//!   pops R2: 3072 ≠ 2048, -EIO, 'C' at s+3072 [65531], then R's 'C' (s+2048,
+//!   2048 sectors) with R1's error. B ends with it. The list is empty:
+//!   unplugged.
 //! * B' (s+4096): A1' finds the zone unplugged and fails the check (4096 ≠
 //!   2048): -EIO, and the zone is marked NEED_WP_UPDATE (the bio counted as
-//!   plugged), so R1', A2' (s+5120, 'C'), R2' (s+7168, 'C') fail too.
+//!   plugged), so R1', A2' (s+5120, 'C', then A' at s+4096), R2' (s+7168,
+//!   'C', then R' at s+6144) fail too.
 //!
 //! Per zone 2 requests (A1, A2, in order) and 6 bios failed before the
 //! device; over 8 zones 16 requests, 48 zone write errors, all 16 writes
@@ -75,7 +83,12 @@ fn sda(engine: &blkstack::engine::Engine) -> &blkstack::stats::DevStats {
 
 /// Per zone z, `offsets` from its start 8192·z, 1024 sectors each.
 fn per_zone(offsets: &[u64]) -> Vec<(u64, u32)> {
-    (0..8u64).flat_map(|z| offsets.iter().map(move |o| (8192 * z + o, 1024))).collect()
+    per_zone_sized(&offsets.iter().map(|&o| (o, 1024)).collect::<Vec<_>>())
+}
+
+/// Per zone z, (offset from its start 8192·z, sectors).
+fn per_zone_sized(pieces: &[(u64, u32)]) -> Vec<(u64, u32)> {
+    (0..8u64).flat_map(|z| pieces.iter().map(move |&(o, n)| (8192 * z + o, n))).collect()
 }
 
 /// (sector, sectors) of every 'C' that carries -EIO.
@@ -95,9 +108,11 @@ fn zone_write_plugging_holds_the_crypto_remainder_and_refuses_it() {
     let s = sda(&engine);
     assert_eq!((s.zone_write_errors, s.zone_wplug_errors), (48, 48));
     assert_eq!(engine.jobs[0].errors, 16);
-    // Failed bios with a 'Q' of their own: R2, A2', R2' (R1, A1', R1' are
-    // untraced split fronts of bounce bios).
-    assert_eq!(failed(&events), per_zone(&[3072, 5120, 7168]));
+    // Failed bios with a 'Q' of their own, or their plaintext bio's: R2
+    // then R, A2' then A', R2' then R' (R1, A1', R1' are untraced split
+    // fronts of bounce bios).
+    let plaintext = [(3072, 1024), (2048, 2048), (5120, 1024), (4096, 2048), (7168, 1024), (6144, 2048)];
+    assert_eq!(failed(&events), per_zone_sized(&plaintext));
     // Nothing refused reached diskstats: 16 writes of 1024 sectors.
     let ds = engine.core.diskstats(engine.core.topo.by_name("sda").unwrap());
     assert_eq!((ds[4], ds[6]), (16, 16 * 1024));
@@ -119,8 +134,14 @@ fn without_zone_write_plugging_the_device_refuses_the_crypto_remainder() {
         assert_eq!((s.zone_write_errors, s.zone_wplug_errors), (48, 0));
         assert_eq!(engine.jobs[0].errors, 16);
         // The failed requests complete with -EIO, in issue order: per zone
-        // R1 and R2 of its first bio, then all four pieces of its second.
-        assert_eq!(failed(&events), per_zone(&[2048, 3072, 4096, 6144, 5120, 7168]));
+        // R1 and R2 of its first bio (then R, once A is done: A1 and A2
+        // succeed a device latency later), then all four pieces of its
+        // second, A' after A2', R' after R2'.
+        let expected = [
+            (2048, 1024), (3072, 1024), (2048, 2048),
+            (4096, 1024), (6144, 1024), (5120, 1024), (4096, 2048), (7168, 1024), (6144, 2048),
+        ];
+        assert_eq!(failed(&events), per_zone_sized(&expected));
         assert_eq!((s.zones_written, s.zones_out_of_order), (8, 8));
     }
 }
