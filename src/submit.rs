@@ -489,6 +489,12 @@ impl BlockCore {
     fn reassemble_bio_list(&mut self, q: DevId) -> Option<BioId> {
         let BlockCore { bio_lists, topo, bios, beh, current, .. } = self;
         let lists = bio_lists[*current as usize].as_mut().expect("loop active");
+        if lists.l0.head.is_none() {
+            // The bio submitted nothing (a disk's bio that became a
+            // request): every order leaves just the pending list.
+            lists.l0 = std::mem::take(&mut lists.l1);
+            return lists.l0.pop(bios);
+        }
         let (mut lower, mut same) = (BioList::default(), BioList::default());
         while let Some(b) = lists.l0.pop(bios) {
             if topo.dev(bios[b as usize].dev).whole == q {
