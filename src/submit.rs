@@ -597,32 +597,35 @@ impl BlockCore {
             if b.status != 0 {
                 status = b.status as i32;
             }
-            let (traced, in_rq, parent, owner, cookie) = (b.traced, b.in_request, b.parent, b.owner, b.cookie);
+            let (traced, in_rq, parent) = (b.traced, b.in_request, b.parent);
             if let Some((start, sectors)) = b.acct() {
                 let (dev, op, flags) = (b.dev, b.op, b.flags);
                 self.bio_end_io_acct(dev, op, flags, start, sectors);
             }
-            let b = self.bio(id);
             if traced && !in_rq {
-                let dev = b.dev;
+                let dev = self.bio(id).dev;
                 self.stats[dev as usize].bio_completions += 1;
                 let saved = self.current;
                 self.current = 0;
                 self.trace_bio(Action::Complete, id, 0, 0);
                 self.current = saved;
             }
-            if parent.is_none() {
-                self.check.root_done(&self.topo, id, status, self.errors_total);
-            }
+            let Some(p) = parent else { return self.root_bio_done(id, status) };
             self.bio_put(id);
-            match parent {
-                Some(p) => id = p,
-                None => {
-                    self.done_roots.push(RootDone { owner, cookie, status });
-                    return;
-                }
-            }
+            id = p;
         }
+    }
+
+    /// A submitter's bio ended: the checks compare what its pieces did, and
+    /// its job hears of it. Out of line: the checks are large, and most
+    /// bios that end are not roots.
+    #[inline(never)]
+    fn root_bio_done(&mut self, id: BioId, status: i32) {
+        let b = self.bio(id);
+        let (owner, cookie) = (b.owner, b.cookie);
+        self.check.root_done(&self.topo, id, status, self.errors_total);
+        self.bio_put(id);
+        self.done_roots.push(RootDone { owner, cookie, status });
     }
 
     // ---- the simulated clock ---------------------------------------------
