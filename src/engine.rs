@@ -370,7 +370,7 @@ impl Engine {
             }
             if std::mem::take(&mut self.jobs[j].plugged) {
                 if std::mem::take(&mut self.jobs[j].plug_sleeps) {
-                    mq::blk_mq_flush_plug_list(&mut self.queues, &mut self.core, task, true);
+                    mq::blk_flush_plug(&mut self.queues, &mut self.core, task, true);
                 }
                 self.finish_plug(task);
             }

@@ -281,7 +281,7 @@ pub fn blk_mq_submit_bio(qs: &mut [RequestQueue], core: &mut BlockCore, bio: Bio
         // blk_mq_get_tag sleeps: io_schedule() flushes the plug first.
         let task = core.current;
         qs[qi].tag_waiters.push_back(Waiter { task, bio, nsegs });
-        blk_mq_flush_plug_list(qs, core, task, true);
+        blk_flush_plug(qs, core, task, true);
         return Submit::Blocked;
     };
     blk_mq_alloc_done(qs, core, qi, bio, nsegs, sched_tag, driver_tag);
@@ -322,9 +322,13 @@ fn blk_attempt_plug_merge(qs: &mut [RequestQueue], core: &mut BlockCore, qi: usi
     ok
 }
 
-/// `blk_bio_list_merge` over the software queue: newest to oldest, at most 8.
+/// `blk_bio_list_merge` over the software queue: newest to oldest, at most 8
+/// (`blk_mq_sched_bio_merge` skips an empty queue before taking its lock).
 fn blk_bio_list_merge(q: &mut RequestQueue, core: &mut BlockCore, bio: BioId, nsegs: u32) -> bool {
     let RequestQueue { ctx_list, rqs, lim, .. } = q;
+    if ctx_list.is_empty() {
+        return false;
+    }
     for &id in ctx_list.iter().rev().take(8) {
         match blk_attempt_bio_merge(core, rqs.get_mut(id), bio, nsegs, lim) {
             BioMerge::None => continue,
@@ -509,6 +513,16 @@ pub fn blk_finish_plug(qs: &mut [RequestQueue], core: &mut BlockCore, task: u32)
     blk_mq_flush_plug_list(qs, core, task, false);
     if let Some(plug) = core.plugs[task as usize].take() {
         core.spare_plug_list = plug.list;
+    }
+}
+
+/// `blk_flush_plug` (inline in the kernel): a task without a plug, or
+/// with an empty one, has nothing to flush, and pays a test, not a call
+/// (a submitter sleeping for a tag comes here every time).
+#[inline]
+pub fn blk_flush_plug(qs: &mut [RequestQueue], core: &mut BlockCore, task: u32, from_schedule: bool) {
+    if core.plugs.get(task as usize).is_some_and(|p| p.as_ref().is_some_and(|p| p.rq_count > 0)) {
+        blk_mq_flush_plug_list(qs, core, task, from_schedule);
     }
 }
 
