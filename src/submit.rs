@@ -9,7 +9,6 @@
 
 use std::collections::binary_heap::PeekMut;
 use std::collections::{BinaryHeap, VecDeque};
-use std::cmp::Reverse;
 
 use crate::bio::{bvec_iter_advance, req, Bio, BioId, Op, SECTOR_SHIFT};
 use crate::check::Checker;
@@ -63,10 +62,40 @@ pub enum SimEvent {
 }
 
 /// What the event heap holds: an event, or the head of a stream.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(Clone, Copy, Debug)]
 enum Slot {
     Event(SimEvent),
     Stream(u32),
+}
+
+/// An entry of the event heap, ordered by its key alone, earliest first
+/// (keys are unique — the sequence number is part of them — so what the
+/// slot holds never decides; comparing it cost every sift).
+#[derive(Clone, Copy, Debug)]
+struct Entry {
+    key: u128,
+    slot: Slot,
+}
+
+impl PartialEq for Entry {
+    fn eq(&self, other: &Entry) -> bool {
+        self.key == other.key
+    }
+}
+
+impl Eq for Entry {}
+
+impl PartialOrd for Entry {
+    fn partial_cmp(&self, other: &Entry) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for Entry {
+    /// Reversed: `BinaryHeap` is a max-heap.
+    fn cmp(&self, other: &Entry) -> std::cmp::Ordering {
+        other.key.cmp(&self.key)
+    }
 }
 
 /// A root bio (one a job submitted) finished.
@@ -163,7 +192,7 @@ pub struct BlockCore {
     /// (`time << 64 | class << 63 | sequence`): at equal times samples
     /// (class 1) come after everything else, so a snapshot sees all that
     /// happened by then.
-    events: BinaryHeap<Reverse<(u128, Slot)>>,
+    events: BinaryHeap<Entry>,
     /// FIFO streams of events whose times never decrease (a device's
     /// completions): only each stream's head sits in `events`.
     streams: Vec<VecDeque<(u128, SimEvent)>>,
@@ -641,7 +670,7 @@ impl BlockCore {
 
     pub fn schedule(&mut self, at: u64, ev: SimEvent) {
         let key = self.event_key(at, ev);
-        self.events.push(Reverse((key, Slot::Event(ev))));
+        self.events.push(Entry { key, slot: Slot::Event(ev) });
     }
 
     /// Schedule on FIFO stream `stream` (events that usually come in time
@@ -655,18 +684,18 @@ impl BlockCore {
         }
         let s = &mut self.streams[stream];
         match s.back() {
-            Some(&(last, _)) if last > key => self.events.push(Reverse((key, Slot::Event(ev)))),
+            Some(&(last, _)) if last > key => self.events.push(Entry { key, slot: Slot::Event(ev) }),
             Some(_) => s.push_back((key, ev)),
             None => {
                 s.push_back((key, ev));
-                self.events.push(Reverse((key, Slot::Stream(stream as u32))));
+                self.events.push(Entry { key, slot: Slot::Stream(stream as u32) });
             }
         }
     }
 
     pub fn pop_event(&mut self) -> Option<SimEvent> {
         let mut top = self.events.peek_mut()?;
-        let Reverse((key, slot)) = *top;
+        let Entry { key, slot } = *top;
         let ev = match slot {
             Slot::Event(ev) => {
                 PeekMut::pop(top);
@@ -679,7 +708,7 @@ impl BlockCore {
                     // The stream's next event takes the head's place: one
                     // sift instead of a pop and a push (keys are unique, so
                     // the order is the same).
-                    Some(&(next, _)) => *top = Reverse((next, Slot::Stream(i))),
+                    Some(&(next, _)) => *top = Entry { key: next, slot: Slot::Stream(i) },
                     None => drop(PeekMut::pop(top)),
                 }
                 ev
