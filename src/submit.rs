@@ -416,13 +416,15 @@ impl BlockCore {
             bm.remapped = true;
             self.trace_bio_remap(id, devid, old);
         }
-        if let Some(status) = self.op_unsupported(id) {
-            self.bio_io_error(id, status);
+        // From here on the disk's queue decides (looked up once).
+        let q = self.topo.queue(whole);
+        let b = self.bio(id);
+        if op_unsupported(&q.limits, b.op) {
+            self.bio_io_error(id, EOPNOTSUPP);
             return None;
         }
         // A device without a volatile cache strips PREFLUSH/FUA, and an
         // empty flush then completes at once.
-        let q = self.topo.queue(self.bio(id).dev);
         if !q.attrs.write_cache {
             let b = self.bio_mut(id);
             b.flags &= !(req::PREFLUSH | req::FUA);
@@ -432,21 +434,6 @@ impl BlockCore {
             }
         }
         self.submit_bio_noacct_nocheck(id, false)
-    }
-
-    /// Op support checks of `submit_bio_noacct`.
-    fn op_unsupported(&self, id: BioId) -> Option<i32> {
-        let b = self.bio(id);
-        let lim = self.topo.limits(b.dev);
-        let unsupported = match b.op {
-            Op::Discard => lim.max_discard_sectors == 0,
-            Op::SecureErase => lim.max_secure_erase_sectors == 0,
-            Op::WriteZeroes => lim.max_write_zeroes_sectors == 0,
-            Op::ZoneAppend => lim.zoned == crate::limits::Zoned::None,
-            Op::Flush => true, // never valid in a bio
-            Op::Read | Op::Write => false,
-        };
-        unsupported.then_some(EOPNOTSUPP)
     }
 
     /// `submit_bio_noacct_nocheck`: one 'Q' per bio object, then onto
@@ -741,6 +728,19 @@ impl BlockCore {
             _ => d.inflight(),
         };
         d.fields(inflight)
+    }
+}
+
+/// The op checks of `submit_bio_noacct`: ops the queue does not take
+/// (and flushes, never valid in a bio) fail with `-EOPNOTSUPP`.
+fn op_unsupported(lim: &crate::limits::QueueLimits, op: Op) -> bool {
+    match op {
+        Op::Discard => lim.max_discard_sectors == 0,
+        Op::SecureErase => lim.max_secure_erase_sectors == 0,
+        Op::WriteZeroes => lim.max_write_zeroes_sectors == 0,
+        Op::ZoneAppend => lim.zoned == crate::limits::Zoned::None,
+        Op::Flush => true,
+        Op::Read | Op::Write => false,
     }
 }
 
