@@ -659,12 +659,23 @@ fn elv_attempt_insert_merge(q: &mut RequestQueue, core: &mut BlockCore, id: u32)
 
 // ---- dispatch and completion ---------------------------------------------
 
-/// `blk_mq_run_hw_queue`: move requests to the driver while it has tags:
-/// first `hctx->dispatch`, then the scheduler or the software queue. An
+/// `blk_mq_run_hw_queue`: a queue with nothing pending
+/// (`blk_mq_hctx_has_pending`) is not run: every completion asks, and a
+/// queue whose requests are issued directly is nearly always empty. An
 /// asynchronous run happens in a kworker.
+#[inline]
 pub fn blk_mq_run_hw_queue(qs: &mut [RequestQueue], core: &mut BlockCore, qi: usize, run_async: bool) {
+    if qs[qi].queued() == 0 {
+        return;
+    }
     let task = if run_async { KWORKER } else { core.current };
-    let q = &mut qs[qi];
+    blk_mq_sched_dispatch_requests(&mut qs[qi], core, task);
+}
+
+/// `blk_mq_sched_dispatch_requests`: move requests to the driver while it
+/// has tags: first `hctx->dispatch`, then the scheduler or the software
+/// queue.
+fn blk_mq_sched_dispatch_requests(q: &mut RequestQueue, core: &mut BlockCore, task: u32) {
     while let Some(&id) = q.dispatch_list.front() {
         if !q.get_driver_tag(id) {
             return;
