@@ -14,6 +14,7 @@ use crate::bio::Op;
 use crate::dm::DmTarget;
 use crate::genhd::{DevId, Driver, Topology};
 use crate::md::personality::{MdMember, Personality};
+use crate::md::raid10::R10Conf;
 use crate::md::raid5::{R5Conf, STRIPE_SECTORS};
 
 /// How a device maps its sectors onto the devices below.
@@ -155,6 +156,7 @@ impl Mapper<'_> {
 
     /// A leaf run; a discard-like op drops runs on disks without it (md
     /// and dm send them nothing).
+    #[inline]
     #[allow(clippy::too_many_arguments)]
     fn leaf(&self, dev: DevId, start: u64, len: u64, logical: u64, bounds: Bounds, read: bool, out: &mut Runs) {
         if self.leaf_takes_op(dev) || read {
@@ -189,18 +191,23 @@ impl Mapper<'_> {
                     self.map(members[m.disk as usize].dev, m.sector, n, logical + (s - start), bounds, read, out);
                 }
             }
-            Personality::Raid10(conf) => {
-                let mut copies = Vec::new();
-                for (s, n) in pieces(start, end, conf.geo.chunk_sectors as u64) {
-                    copies.clear();
-                    conf.geo.raid10_find_phys(s, &mut copies);
-                    for c in &copies {
-                        let at = c.addr + conf.data_offset[c.devnum as usize];
-                        self.map(members[c.devnum as usize].dev, at, n, logical + (s - start), bounds, read, out);
-                    }
-                }
-            }
+            Personality::Raid10(conf) => self.map_raid10(conf, members, start, len, logical, bounds, read, out),
             Personality::Raid456 { conf, .. } => self.map_raid5(conf, members, start, len, logical, bounds, read, out),
+        }
+    }
+
+    /// raid10: every copy of each chunk (`raid10_find_phys`).
+    #[inline(never)]
+    #[allow(clippy::too_many_arguments)]
+    fn map_raid10(&self, conf: &R10Conf, members: &[MdMember], start: u64, len: u64, logical: u64, bounds: Bounds, read: bool, out: &mut Runs) {
+        let mut copies = Vec::new();
+        for (s, n) in pieces(start, start + len, conf.geo.chunk_sectors as u64) {
+            copies.clear();
+            conf.geo.raid10_find_phys(s, &mut copies);
+            for c in &copies {
+                let at = c.addr + conf.data_offset[c.devnum as usize];
+                self.map(members[c.devnum as usize].dev, at, n, logical + (s - start), bounds, read, out);
+            }
         }
     }
 
