@@ -84,8 +84,9 @@ pub struct Run {
 pub struct Runs {
     pub runs: Vec<Run>,
     logical: bool,
-    /// Index of the last run per leaf (a few leaves: a linear scan).
-    last: Vec<(DevId, usize)>,
+    /// Index of the last run per leaf, by device id (a mapping pushes a
+    /// run per chunk copy: finding the leaf's last run is one index).
+    last: Vec<Option<usize>>,
 }
 
 impl Runs {
@@ -101,8 +102,11 @@ impl Runs {
     }
 
     fn push(&mut self, r: Run) {
-        let slot = self.last.iter().position(|&(l, _)| l == r.leaf);
-        if let Some(i) = slot.map(|s| self.last[s].1) {
+        let leaf = r.leaf as usize;
+        if self.last.len() <= leaf {
+            self.last.resize(leaf + 1, None);
+        }
+        if let Some(i) = self.last[leaf] {
             let p = &mut self.runs[i];
             let joins = p.phys + p.len == r.phys && p.read == r.read && p.bounds == r.bounds && (!self.logical || p.logical + p.len == r.logical);
             if joins {
@@ -110,12 +114,8 @@ impl Runs {
                 return;
             }
         }
+        self.last[leaf] = Some(self.runs.len());
         self.runs.push(r);
-        let i = self.runs.len() - 1;
-        match slot {
-            Some(s) => self.last[s].1 = i,
-            None => self.last.push((r.leaf, i)),
-        }
     }
 }
 
