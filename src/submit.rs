@@ -153,11 +153,21 @@ impl BioList {
     }
 }
 
-/// `current->bio_list[0..2]`.
+/// `current->bio_list[0..2]`. `bio_list_on_stack[0]` is kept sorted the
+/// way `__submit_bio_noacct` sorts it after each bio — bios for other
+/// queues (`lower`) and bios for the queue whose `__submit_bio` runs
+/// (`same`), each in list order — as bios arrive: the lists are the ones
+/// the kernel's walk builds, without the walk. The request-based loop does
+/// not sort; its one list is `same`.
 #[derive(Clone, Copy, Default)]
 struct BioLists {
-    l0: BioList,
-    l1: BioList,
+    lower: BioList,
+    same: BioList,
+    /// `bio_list_on_stack[1]`: the bios pending from before.
+    pending: BioList,
+    /// The queue the bio-based loop is submitting to (what sorts new
+    /// bios); `None` in the request-based loop.
+    queue: Option<DevId>,
 }
 
 pub struct BlockCore {
@@ -455,11 +465,14 @@ impl BlockCore {
             }
         }
         let head = split && self.beh.split_remainder == SplitRemainder::Head;
-        let BlockCore { bio_lists, bios, current, .. } = self;
-        match &mut bio_lists[*current as usize] {
-            Some(lists) if head => lists.l0.add_head(bios, id),
-            Some(lists) => lists.l0.add(bios, id),
-            None => return Some(id),
+        let BlockCore { bio_lists, bios, current, topo, .. } = self;
+        let Some(lists) = &mut bio_lists[*current as usize] else { return Some(id) };
+        let lower = lists.queue.is_some_and(|q| topo.dev(bios[id as usize].dev).whole != q);
+        let list = if lower { &mut lists.lower } else { &mut lists.same };
+        if head {
+            list.add_head(bios, id);
+        } else {
+            list.add(bios, id);
         }
         None
     }
@@ -499,41 +512,32 @@ impl BlockCore {
     }
 
     /// The reassembly of `current->bio_list` in `__submit_bio_noacct`
-    /// after a bio of queue `q`: L0 sorted into bios for other queues
-    /// ("lower") and for `q` ("same"), then joined with the pending L1 per
-    /// the version; returns the next bio to handle.
-    fn reassemble_bio_list(&mut self, q: DevId) -> Option<BioId> {
-        let BlockCore { bio_lists, topo, bios, beh, current, .. } = self;
+    /// after a bio: the bios it submitted for other queues ("lower") and
+    /// for its own ("same"), joined with the pending ones per the version;
+    /// returns the next bio to handle (the rest stays pending).
+    fn reassemble_bio_list(&mut self) -> Option<BioId> {
+        let BlockCore { bio_lists, bios, beh, current, .. } = self;
         let lists = bio_lists[*current as usize].as_mut().expect("loop active");
-        if lists.l0.head.is_none() {
+        if lists.lower.head.is_none() && lists.same.head.is_none() {
             // The bio submitted nothing (a disk's bio that became a
-            // request): every order leaves just the pending list.
-            lists.l0 = std::mem::take(&mut lists.l1);
-            return lists.l0.pop(bios);
+            // request): every order leaves the pending list as it is.
+            return lists.pending.pop(bios);
         }
-        let (mut lower, mut same) = (BioList::default(), BioList::default());
-        while let Some(b) = lists.l0.pop(bios) {
-            if topo.dev(bios[b as usize].dev).whole == q {
-                same.add(bios, b);
-            } else {
-                lower.add(bios, b);
-            }
-        }
-        let pending = std::mem::take(&mut lists.l1);
+        let (lower, same, pending) = (std::mem::take(&mut lists.lower), std::mem::take(&mut lists.same), std::mem::take(&mut lists.pending));
         let order = match beh.bio_list_assembly {
             BioListAssembly::LowerSamePending => [lower, same, pending],
             BioListAssembly::PendingLowerSame => [pending, lower, same],
         };
         for l in order {
-            lists.l0.merge(bios, l);
+            lists.pending.merge(bios, l);
         }
-        lists.l0.pop(bios)
+        lists.pending.pop(bios)
     }
 
-    /// `bio_list_pop(&bio_list_on_stack[0])`.
+    /// `bio_list_pop(&bio_list_on_stack[0])` in the request-based loop.
     fn bio_list_pop(&mut self) -> Option<BioId> {
         let BlockCore { bio_lists, bios, current, .. } = self;
-        bio_lists[*current as usize].as_mut()?.l0.pop(bios)
+        bio_lists[*current as usize].as_mut()?.same.pop(bios)
     }
 
     /// `current->bio_list`.
@@ -760,12 +764,10 @@ enum LoopKind {
 }
 
 /// A submission loop whose task went to sleep (for a tag) inside
-/// `__submit_bio`: which loop, and the queue of the bio in progress (the
-/// loop sorts by it once that bio is done). The task's `current->bio_list`
-/// waits in [`BlockCore`].
+/// `__submit_bio`: which loop. The task's `current->bio_list` waits in
+/// [`BlockCore`].
 pub struct Suspended {
     kind: LoopKind,
-    queue: DevId,
 }
 
 /// `submit_bio_noacct` from outside any loop (a task submitting a bio):
@@ -797,13 +799,13 @@ pub fn resume_submit<S: Stack>(stack: &mut S, s: Suspended) -> Option<Suspended>
             let next = core.bio_list_pop();
             mq_loop(stack, next)
         }
-        LoopKind::BioBased => bio_based_loop(stack, Step::Finish(s.queue)),
+        LoopKind::BioBased => bio_based_loop(stack, Step::Finish),
     }
 }
 
-fn suspend(core: &mut BlockCore, kind: LoopKind, queue: DevId) -> Option<Suspended> {
+fn suspend(core: &mut BlockCore, kind: LoopKind) -> Option<Suspended> {
     debug_assert!(core.bio_list().is_some(), "loop active");
-    Some(Suspended { kind, queue })
+    Some(Suspended { kind })
 }
 
 /// `__submit_bio_noacct_mq`: bios the disk resubmits (split remainders) are
@@ -811,7 +813,7 @@ fn suspend(core: &mut BlockCore, kind: LoopKind, queue: DevId) -> Option<Suspend
 fn mq_loop<S: Stack>(stack: &mut S, mut next: Option<BioId>) -> Option<Suspended> {
     while let Some(id) = next {
         if stack.__submit_bio(id) == Submit::Blocked {
-            return suspend(stack.core(), LoopKind::Mq, 0);
+            return suspend(stack.core(), LoopKind::Mq);
         }
         next = stack.core().bio_list_pop();
     }
@@ -821,8 +823,8 @@ fn mq_loop<S: Stack>(stack: &mut S, mut next: Option<BioId>) -> Option<Suspended
 
 enum Step {
     Submit(BioId),
-    /// The `__submit_bio` of a bio of this queue just finished.
-    Finish(DevId),
+    /// The `__submit_bio` of the bio in progress just finished.
+    Finish,
 }
 
 /// `__submit_bio_noacct`: after each bio, what it submitted is sorted into
@@ -830,21 +832,16 @@ enum Step {
 /// handled before the bios pending from earlier.
 fn bio_based_loop<S: Stack>(stack: &mut S, mut step: Step) -> Option<Suspended> {
     loop {
-        let q = match step {
-            Step::Submit(id) => {
-                let core = stack.core();
-                let q = core.topo.dev(core.bio(id).dev).whole;
-                let lists = core.bio_list().as_mut().expect("loop active");
-                // L1 is empty after each reassembly: L0 waits there.
-                lists.l1 = std::mem::take(&mut lists.l0);
-                if stack.__submit_bio(id) == Submit::Blocked {
-                    return suspend(stack.core(), LoopKind::BioBased, q);
-                }
-                q
+        if let Step::Submit(id) = step {
+            let core = stack.core();
+            let q = core.topo.dev(core.bio(id).dev).whole;
+            // What this bio submits is sorted by its queue.
+            core.bio_list().as_mut().expect("loop active").queue = Some(q);
+            if stack.__submit_bio(id) == Submit::Blocked {
+                return suspend(stack.core(), LoopKind::BioBased);
             }
-            Step::Finish(q) => q,
-        };
-        let next = stack.core().reassemble_bio_list(q);
+        }
+        let next = stack.core().reassemble_bio_list();
         match next {
             Some(id) => step = Step::Submit(id),
             None => break,
