@@ -699,7 +699,7 @@ impl BlockCore {
                     // The stream's next event takes the head's place: one
                     // sift instead of a pop and a push (keys are unique, so
                     // the order is the same).
-                    Some(&(next, _)) => *top = Entry { key: next, slot: Slot::Stream(i) },
+                    Some(&(next, _)) => top.key = next,
                     None => drop(PeekMut::pop(top)),
                 }
                 ev
