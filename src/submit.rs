@@ -465,9 +465,12 @@ impl BlockCore {
             }
         }
         let head = split && self.beh.split_remainder == SplitRemainder::Head;
-        let BlockCore { bio_lists, bios, current, topo, .. } = self;
+        debug_assert_eq!(self.topo.dev(self.bio(id).dev).whole, self.bio(id).dev, "a bio on a list addresses a whole disk");
+        let BlockCore { bio_lists, bios, current, .. } = self;
         let Some(lists) = &mut bio_lists[*current as usize] else { return Some(id) };
-        let lower = lists.queue.is_some_and(|q| topo.dev(bios[id as usize].dev).whole != q);
+        // The bio addresses its whole disk (remapped by submit_bio_noacct,
+        // or a remainder of a bio that was): its device is its queue.
+        let lower = lists.queue.is_some_and(|q| bios[id as usize].dev != q);
         let list = if lower { &mut lists.lower } else { &mut lists.same };
         if head {
             list.add_head(bios, id);
@@ -834,8 +837,9 @@ fn bio_based_loop<S: Stack>(stack: &mut S, mut step: Step) -> Option<Suspended> 
     loop {
         if let Step::Submit(id) = step {
             let core = stack.core();
-            let q = core.topo.dev(core.bio(id).dev).whole;
-            // What this bio submits is sorted by its queue.
+            // What this bio submits is sorted by its queue: its device, a
+            // whole disk once it is on a list.
+            let q = core.bio(id).dev;
             core.bio_list().as_mut().expect("loop active").queue = Some(q);
             if stack.__submit_bio(id) == Submit::Blocked {
                 return suspend(stack.core(), LoopKind::BioBased);
