@@ -119,7 +119,9 @@ impl R10Geo {
     /// `__raid10_find_phys`: every copy of array `sector`, in slot order
     /// (near copy 0 and its far copies, then near copy 1 ...), appended to
     /// `out`. `addr` is the member sector before the data offset, as in
-    /// `r10bio->devs[slot].addr`.
+    /// `r10bio->devs[slot].addr`. Inline: the driver and the checks'
+    /// reference mapping call it per chunk.
+    #[inline(always)]
     pub fn raid10_find_phys(&self, sector: u64, out: &mut Vec<R10Copy>) {
         // The chunk is a power of two: `chunk_shift` and `chunk_mask`.
         let chunk = self.chunk_sectors as u64;

@@ -21,10 +21,9 @@ impl Mddev {
     /// Every copy of array `sector` into `self.copies`, in
     /// `raid10_find_phys` slot order (`r10_bio->devs[]`).
     fn raid10_copies(&mut self, sector: u64) {
-        let mut copies = std::mem::take(&mut self.copies);
-        copies.clear();
-        self.r10conf().geo.raid10_find_phys(sector, &mut copies);
-        self.copies = copies;
+        let Personality::Raid10(conf) = &self.pers else { unreachable!("raid10 path on another personality") };
+        self.copies.clear();
+        conf.geo.raid10_find_phys(sector, &mut self.copies);
     }
 
     /// A copy's member sector: `addr` + the member's data offset.
