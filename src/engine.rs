@@ -233,7 +233,7 @@ impl Stack for Engine {
         let own_plug = self.core.beh.submit_bio_plug && mq::blk_start_plug(&mut self.core, task);
         let dev = self.core.bio(bio).dev;
         let status = match self.core.topo.dev(dev).driver {
-            Driver::Mq(_) => blk_mq_submit_bio(&mut self.queues, &mut self.core, bio),
+            Driver::Mq(qi) => blk_mq_submit_bio(&mut self.queues, &mut self.core, qi, bio),
             Driver::BioBased(d) => {
                 // Only one ->submit_bio runs at a time per task, so the
                 // driver can be taken out while it runs.

@@ -13,7 +13,7 @@ use std::collections::VecDeque;
 
 use crate::bio::{req, BioId, Op, SECTOR_SHIFT};
 use crate::disk::DiskModel;
-use crate::genhd::{DevId, DiskKind, Driver};
+use crate::genhd::{DevId, DiskKind};
 use crate::limits::{QueueAttrs, QueueLimits, Zoned};
 use crate::merge::{self, blk_attempt_bio_merge, bio_mergeable, BioMerge, ElvMerge};
 use crate::plug::{Plug, RqRef};
@@ -260,18 +260,10 @@ fn trace_plug(core: &mut BlockCore, dev: DevId, action: Action, depth: u64, task
     }
 }
 
-fn queue_of(core: &BlockCore, bio: BioId) -> usize {
-    match core.topo.dev(core.bio(bio).dev).driver {
-        Driver::Mq(q) => q,
-        Driver::BioBased(_) => unreachable!("blk_mq_submit_bio on a bio-based device"),
-    }
-}
-
 // ---- submission ------------------------------------------------------------
 
-/// `blk_mq_submit_bio`.
-pub fn blk_mq_submit_bio(qs: &mut [RequestQueue], core: &mut BlockCore, bio: BioId) -> Submit {
-    let qi = queue_of(core, bio);
+/// `blk_mq_submit_bio` for a bio of request queue `qi`.
+pub fn blk_mq_submit_bio(qs: &mut [RequestQueue], core: &mut BlockCore, qi: usize, bio: BioId) -> Submit {
     let Some((bio, nsegs)) = core.bio_split_to_limits(bio) else { return Submit::Done };
     if blk_mq_attempt_bio_merge(qs, core, qi, bio, nsegs) {
         return Submit::Done;
@@ -795,7 +787,9 @@ fn end_bios_with_error(core: &mut BlockCore, first: BioId, error: i32) {
 }
 
 /// Hand freed tags to sleeping submitters, oldest first. Each woken task
-/// holds its tag and resumes when the engine runs it.
+/// holds its tag and resumes when the engine runs it. Inline: every
+/// request that ends asks.
+#[inline(always)]
 pub fn wake_tag_waiters(q: &mut RequestQueue, core: &mut BlockCore) {
     while let Some(&w) = q.tag_waiters.front() {
         let b = core.bio(w.bio);
