@@ -290,7 +290,7 @@ fn pieces(start: u64, end: u64, chunk: u64) -> impl Iterator<Item = (u64, u64)> 
         if s >= end {
             return None;
         }
-        let n = (chunk - s % chunk).min(end - s);
+        let n = (chunk - crate::split::rem_sectors(s, chunk)).min(end - s);
         let p = (s, n);
         s += n;
         Some(p)

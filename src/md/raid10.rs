@@ -238,7 +238,8 @@ impl R10Conf {
     /// mirror and any range is contiguous). Returns the front's size.
     pub fn raid10_make_request_split(&self, sector: u64, sectors: u32) -> Option<u32> {
         let chunk = self.geo.chunk_sectors;
-        let in_chunk = (sector % chunk as u64) as u32;
+        // `sector & chunk_mask`: the chunk is a power of two.
+        let in_chunk = (sector & (chunk as u64 - 1)) as u32;
         let crosses = in_chunk as u64 + sectors as u64 > chunk as u64;
         (crosses && self.geo.near_copies < self.geo.raid_disks).then_some(chunk - in_chunk)
     }
