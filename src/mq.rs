@@ -695,11 +695,13 @@ fn blk_mq_sched_dispatch_requests(q: &mut RequestQueue, core: &mut BlockCore, ta
 
 /// `blk_mq_start_request` from `->queue_rq`: issued ('D') and handed to
 /// the device.
+#[inline(always)]
 fn blk_mq_start_request(q: &mut RequestQueue, core: &mut BlockCore, id: u32, task: u32) {
     blk_mq_issue(q, core, id, task);
     device_submit(q, core, id);
 }
 
+#[inline(always)]
 fn blk_mq_issue(q: &mut RequestQueue, core: &mut BlockCore, id: u32, task: u32) {
     let rq = q.rqs.get(id);
     trace_rq(core, Action::Issue, rq, task);

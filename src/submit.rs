@@ -298,6 +298,7 @@ impl BlockCore {
     /// request state cleared (`__bio_clone`). It is copied into its slot
     /// and adjusted there: building it on the stack and moving it in
     /// stalls on store forwarding, on the path every clone and split takes.
+    #[inline(always)]
     fn bio_copy(&mut self, id: BioId) -> BioId {
         let new = match self.take_free_slot() {
             Some(new) => {
@@ -331,6 +332,7 @@ impl BlockCore {
 
     /// `bio_alloc_clone`: shares the bvecs, copies the iterator and flags;
     /// the clone is a new object, so it gets its own 'Q' where submitted.
+    #[inline(always)]
     pub fn bio_alloc_clone(&mut self, id: BioId, dev: DevId) -> BioId {
         let clone = self.bio_copy(id);
         let c = self.bio_mut(clone);
@@ -343,6 +345,7 @@ impl BlockCore {
     /// `bio_split`: a clone covering the first `sectors`; the original is
     /// advanced and becomes the remainder. The front keeps
     /// `BIO_TRACE_COMPLETION`, so it gets no second 'Q'.
+    #[inline(always)]
     pub fn bio_split(&mut self, id: BioId, sectors: u32) -> BioId {
         let bytes = sectors << SECTOR_SHIFT;
         let b = self.bio(id);
@@ -396,6 +399,7 @@ impl BlockCore {
 
     /// `trace_block_bio_remap`: `id` now addresses its (lower) device;
     /// it came from `from_sector` on `from_dev`.
+    #[inline(always)]
     pub fn trace_bio_remap(&mut self, id: BioId, from_dev: DevId, from_sector: u64) {
         let dev = self.topo.dev(self.bio(id).dev).whole;
         self.stats[dev as usize].remaps += 1;
@@ -574,6 +578,7 @@ impl BlockCore {
     /// `bio_start_io_acct` for the device the bio is on: the I/O is
     /// accounted until this bio completes. 6.1 counts ios and sectors here,
     /// 6.12+ at the end.
+    #[inline(always)]
     pub fn bio_start_io_acct(&mut self, id: BioId) {
         let (now, rule, at_start) = (self.now, self.beh.io_ticks, self.beh.bio_accounting == BioAccounting::Start);
         let b = self.bio(id);
@@ -671,6 +676,7 @@ impl BlockCore {
     /// order, like one device's completions): the heap then holds one
     /// entry per stream instead of one per event. An event earlier than the
     /// stream's last goes to the heap directly, so the order is exact.
+    #[inline(always)]
     pub fn schedule_stream(&mut self, stream: usize, at: u64, ev: SimEvent) {
         let key = self.event_key(at, ev);
         if self.streams.len() <= stream {

@@ -190,6 +190,7 @@ impl BioDriver for Mddev {
 /// `md_account_bio` (6.12+; `bio_start_io_acct` on r1/r10 bios in 6.1):
 /// the bio is accounted until it completes, when the personality is where
 /// md accounts (5.14+).
+#[inline(always)]
 pub(crate) fn md_account_bio(core: &mut BlockCore, bio: BioId) {
     if core.beh.md_accounting == MdAccounting::Personality && core.bio(bio).acct().is_none() {
         core.bio_start_io_acct(bio);
@@ -237,6 +238,7 @@ pub(crate) fn md_remap(core: &mut BlockCore, bio: BioId, member: DevId, sector: 
 }
 
 /// Chain an already remapped `clone` to `parent`, trace and submit it.
+#[inline(always)]
 pub(crate) fn submit_remapped(core: &mut BlockCore, parent: BioId, clone: BioId, from_sector: u64) -> BioId {
     core.bio_chain(clone, parent);
     let md = core.bio(parent).dev;

@@ -20,6 +20,7 @@ impl Mddev {
 
     /// Every copy of array `sector` into `self.copies`, in
     /// `raid10_find_phys` slot order (`r10_bio->devs[]`).
+    #[inline(always)]
     fn raid10_copies(&mut self, sector: u64) {
         let Personality::Raid10(conf) = &self.pers else { unreachable!("raid10 path on another personality") };
         self.copies.clear();
