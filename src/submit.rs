@@ -453,6 +453,7 @@ impl BlockCore {
     /// `submit_bio_noacct_nocheck`: one 'Q' per bio object, then onto
     /// `current->bio_list` if a loop is running (at the head for a split
     /// remainder under head insertion).
+    #[inline(always)]
     pub fn submit_bio_noacct_nocheck(&mut self, id: BioId, split: bool) -> Option<BioId> {
         if !self.bio(id).traced {
             self.bio_mut(id).traced = true;
@@ -506,6 +507,7 @@ impl BlockCore {
     /// `bio_split_to_limits`: split to the limits of the bio's queue.
     /// Returns the (front) bio to continue with and its segment count, or
     /// `None` if the bio was failed.
+    #[inline(always)]
     pub fn bio_split_to_limits(&mut self, id: BioId) -> Option<(BioId, u32)> {
         let b = self.bio(id);
         match split_decision(self.topo.limits(b.dev), b, &self.beh) {
