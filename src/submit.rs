@@ -524,6 +524,7 @@ impl BlockCore {
     /// after a bio: the bios it submitted for other queues ("lower") and
     /// for its own ("same"), joined with the pending ones per the version;
     /// returns the next bio to handle (the rest stays pending).
+    #[inline(always)]
     fn reassemble_bio_list(&mut self) -> Option<BioId> {
         let BlockCore { bio_lists, bios, beh, current, .. } = self;
         let lists = bio_lists[*current as usize].as_mut().expect("loop active");
