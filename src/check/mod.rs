@@ -215,20 +215,36 @@ impl Checker {
         let allowed = bio.op == st.op || (bio.op == Op::Read && st.op == Op::Write);
         let attributed = bio.op.has_data() && bio.bvecs.same_pages(&st.bvecs);
         let logical = attributed.then(|| st.start + ((data_offset(&bio.bvecs, &bio.iter) - st.base) >> SECTOR_SHIFT));
-        let (seq, dev, op) = (st.seq, st.dev, st.op);
+        let root_op = st.op;
         if !allowed {
-            let name = &topo.dev(leaf).name;
-            self.violation(format!("{} #{seq} of {}: a {} reached {name} sectors [{phys}, {})", op.name(), topo.dev(dev).name, bio.op.name(), phys + n));
-            return;
+            return self.wrong_op(topo, root, bio);
         }
         if let Some(l) = logical {
             self.check_placement(topo, root, leaf, phys, n, l);
-        } else if bio.op == Op::Read && op == Op::Read {
-            self.violation(format!("read #{seq} of {}: {} sectors [{phys}, {}) were read into pages that are not the submitter's", topo.dev(dev).name, topo.dev(leaf).name, phys + n));
+        } else if bio.op == Op::Read && root_op == Op::Read {
+            self.foreign_read(topo, root, bio);
         }
         if self.oracle.is_some() {
             self.oracle_piece(topo, root, bio.op, leaf, phys, n, logical);
         }
+    }
+
+    /// A leaf piece of an op its root cannot cause. (Violations are cold:
+    /// their formatting stays out of the path every leaf bio takes.)
+    #[cold]
+    fn wrong_op(&mut self, topo: &Topology, root: BioId, bio: &Bio) {
+        let st = self.roots[root as usize].as_ref().expect("root");
+        let (seq, dev, op, phys, end) = (st.seq, st.dev, st.op, bio.iter.sector, bio.end_sector());
+        let name = &topo.dev(bio.dev).name;
+        self.violation(format!("{} #{seq} of {}: a {} reached {name} sectors [{phys}, {end})", op.name(), topo.dev(dev).name, bio.op.name()));
+    }
+
+    /// A read piece that does not carry the submitter's pages.
+    #[cold]
+    fn foreign_read(&mut self, topo: &Topology, root: BioId, bio: &Bio) {
+        let st = self.roots[root as usize].as_ref().expect("root");
+        let (seq, dev, phys, end) = (st.seq, st.dev, bio.iter.sector, bio.end_sector());
+        self.violation(format!("read #{seq} of {}: {} sectors [{phys}, {end}) were read into pages that are not the submitter's", topo.dev(dev).name, topo.dev(bio.dev).name));
     }
 
     /// A piece carrying top sectors [l, l+n) must sit where a copy of
