@@ -756,6 +756,7 @@ pub fn blk_mq_complete_request(qs: &mut [RequestQueue], core: &mut BlockCore, qi
 
 /// The rest of ending a request the driver is done with: tags back, 'C',
 /// the I/O accounted, bios ended, tag waiters woken.
+#[inline(always)]
 pub(crate) fn blk_mq_end_request_done(q: &mut RequestQueue, core: &mut BlockCore, rq: Request) {
     q.put_tags(&rq);
     trace_rq(core, Action::Complete, &rq, 0);
