@@ -20,8 +20,10 @@ use crate::md::raid5::{R5Conf, STRIPE_SECTORS};
 /// How a device maps its sectors onto the devices below.
 #[derive(Clone, Debug)]
 pub enum Layout {
-    /// A request-based whole disk: the end of the stack.
-    Disk,
+    /// A request-based whole disk: the end of the stack. Whether its queue
+    /// takes discards and secure erases (md and dm send it none of those
+    /// otherwise), read from its limits once.
+    Disk { discard: bool, secure_erase: bool },
     /// A partition: its disk, from `start`.
     Partition { whole: DevId, start: u64 },
     /// An md array: personality and members.
@@ -122,7 +124,6 @@ impl Runs {
 /// Maps ranges through the layouts of a topology for one op.
 pub struct Mapper<'a> {
     pub layouts: &'a [Layout],
-    pub topo: &'a Topology,
     pub op: Op,
 }
 
@@ -137,7 +138,11 @@ impl Mapper<'_> {
             return;
         }
         match &self.layouts[dev as usize] {
-            Layout::Disk => self.leaf(dev, start, len, logical, bounds, read, out),
+            &Layout::Disk { discard, secure_erase } => {
+                if read || self.takes_op(discard, secure_erase) {
+                    out.push(Run { leaf: dev, phys: start, len, logical, read, bounds });
+                }
+            }
             layout => self.map_stacked(layout, start, len, logical, bounds, read, out),
         }
     }
@@ -146,7 +151,7 @@ impl Mapper<'_> {
     #[allow(clippy::too_many_arguments)]
     fn map_stacked(&self, layout: &Layout, start: u64, len: u64, logical: u64, bounds: Bounds, read: bool, out: &mut Runs) {
         match layout {
-            Layout::Disk => unreachable!("disks are mapped inline"),
+            Layout::Disk { .. } => unreachable!("disks are mapped inline"),
             Layout::Partition { whole, start: s } => self.map(*whole, start + s, len, logical, bounds, read, out),
             Layout::Md { pers, members } => self.map_md(pers, members, start, len, logical, bounds, read, out),
             Layout::Dm { targets, devs } => self.map_dm(targets, devs, start, len, logical, bounds, read, out),
@@ -154,23 +159,22 @@ impl Mapper<'_> {
         }
     }
 
-    /// A leaf run; a discard-like op drops runs on disks without it (md
-    /// and dm send them nothing).
-    #[inline]
-    #[allow(clippy::too_many_arguments)]
-    fn leaf(&self, dev: DevId, start: u64, len: u64, logical: u64, bounds: Bounds, read: bool, out: &mut Runs) {
-        if self.leaf_takes_op(dev) || read {
-            out.push(Run { leaf: dev, phys: start, len, logical, read, bounds });
+    /// Does a disk that takes discards and secure erases as said take the
+    /// op? A discard-like op drops runs on disks without it (md and dm send
+    /// them nothing).
+    fn takes_op(&self, discard: bool, secure_erase: bool) -> bool {
+        match self.op {
+            Op::Discard => discard,
+            Op::SecureErase => secure_erase,
+            _ => true,
         }
     }
 
-    /// Does leaf disk `dev` take the op (discard-like ops need support)?
+    /// Does leaf disk `dev` take the op?
     pub fn leaf_takes_op(&self, dev: DevId) -> bool {
-        let lim = self.topo.limits(dev);
-        match self.op {
-            Op::Discard => lim.max_discard_sectors != 0,
-            Op::SecureErase => lim.max_secure_erase_sectors != 0,
-            _ => true,
+        match self.layouts[dev as usize] {
+            Layout::Disk { discard, secure_erase } => self.takes_op(discard, secure_erase),
+            _ => unreachable!("a leaf is a disk"),
         }
     }
 
@@ -302,8 +306,8 @@ fn pieces(start: u64, end: u64, chunk: u64) -> impl Iterator<Item = (u64, u64)> 
 /// checks of its roots need no mapping.
 pub fn plain_disk(layouts: &[Layout], dev: DevId) -> Option<(DevId, u64)> {
     match &layouts[dev as usize] {
-        Layout::Disk => Some((dev, 0)),
-        Layout::Partition { whole, start } => matches!(layouts[*whole as usize], Layout::Disk).then_some((*whole, *start)),
+        Layout::Disk { .. } => Some((dev, 0)),
+        Layout::Partition { whole, start } => matches!(layouts[*whole as usize], Layout::Disk { .. }).then_some((*whole, *start)),
         _ => None,
     }
 }
@@ -314,7 +318,10 @@ pub fn default_layout(topo: &Topology, dev: DevId) -> Layout {
     let d = topo.dev(dev);
     match d.driver {
         _ if d.whole != dev => Layout::Partition { whole: d.whole, start: d.start_sect },
-        Driver::Mq(_) => Layout::Disk,
+        Driver::Mq(_) => {
+            let lim = topo.limits(dev);
+            Layout::Disk { discard: lim.max_discard_sectors != 0, secure_erase: lim.max_secure_erase_sectors != 0 }
+        }
         Driver::BioBased(_) => Layout::Unknown,
     }
 }

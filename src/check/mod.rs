@@ -166,8 +166,8 @@ impl Checker {
         Some(s)
     }
 
-    fn mapper<'a>(&'a self, topo: &'a Topology, op: Op) -> Mapper<'a> {
-        Mapper { layouts: &self.layouts, topo, op }
+    fn mapper(&self, op: Op) -> Mapper<'_> {
+        Mapper { layouts: &self.layouts, op }
     }
 
     // ---- hooks ---------------------------------------------------------
@@ -260,7 +260,7 @@ impl Checker {
         }
         let mut runs = self.scratch.take().unwrap_or_else(|| Runs::new(true));
         runs.clear(true);
-        self.mapper(topo, Op::Read).map(dev, l, n, l, Bounds::EXACT, false, &mut runs);
+        self.mapper(Op::Read).map(dev, l, n, l, Bounds::EXACT, false, &mut runs);
         let ok = runs.runs.iter().any(|r| r.leaf == leaf && r.phys <= phys && phys + n <= r.phys + r.len && r.logical + (phys - r.phys) == l);
         if !ok {
             let homes: Vec<String> = runs.runs.iter().take(4).map(|r| format!("{} [{}, {})", topo.dev(r.leaf).name, r.phys, r.phys + r.len)).collect();
@@ -299,7 +299,7 @@ impl Checker {
         }
         if self.oracle.is_some() && writes_data(st.op) && st.sectors > 0 {
             let version = st.version;
-            let copies = self.copies(topo, st);
+            let copies = self.copies(st);
             let mut out = Vec::new();
             self.oracle.as_mut().expect("on").complete(topo, version, copies, &mut out);
             out.into_iter().for_each(|m| self.violation(m));
@@ -317,11 +317,11 @@ impl Checker {
         // compare() passes at once when that range is all that was issued.
         if let Some((disk, offset)) = st.plain {
             let (s, e) = (st.start + offset, st.start + offset + st.sectors);
-            if st.issued.ranges() == [(disk, st.op, s, e)] && self.mapper(topo, st.op).leaf_takes_op(disk) {
+            if st.issued.ranges() == [(disk, st.op, s, e)] && self.mapper(st.op).leaf_takes_op(disk) {
                 return;
             }
         }
-        self.expected(topo, st);
+        self.expected(st);
         let mut bad: Vec<Miscount> = Vec::new();
         conservation::compare(&st.issued, &st.expected.runs, st.op, &mut bad);
         for m in bad.iter().take(4) {
@@ -332,20 +332,20 @@ impl Checker {
     }
 
     /// The root's reference runs for its own op.
-    fn expected<'s>(&self, topo: &Topology, st: &'s mut RootState) -> &'s [Run] {
+    fn expected<'s>(&self, st: &'s mut RootState) -> &'s [Run] {
         if !st.has_expected {
             st.expected.clear(false);
-            self.mapper(topo, st.op).map(st.dev, st.start, st.sectors, st.start, Bounds::EXACT, false, &mut st.expected);
+            self.mapper(st.op).map(st.dev, st.start, st.sectors, st.start, Bounds::EXACT, false, &mut st.expected);
             st.has_expected = true;
         }
         &st.expected.runs
     }
 
     /// Where the root's sectors live, with the top sector of each run.
-    fn copies<'s>(&self, topo: &Topology, st: &'s mut RootState) -> &'s [Run] {
+    fn copies<'s>(&self, st: &'s mut RootState) -> &'s [Run] {
         if !st.has_copies {
             st.copies.clear(true);
-            self.mapper(topo, Op::Read).map(st.dev, st.start, st.sectors, st.start, Bounds::EXACT, false, &mut st.copies);
+            self.mapper(Op::Read).map(st.dev, st.start, st.sectors, st.start, Bounds::EXACT, false, &mut st.copies);
             st.has_copies = true;
         }
         &st.copies.runs
@@ -364,12 +364,12 @@ impl Checker {
             }
             Op::Write | Op::ZoneAppend => {
                 let version = st.version;
-                let copies = self.copies(topo, &mut st);
+                let copies = self.copies(&mut st);
                 self.oracle.as_mut().expect("on").write_piece(leaf, phys, n, version, copies);
             }
             _ => {
                 let version = st.version;
-                let allowed = self.expected(topo, &mut st);
+                let allowed = self.expected(&mut st);
                 self.oracle.as_mut().expect("on").erase_piece(topo, leaf, phys, n, version, allowed, &mut out);
             }
         }
