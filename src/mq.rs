@@ -427,6 +427,7 @@ fn attempt_req_merge(q: &mut RequestQueue, core: &mut BlockCore, rq: u32, next: 
 
 /// The rest of `blk_mq_submit_bio` once a tag is held: 'G', the request,
 /// accounting, then the plug, the scheduler or the driver.
+#[inline(always)]
 fn blk_mq_alloc_done(qs: &mut [RequestQueue], core: &mut BlockCore, qi: usize, bio: BioId, nsegs: u32, sched_tag: bool, driver_tag: bool) {
     core.trace_bio(Action::GetRq, bio, 0, 0);
     let task = core.current;
