@@ -488,6 +488,7 @@ impl BlockCore {
     /// `bio_submit_split`: split off a front of `sectors`, chain it, trace
     /// 'X' and resubmit the remainder; returns the front for the caller to
     /// keep processing.
+    #[inline(always)]
     pub fn bio_submit_split(&mut self, id: BioId, sectors: u32) -> BioId {
         let front = self.bio_split(id, sectors);
         self.bio_mut(front).flags |= req::NOMERGE;
