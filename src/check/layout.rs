@@ -204,14 +204,11 @@ impl Mapper<'_> {
     #[inline(never)]
     #[allow(clippy::too_many_arguments)]
     fn map_raid10(&self, conf: &R10Conf, members: &[MdMember], start: u64, len: u64, logical: u64, bounds: Bounds, read: bool, out: &mut Runs) {
-        let mut copies = Vec::new();
         for (s, n) in pieces(start, start + len, conf.geo.chunk_sectors as u64) {
-            copies.clear();
-            conf.geo.raid10_find_phys(s, &mut copies);
-            for c in &copies {
+            conf.geo.raid10_find_phys(s, |c| {
                 let at = c.addr + conf.data_offset[c.devnum as usize];
                 self.map(members[c.devnum as usize].dev, at, n, logical + (s - start), bounds, read, out);
-            }
+            });
         }
     }
 

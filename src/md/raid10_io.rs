@@ -24,7 +24,7 @@ impl Mddev {
     fn raid10_copies(&mut self, sector: u64) {
         let Personality::Raid10(conf) = &self.pers else { unreachable!("raid10 path on another personality") };
         self.copies.clear();
-        conf.geo.raid10_find_phys(sector, &mut self.copies);
+        conf.geo.raid10_find_phys(sector, |c| self.copies.push(c));
     }
 
     /// A copy's member sector: `addr` + the member's data offset.
