@@ -467,20 +467,22 @@ impl Engine {
         let t = w.task as usize;
         self.core.current = w.task;
         mq::blk_mq_resume_alloc(&mut self.queues, &mut self.core, qi as usize, w, tags);
-        if std::mem::take(&mut self.tasks[t].own_plug) {
+        let ts = &mut self.tasks[t];
+        let (own_plug, suspended, job, thread) = (std::mem::take(&mut ts.own_plug), ts.suspended.take(), ts.job, ts.thread);
+        ts.blocked = false;
+        if own_plug {
             mq::blk_finish_plug(&mut self.queues, &mut self.core, w.task);
         }
-        self.tasks[t].blocked = false;
-        if let Some(s) = self.tasks[t].suspended.take() {
+        if let Some(s) = suspended {
             if let Some(again) = resume_submit(self, s) {
-                self.tasks[t].suspended = Some(again);
-                self.tasks[t].blocked = true;
+                let ts = &mut self.tasks[t];
+                (ts.suspended, ts.blocked) = (Some(again), true);
                 return;
             }
         }
-        if let Some(j) = self.tasks[t].job {
+        if let Some(j) = job {
             self.run_job(j);
-        } else if let Some(d) = self.tasks[t].thread {
+        } else if let Some(d) = thread {
             self.run_thread(d, w.task);
         }
     }
