@@ -799,9 +799,17 @@ pub fn submit_bio_from_thread<S: Stack>(stack: &mut S, id: BioId) -> Option<Susp
     let driver = core.topo.dev(core.bio(id).dev).driver;
     *core.bio_list() = Some(BioLists::default());
     match driver {
-        Driver::BioBased(_) => bio_based_loop(stack, Step::Submit(id)),
+        Driver::BioBased(_) => start_bio_based_loop(stack, id),
         Driver::Mq(_) => mq_loop(stack, Some(id)),
     }
+}
+
+/// [`bio_based_loop`] from its first bio: a call (once per submitted bio),
+/// where a resumed loop (at every tag a sleeping submitter gets back) has
+/// the loop inline.
+#[inline(never)]
+fn start_bio_based_loop<S: Stack>(stack: &mut S, id: BioId) -> Option<Suspended> {
+    bio_based_loop(stack, Step::Submit(id))
 }
 
 /// Continue a loop once the sleeping task finished its `__submit_bio`.
@@ -843,6 +851,7 @@ enum Step {
 /// `__submit_bio_noacct`: after each bio, what it submitted is sorted into
 /// bios for other queues ("lower") and for its own queue ("same"), and
 /// handled before the bios pending from earlier.
+#[inline(always)]
 fn bio_based_loop<S: Stack>(stack: &mut S, mut step: Step) -> Option<Suspended> {
     loop {
         if let Step::Submit(id) = step {
