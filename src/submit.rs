@@ -493,9 +493,9 @@ impl BlockCore {
         let front = self.bio_split(id, sectors);
         self.bio_mut(front).flags |= req::NOMERGE;
         self.bio_chain(front, id);
-        let dev = self.bio(id).dev;
+        let b = self.bio(id);
+        let (dev, rest) = (b.dev, b.iter.sector);
         self.stats[dev as usize].splits += 1;
-        let rest = self.bio(id).iter.sector;
         self.trace_bio(Action::Split, front, rest, 0);
         let looped = match self.beh.split_remainder {
             SplitRemainder::Tail => self.submit_bio_noacct(id),
@@ -637,10 +637,12 @@ impl BlockCore {
             if traced && !in_rq {
                 let dev = self.bio(id).dev;
                 self.stats[dev as usize].bio_completions += 1;
-                let saved = self.current;
-                self.current = 0;
-                self.trace_bio(Action::Complete, id, 0, 0);
-                self.current = saved;
+                if self.tracer.active() {
+                    // Completions run in interrupt context.
+                    let saved = std::mem::replace(&mut self.current, IRQ);
+                    self.trace_bio(Action::Complete, id, 0, 0);
+                    self.current = saved;
+                }
             }
             let Some(p) = parent else { return self.root_bio_done(id, status) };
             self.bio_put(id);
