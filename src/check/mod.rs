@@ -251,13 +251,22 @@ impl Checker {
     /// exactly those sectors lives; a read piece is also noted for tiling.
     fn check_placement(&mut self, topo: &Topology, root: BioId, leaf: DevId, phys: u64, n: u64, l: u64) {
         let st = self.roots[root as usize].as_mut().expect("root");
-        let (dev, seq, op) = (st.dev, st.seq, st.op);
-        if op == Op::Read {
+        if st.op == Op::Read {
             st.reads.push((l, n));
         }
         if st.plain.is_some_and(|(disk, offset)| leaf == disk && phys == l + offset) {
             return;
         }
+        self.check_mapped_placement(topo, root, leaf, phys, n, l);
+    }
+
+    /// [`Self::check_placement`] on a stacked device: where the layout puts
+    /// those sectors. Out of line: a plain disk's pieces, most of them,
+    /// need no mapping.
+    #[inline(never)]
+    fn check_mapped_placement(&mut self, topo: &Topology, root: BioId, leaf: DevId, phys: u64, n: u64, l: u64) {
+        let st = self.roots[root as usize].as_ref().expect("root");
+        let (dev, seq, op) = (st.dev, st.seq, st.op);
         let mut runs = self.scratch.take().unwrap_or_else(|| Runs::new(true));
         runs.clear(true);
         self.mapper(Op::Read).map(dev, l, n, l, Bounds::EXACT, false, &mut runs);
