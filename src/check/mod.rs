@@ -360,7 +360,9 @@ impl Checker {
         &st.copies.runs
     }
 
-    /// Feed one leaf piece to the oracle.
+    /// Feed one leaf piece to the oracle (out of line: it is on only with
+    /// `--check integrity`).
+    #[inline(never)]
     #[allow(clippy::too_many_arguments)]
     fn oracle_piece(&mut self, topo: &Topology, root: BioId, op: Op, leaf: DevId, phys: u64, n: u64, logical: Option<u64>) {
         let mut st = self.roots[root as usize].take().expect("root");
