@@ -109,6 +109,7 @@ impl Mddev {
     /// chained to `bio`; an empty flush is then done (true), a flush with
     /// data goes on without the flag (false). (The kernel resubmits the
     /// data once the member flushes complete; here it goes on at once.)
+    #[inline(never)]
     pub(crate) fn md_flush_request(&self, core: &mut BlockCore, bio: BioId) -> bool {
         for m in &self.members {
             let flush = alloc_bio(core, bio, m.dev, Op::Write, req::PREFLUSH, 0, 0);
