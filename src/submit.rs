@@ -312,11 +312,7 @@ impl BlockCore {
                 }
                 new
             }
-            None => {
-                let copy = self.bio(id).clone();
-                self.bios.push(copy);
-                (self.bios.len() - 1) as BioId
-            }
+            None => self.bio_copy_to_new_slot(id),
         };
         let c = self.bio_mut(new);
         c.parent = None;
@@ -328,6 +324,16 @@ impl BlockCore {
         c.acct_sectors = crate::bio::NO_ACCT;
         c.status = 0;
         new
+    }
+
+    /// [`Self::bio_copy`] when the arena has no free slot: it grows (only
+    /// until the run's peak of live bios is reached).
+    #[cold]
+    #[inline(never)]
+    fn bio_copy_to_new_slot(&mut self, id: BioId) -> BioId {
+        let copy = self.bio(id).clone();
+        self.bios.push(copy);
+        (self.bios.len() - 1) as BioId
     }
 
     /// `bio_alloc_clone`: shares the bvecs, copies the iterator and flags;
