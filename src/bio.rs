@@ -272,6 +272,7 @@ impl Clone for Bio {
         Bio { dev, op, flags, iter, bvecs: bvecs.clone(), traced, remapped, parent, remaining, in_request, bi_next, owner, cookie, acct_start, acct_sectors, status }
     }
 
+    #[inline]
     fn clone_from(&mut self, src: &Bio) {
         let Bio { dev, op, flags, iter, ref bvecs, traced, remapped, parent, remaining, in_request, bi_next, owner, cookie, acct_start, acct_sectors, status } = *src;
         self.bvecs.clone_from(bvecs);

@@ -175,7 +175,10 @@ impl ServiceModel {
 /// One disk's service state.
 #[derive(Clone, Debug)]
 pub struct DiskModel {
-    pub model: ServiceModel,
+    model: ServiceModel,
+    /// Time between admissions under the IOPS cap (0: no cap), worked
+    /// out once instead of dividing per request.
+    admit_gap_ns: u64,
     nr_sectors: u64,
     /// When each command slot frees (a min-heap).
     channels: BinaryHeap<Reverse<u64>>,
@@ -207,7 +210,8 @@ fn occupy_earliest(slots: &mut BinaryHeap<Reverse<u64>>, done: u64) {
 impl DiskModel {
     pub fn new(model: ServiceModel, nr_sectors: u64) -> Self {
         let (channels, discard_channels) = (slots(model.parallelism), slots(model.discard_parallelism));
-        DiskModel { model, nr_sectors: nr_sectors.max(1), channels, discard_channels, next_admit: 0, bus_free: 0, head: 0 }
+        let admit_gap_ns = 1_000_000_000u64.checked_div(model.iops).unwrap_or(0);
+        DiskModel { model, admit_gap_ns, nr_sectors: nr_sectors.max(1), channels, discard_channels, next_admit: 0, bus_free: 0, head: 0 }
     }
 
     /// Seek and rotational delay to reach `sector` (0 when sequential).
@@ -230,8 +234,8 @@ impl DiskModel {
     pub fn service(&mut self, now: u64, op: Op, sector: u64, bytes: u32) -> u64 {
         let m = &self.model;
         let mut admit = now.max(self.next_admit);
-        if let Some(gap) = 1_000_000_000u64.checked_div(m.iops) {
-            self.next_admit = admit + gap;
+        if m.iops != 0 {
+            self.next_admit = admit + self.admit_gap_ns;
         }
         if op.is_discard() || op == Op::WriteZeroes {
             let gib = bytes as u128 * m.discard_ns_per_gib as u128 / (1u128 << 30);

@@ -237,7 +237,7 @@ impl Stack for Engine {
         let own_plug = self.core.beh.submit_bio_plug && mq::blk_start_plug(&mut self.core, task);
         let dev = self.core.bio(bio).dev;
         let status = match self.core.topo.dev(dev).driver {
-            Driver::Mq(_) => blk_mq_submit_bio(&mut self.queues, &mut self.core, bio),
+            Driver::Mq(qi) => blk_mq_submit_bio(&mut self.queues, &mut self.core, qi, bio),
             Driver::BioBased(d) => {
                 // Only one ->submit_bio runs at a time per task, so the
                 // driver can be taken out while it runs.
@@ -431,7 +431,7 @@ impl Engine {
             }
             if std::mem::take(&mut self.jobs[j].plugged) {
                 if std::mem::take(&mut self.jobs[j].plug_sleeps) {
-                    mq::blk_mq_flush_plug_list(&mut self.queues, &mut self.core, task, true);
+                    mq::blk_flush_plug(&mut self.queues, &mut self.core, task, true);
                 }
                 self.finish_plug(task);
             }
@@ -528,23 +528,25 @@ impl Engine {
         let t = w.task as usize;
         self.core.current = w.task;
         mq::blk_mq_resume_alloc(&mut self.queues, &mut self.core, qi as usize, w, tags);
-        if std::mem::take(&mut self.tasks[t].own_plug) {
+        let ts = &mut self.tasks[t];
+        let (own_plug, suspended, job, thread) = (std::mem::take(&mut ts.own_plug), ts.suspended.take(), ts.job, ts.thread);
+        ts.blocked = false;
+        if own_plug {
             mq::blk_finish_plug(&mut self.queues, &mut self.core, w.task);
         }
-        self.tasks[t].blocked = false;
-        if let Some(s) = self.tasks[t].suspended.take() {
+        if let Some(s) = suspended {
             if let Some(again) = resume_submit(self, s) {
-                self.tasks[t].suspended = Some(again);
-                self.tasks[t].blocked = true;
+                let ts = &mut self.tasks[t];
+                (ts.suspended, ts.blocked) = (Some(again), true);
                 return;
             }
         }
         if !self.crypt_pending.is_empty() && !self.submit_crypt_pending(w.task) {
             return;
         }
-        if let Some(j) = self.tasks[t].job {
+        if let Some(j) = job {
             self.run_job(j);
-        } else if let Some(d) = self.tasks[t].thread {
+        } else if let Some(d) = thread {
             self.run_thread(d, w.task);
         }
     }

@@ -13,7 +13,7 @@ use std::collections::VecDeque;
 
 use crate::bio::{req, BioId, Op, SECTOR_SHIFT};
 use crate::disk::DiskModel;
-use crate::genhd::{DevId, DiskKind, Driver};
+use crate::genhd::{DevId, DiskKind};
 use crate::limits::{QueueAttrs, QueueLimits, Zoned};
 use crate::merge::{self, blk_attempt_bio_merge, bio_mergeable, BioMerge, ElvMerge};
 use crate::plug::{Plug, RqRef};
@@ -262,18 +262,10 @@ fn trace_plug(core: &mut BlockCore, dev: DevId, action: Action, depth: u64, task
     }
 }
 
-fn queue_of(core: &BlockCore, bio: BioId) -> usize {
-    match core.topo.dev(core.bio(bio).dev).driver {
-        Driver::Mq(q) => q,
-        Driver::BioBased(_) => unreachable!("blk_mq_submit_bio on a bio-based device"),
-    }
-}
-
 // ---- submission ------------------------------------------------------------
 
-/// `blk_mq_submit_bio`.
-pub fn blk_mq_submit_bio(qs: &mut [RequestQueue], core: &mut BlockCore, bio: BioId) -> Submit {
-    let qi = queue_of(core, bio);
+/// `blk_mq_submit_bio` for a bio of request queue `qi`.
+pub fn blk_mq_submit_bio(qs: &mut [RequestQueue], core: &mut BlockCore, qi: usize, bio: BioId) -> Submit {
     let Some((bio, nsegs)) = core.bio_split_to_limits(bio) else { return Submit::Done };
     // A host-managed zoned disk ([`crate::zoned`]): the submission order
     // is noted, a merge may move a zone's write pointer, and a write no
@@ -305,7 +297,7 @@ pub(crate) fn blk_mq_new_request(qs: &mut [RequestQueue], core: &mut BlockCore, 
         // blk_mq_get_tag sleeps: io_schedule() flushes the plug first.
         let task = core.current;
         qs[qi].tag_waiters.push_back(Waiter { task, bio, nsegs });
-        blk_mq_flush_plug_list(qs, core, task, true);
+        blk_flush_plug(qs, core, task, true);
         return Submit::Blocked;
     };
     blk_mq_alloc_done(qs, core, qi, bio, nsegs, sched_tag, driver_tag);
@@ -353,10 +345,14 @@ fn blk_attempt_plug_merge(qs: &mut [RequestQueue], core: &mut BlockCore, qi: usi
     ok
 }
 
-/// `blk_bio_list_merge` over the software queue: newest to oldest, at most 8.
+/// `blk_bio_list_merge` over the software queue: newest to oldest, at most 8
+/// (`blk_mq_sched_bio_merge` skips an empty queue before taking its lock).
 #[inline(always)]
 fn blk_bio_list_merge(q: &mut RequestQueue, core: &mut BlockCore, bio: BioId, nsegs: u32) -> bool {
     let RequestQueue { ctx_list, rqs, lim, .. } = q;
+    if ctx_list.is_empty() {
+        return false;
+    }
     for &id in ctx_list.iter().rev().take(8) {
         match blk_attempt_bio_merge(core, rqs.get_mut(id), bio, nsegs, lim) {
             BioMerge::None => continue,
@@ -465,6 +461,7 @@ fn attempt_req_merge(q: &mut RequestQueue, core: &mut BlockCore, rq: u32, next: 
 
 /// The rest of `blk_mq_submit_bio` once a tag is held: 'G', the request,
 /// accounting, then the plug, the scheduler or the driver.
+#[inline(always)]
 fn blk_mq_alloc_done(qs: &mut [RequestQueue], core: &mut BlockCore, qi: usize, bio: BioId, nsegs: u32, sched_tag: bool, driver_tag: bool) {
     core.trace_bio(Action::GetRq, bio, 0, 0);
     let task = core.current;
@@ -546,6 +543,16 @@ pub fn blk_finish_plug(qs: &mut [RequestQueue], core: &mut BlockCore, task: u32)
     blk_mq_flush_plug_list(qs, core, task, false);
     if let Some(plug) = core.plugs[task as usize].take() {
         core.spare_plug_list = plug.list;
+    }
+}
+
+/// `blk_flush_plug` (inline in the kernel): a task without a plug, or
+/// with an empty one, has nothing to flush, and pays a test, not a call
+/// (a submitter sleeping for a tag comes here every time).
+#[inline]
+pub fn blk_flush_plug(qs: &mut [RequestQueue], core: &mut BlockCore, task: u32, from_schedule: bool) {
+    if core.plugs.get(task as usize).is_some_and(|p| p.as_ref().is_some_and(|p| p.rq_count > 0)) {
+        blk_mq_flush_plug_list(qs, core, task, from_schedule);
     }
 }
 
@@ -682,12 +689,23 @@ fn elv_attempt_insert_merge(q: &mut RequestQueue, core: &mut BlockCore, id: u32)
 
 // ---- dispatch and completion ---------------------------------------------
 
-/// `blk_mq_run_hw_queue`: move requests to the driver while it has tags:
-/// first `hctx->dispatch`, then the scheduler or the software queue. An
+/// `blk_mq_run_hw_queue`: a queue with nothing pending
+/// (`blk_mq_hctx_has_pending`) is not run: every completion asks, and a
+/// queue whose requests are issued directly is nearly always empty. An
 /// asynchronous run happens in a kworker.
+#[inline]
 pub fn blk_mq_run_hw_queue(qs: &mut [RequestQueue], core: &mut BlockCore, qi: usize, run_async: bool) {
+    if qs[qi].queued() == 0 {
+        return;
+    }
     let task = if run_async { KWORKER } else { core.current };
-    let q = &mut qs[qi];
+    blk_mq_sched_dispatch_requests(&mut qs[qi], core, task);
+}
+
+/// `blk_mq_sched_dispatch_requests`: move requests to the driver while it
+/// has tags: first `hctx->dispatch`, then the scheduler or the software
+/// queue.
+fn blk_mq_sched_dispatch_requests(q: &mut RequestQueue, core: &mut BlockCore, task: u32) {
     while let Some(&id) = q.dispatch_list.front() {
         if !q.get_driver_tag(id) {
             return;
@@ -715,11 +733,13 @@ pub fn blk_mq_run_hw_queue(qs: &mut [RequestQueue], core: &mut BlockCore, qi: us
 
 /// `blk_mq_start_request` from `->queue_rq`: issued ('D') and handed to
 /// the device.
+#[inline(always)]
 fn blk_mq_start_request(q: &mut RequestQueue, core: &mut BlockCore, id: u32, task: u32) {
     blk_mq_issue(q, core, id, task);
     device_submit(q, core, id);
 }
 
+#[inline(always)]
 fn blk_mq_issue(q: &mut RequestQueue, core: &mut BlockCore, id: u32, task: u32) {
     let rq = q.rqs.get(id);
     trace_rq(core, Action::Issue, rq, task);
@@ -774,6 +794,7 @@ pub fn blk_mq_complete_request(qs: &mut [RequestQueue], core: &mut BlockCore, qi
 
 /// The rest of ending a request the driver is done with: tags back, 'C',
 /// the I/O accounted, bios ended, tag waiters woken.
+#[inline(always)]
 pub(crate) fn blk_mq_end_request_done(q: &mut RequestQueue, core: &mut BlockCore, rq: Request) {
     q.put_tags(&rq);
     trace_rq(core, Action::Complete, &rq, 0);
@@ -816,7 +837,9 @@ fn end_bios_with_error(q: &mut RequestQueue, core: &mut BlockCore, first: BioId,
 }
 
 /// Hand freed tags to sleeping submitters, oldest first. Each woken task
-/// holds its tag and resumes when the engine runs it.
+/// holds its tag and resumes when the engine runs it. Inline: every
+/// request that ends asks.
+#[inline(always)]
 pub fn wake_tag_waiters(q: &mut RequestQueue, core: &mut BlockCore) {
     while let Some(&w) = q.tag_waiters.front() {
         let b = core.bio(w.bio);

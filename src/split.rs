@@ -186,6 +186,7 @@ pub fn bio_split_write_zeroes(lim: &QueueLimits, bio: &Bio, beh: &Behaviour) -> 
 }
 
 /// `__bio_split_to_limits`: dispatch by op.
+#[inline(always)]
 pub fn split_decision(lim: &QueueLimits, bio: &Bio, beh: &Behaviour) -> SplitDecision {
     match bio.op {
         Op::Read | Op::Write => {

@@ -9,7 +9,6 @@
 
 use std::collections::binary_heap::PeekMut;
 use std::collections::{BinaryHeap, VecDeque};
-use std::cmp::Reverse;
 
 use crate::bio::{bvec_iter_advance, req, Bio, BioId, Op, SECTOR_SHIFT};
 use crate::check::Checker;
@@ -66,10 +65,40 @@ pub enum SimEvent {
 }
 
 /// What the event heap holds: an event, or the head of a stream.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(Clone, Copy, Debug)]
 enum Slot {
     Event(SimEvent),
     Stream(u32),
+}
+
+/// An entry of the event heap, ordered by its key alone, earliest first
+/// (keys are unique — the sequence number is part of them — so what the
+/// slot holds never decides; comparing it cost every sift).
+#[derive(Clone, Copy, Debug)]
+struct Entry {
+    key: u128,
+    slot: Slot,
+}
+
+impl PartialEq for Entry {
+    fn eq(&self, other: &Entry) -> bool {
+        self.key == other.key
+    }
+}
+
+impl Eq for Entry {}
+
+impl PartialOrd for Entry {
+    fn partial_cmp(&self, other: &Entry) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for Entry {
+    /// Reversed: `BinaryHeap` is a max-heap.
+    fn cmp(&self, other: &Entry) -> std::cmp::Ordering {
+        other.key.cmp(&self.key)
+    }
 }
 
 /// A root bio (one a job submitted) finished.
@@ -127,11 +156,21 @@ impl BioList {
     }
 }
 
-/// `current->bio_list[0..2]`.
+/// `current->bio_list[0..2]`. `bio_list_on_stack[0]` is kept sorted the
+/// way `__submit_bio_noacct` sorts it after each bio — bios for other
+/// queues (`lower`) and bios for the queue whose `__submit_bio` runs
+/// (`same`), each in list order — as bios arrive: the lists are the ones
+/// the kernel's walk builds, without the walk. The request-based loop does
+/// not sort; its one list is `same`.
 #[derive(Clone, Copy, Default)]
 struct BioLists {
-    l0: BioList,
-    l1: BioList,
+    lower: BioList,
+    same: BioList,
+    /// `bio_list_on_stack[1]`: the bios pending from before.
+    pending: BioList,
+    /// The queue the bio-based loop is submitting to (what sorts new
+    /// bios); `None` in the request-based loop.
+    queue: Option<DevId>,
 }
 
 pub struct BlockCore {
@@ -166,7 +205,7 @@ pub struct BlockCore {
     /// (`time << 64 | class << 63 | sequence`): at equal times samples
     /// (class 1) come after everything else, so a snapshot sees all that
     /// happened by then.
-    events: BinaryHeap<Reverse<(u128, Slot)>>,
+    events: BinaryHeap<Entry>,
     /// FIFO streams of events whose times never decrease (a device's
     /// completions): only each stream's head sits in `events`.
     streams: Vec<VecDeque<(u128, SimEvent)>>,
@@ -262,6 +301,7 @@ impl BlockCore {
     /// request state cleared (`__bio_clone`). It is copied into its slot
     /// and adjusted there: building it on the stack and moving it in
     /// stalls on store forwarding, on the path every clone and split takes.
+    #[inline(always)]
     fn bio_copy(&mut self, id: BioId) -> BioId {
         let new = match self.take_free_slot() {
             Some(new) => {
@@ -275,11 +315,7 @@ impl BlockCore {
                 }
                 new
             }
-            None => {
-                let copy = self.bio(id).clone();
-                self.bios.push(copy);
-                (self.bios.len() - 1) as BioId
-            }
+            None => self.bio_copy_to_new_slot(id),
         };
         let c = self.bio_mut(new);
         c.parent = None;
@@ -293,8 +329,19 @@ impl BlockCore {
         new
     }
 
+    /// [`Self::bio_copy`] when the arena has no free slot: it grows (only
+    /// until the run's peak of live bios is reached).
+    #[cold]
+    #[inline(never)]
+    fn bio_copy_to_new_slot(&mut self, id: BioId) -> BioId {
+        let copy = self.bio(id).clone();
+        self.bios.push(copy);
+        (self.bios.len() - 1) as BioId
+    }
+
     /// `bio_alloc_clone`: shares the bvecs, copies the iterator and flags;
     /// the clone is a new object, so it gets its own 'Q' where submitted.
+    #[inline(always)]
     pub fn bio_alloc_clone(&mut self, id: BioId, dev: DevId) -> BioId {
         let clone = self.bio_copy(id);
         let c = self.bio_mut(clone);
@@ -307,6 +354,7 @@ impl BlockCore {
     /// `bio_split`: a clone covering the first `sectors`; the original is
     /// advanced and becomes the remainder. The front keeps
     /// `BIO_TRACE_COMPLETION`, so it gets no second 'Q'.
+    #[inline(always)]
     pub fn bio_split(&mut self, id: BioId, sectors: u32) -> BioId {
         let bytes = sectors << SECTOR_SHIFT;
         let b = self.bio(id);
@@ -369,6 +417,7 @@ impl BlockCore {
 
     /// `trace_block_bio_remap`: `id` now addresses its (lower) device;
     /// it came from `from_sector` on `from_dev`.
+    #[inline(always)]
     pub fn trace_bio_remap(&mut self, id: BioId, from_dev: DevId, from_sector: u64) {
         let dev = self.topo.dev(self.bio(id).dev).whole;
         self.stats[dev as usize].remaps += 1;
@@ -399,13 +448,15 @@ impl BlockCore {
             bm.remapped = true;
             self.trace_bio_remap(id, devid, old);
         }
-        if let Some(status) = self.op_unsupported(id) {
-            self.bio_io_error(id, status);
+        // From here on the disk's queue decides (looked up once).
+        let q = self.topo.queue(whole);
+        let b = self.bio(id);
+        if op_unsupported(&q.limits, b.op) {
+            self.bio_io_error(id, EOPNOTSUPP);
             return None;
         }
         // A device without a volatile cache strips PREFLUSH/FUA, and an
         // empty flush then completes at once.
-        let q = self.topo.queue(self.bio(id).dev);
         if !q.attrs.write_cache {
             let b = self.bio_mut(id);
             b.flags &= !(req::PREFLUSH | req::FUA);
@@ -417,24 +468,10 @@ impl BlockCore {
         self.submit_bio_noacct_nocheck(id, false)
     }
 
-    /// Op support checks of `submit_bio_noacct`.
-    fn op_unsupported(&self, id: BioId) -> Option<i32> {
-        let b = self.bio(id);
-        let lim = self.topo.limits(b.dev);
-        let unsupported = match b.op {
-            Op::Discard => lim.max_discard_sectors == 0,
-            Op::SecureErase => lim.max_secure_erase_sectors == 0,
-            Op::WriteZeroes => lim.max_write_zeroes_sectors == 0,
-            Op::ZoneAppend => lim.zoned == crate::limits::Zoned::None,
-            Op::Flush => true, // never valid in a bio
-            Op::Read | Op::Write => false,
-        };
-        unsupported.then_some(EOPNOTSUPP)
-    }
-
     /// `submit_bio_noacct_nocheck`: one 'Q' per bio object, then onto
     /// `current->bio_list` if a loop is running (at the head for a split
     /// remainder under head insertion).
+    #[inline(always)]
     pub fn submit_bio_noacct_nocheck(&mut self, id: BioId, split: bool) -> Option<BioId> {
         if !self.bio(id).traced {
             self.bio_mut(id).traced = true;
@@ -451,11 +488,17 @@ impl BlockCore {
             }
         }
         let head = split && self.beh.split_remainder == SplitRemainder::Head;
+        debug_assert_eq!(self.topo.dev(self.bio(id).dev).whole, self.bio(id).dev, "a bio on a list addresses a whole disk");
         let BlockCore { bio_lists, bios, current, .. } = self;
-        match &mut bio_lists[*current as usize] {
-            Some(lists) if head => lists.l0.add_head(bios, id),
-            Some(lists) => lists.l0.add(bios, id),
-            None => return Some(id),
+        let Some(lists) = &mut bio_lists[*current as usize] else { return Some(id) };
+        // The bio addresses its whole disk (remapped by submit_bio_noacct,
+        // or a remainder of a bio that was): its device is its queue.
+        let lower = lists.queue.is_some_and(|q| bios[id as usize].dev != q);
+        let list = if lower { &mut lists.lower } else { &mut lists.same };
+        if head {
+            list.add_head(bios, id);
+        } else {
+            list.add(bios, id);
         }
         None
     }
@@ -463,13 +506,14 @@ impl BlockCore {
     /// `bio_submit_split`: split off a front of `sectors`, chain it, trace
     /// 'X' and resubmit the remainder; returns the front for the caller to
     /// keep processing.
+    #[inline(always)]
     pub fn bio_submit_split(&mut self, id: BioId, sectors: u32) -> BioId {
         let front = self.bio_split(id, sectors);
         self.bio_mut(front).flags |= req::NOMERGE;
         self.bio_chain(front, id);
-        let dev = self.bio(id).dev;
+        let b = self.bio(id);
+        let (dev, rest) = (b.dev, b.iter.sector);
         self.stats[dev as usize].splits += 1;
-        let rest = self.bio(id).iter.sector;
         self.trace_bio(Action::Split, front, rest, 0);
         let looped = match self.beh.split_remainder {
             SplitRemainder::Tail => self.submit_bio_noacct(id),
@@ -482,6 +526,7 @@ impl BlockCore {
     /// `bio_split_to_limits`: split to the limits of the bio's queue.
     /// Returns the (front) bio to continue with and its segment count, or
     /// `None` if the bio was failed.
+    #[inline(always)]
     pub fn bio_split_to_limits(&mut self, id: BioId) -> Option<(BioId, u32)> {
         let b = self.bio(id);
         match split_decision(self.topo.limits(b.dev), b, &self.beh) {
@@ -495,35 +540,33 @@ impl BlockCore {
     }
 
     /// The reassembly of `current->bio_list` in `__submit_bio_noacct`
-    /// after a bio of queue `q`: L0 sorted into bios for other queues
-    /// ("lower") and for `q` ("same"), then joined with the pending L1 per
-    /// the version; returns the next bio to handle.
-    fn reassemble_bio_list(&mut self, q: DevId) -> Option<BioId> {
-        let BlockCore { bio_lists, topo, bios, beh, current, .. } = self;
+    /// after a bio: the bios it submitted for other queues ("lower") and
+    /// for its own ("same"), joined with the pending ones per the version;
+    /// returns the next bio to handle (the rest stays pending).
+    #[inline(always)]
+    fn reassemble_bio_list(&mut self) -> Option<BioId> {
+        let BlockCore { bio_lists, bios, beh, current, .. } = self;
         let lists = bio_lists[*current as usize].as_mut().expect("loop active");
-        let (mut lower, mut same) = (BioList::default(), BioList::default());
-        while let Some(b) = lists.l0.pop(bios) {
-            if topo.dev(bios[b as usize].dev).whole == q {
-                same.add(bios, b);
-            } else {
-                lower.add(bios, b);
-            }
+        if lists.lower.head.is_none() && lists.same.head.is_none() {
+            // The bio submitted nothing (a disk's bio that became a
+            // request): every order leaves the pending list as it is.
+            return lists.pending.pop(bios);
         }
-        let pending = std::mem::take(&mut lists.l1);
+        let (lower, same, pending) = (std::mem::take(&mut lists.lower), std::mem::take(&mut lists.same), std::mem::take(&mut lists.pending));
         let order = match beh.bio_list_assembly {
             BioListAssembly::LowerSamePending => [lower, same, pending],
             BioListAssembly::PendingLowerSame => [pending, lower, same],
         };
         for l in order {
-            lists.l0.merge(bios, l);
+            lists.pending.merge(bios, l);
         }
-        lists.l0.pop(bios)
+        lists.pending.pop(bios)
     }
 
-    /// `bio_list_pop(&bio_list_on_stack[0])`.
+    /// `bio_list_pop(&bio_list_on_stack[0])` in the request-based loop.
     fn bio_list_pop(&mut self) -> Option<BioId> {
         let BlockCore { bio_lists, bios, current, .. } = self;
-        bio_lists[*current as usize].as_mut()?.l0.pop(bios)
+        bio_lists[*current as usize].as_mut()?.same.pop(bios)
     }
 
     /// `current->bio_list`.
@@ -557,6 +600,7 @@ impl BlockCore {
     /// `bio_start_io_acct` for the device the bio is on: the I/O is
     /// accounted until this bio completes. 6.1 counts ios and sectors here,
     /// 6.12+ at the end.
+    #[inline(always)]
     pub fn bio_start_io_acct(&mut self, id: BioId) {
         let (now, rule, at_start) = (self.now, self.beh.io_ticks, self.beh.bio_accounting == BioAccounting::Start);
         let b = self.bio(id);
@@ -603,32 +647,37 @@ impl BlockCore {
             if b.status != 0 {
                 status = b.status as i32;
             }
-            let (traced, in_rq, parent, owner, cookie) = (b.traced, b.in_request, b.parent, b.owner, b.cookie);
+            let (traced, in_rq, parent) = (b.traced, b.in_request, b.parent);
             if let Some((start, sectors)) = b.acct() {
                 let (dev, op, flags) = (b.dev, b.op, b.flags);
                 self.bio_end_io_acct(dev, op, flags, start, sectors);
             }
-            let b = self.bio(id);
             if traced && !in_rq {
-                let dev = b.dev;
+                let dev = self.bio(id).dev;
                 self.stats[dev as usize].bio_completions += 1;
-                let saved = self.current;
-                self.current = 0;
-                self.trace_bio_complete(id, status);
-                self.current = saved;
-            }
-            if parent.is_none() {
-                self.check.root_done(&self.topo, id, status, self.errors_total);
-            }
-            self.bio_put(id);
-            match parent {
-                Some(p) => id = p,
-                None => {
-                    self.done_roots.push(RootDone { owner, cookie, status });
-                    return;
+                if self.tracer.active() {
+                    // Completions run in interrupt context.
+                    let saved = std::mem::replace(&mut self.current, IRQ);
+                    self.trace_bio_complete(id, status);
+                    self.current = saved;
                 }
             }
+            let Some(p) = parent else { return self.root_bio_done(id, status) };
+            self.bio_put(id);
+            id = p;
         }
+    }
+
+    /// A submitter's bio ended: the checks compare what its pieces did, and
+    /// its job hears of it. Out of line: the checks are large, and most
+    /// bios that end are not roots.
+    #[inline(never)]
+    fn root_bio_done(&mut self, id: BioId, status: i32) {
+        let b = self.bio(id);
+        let (owner, cookie) = (b.owner, b.cookie);
+        self.check.root_done(&self.topo, id, status, self.errors_total);
+        self.bio_put(id);
+        self.done_roots.push(RootDone { owner, cookie, status });
     }
 
     // ---- the simulated clock ---------------------------------------------
@@ -644,13 +693,14 @@ impl BlockCore {
 
     pub fn schedule(&mut self, at: u64, ev: SimEvent) {
         let key = self.event_key(at, ev);
-        self.events.push(Reverse((key, Slot::Event(ev))));
+        self.events.push(Entry { key, slot: Slot::Event(ev) });
     }
 
     /// Schedule on FIFO stream `stream` (events that usually come in time
     /// order, like one device's completions): the heap then holds one
     /// entry per stream instead of one per event. An event earlier than the
     /// stream's last goes to the heap directly, so the order is exact.
+    #[inline(always)]
     pub fn schedule_stream(&mut self, stream: usize, at: u64, ev: SimEvent) {
         let key = self.event_key(at, ev);
         if self.streams.len() <= stream {
@@ -658,18 +708,18 @@ impl BlockCore {
         }
         let s = &mut self.streams[stream];
         match s.back() {
-            Some(&(last, _)) if last > key => self.events.push(Reverse((key, Slot::Event(ev)))),
+            Some(&(last, _)) if last > key => self.events.push(Entry { key, slot: Slot::Event(ev) }),
             Some(_) => s.push_back((key, ev)),
             None => {
                 s.push_back((key, ev));
-                self.events.push(Reverse((key, Slot::Stream(stream as u32))));
+                self.events.push(Entry { key, slot: Slot::Stream(stream as u32) });
             }
         }
     }
 
     pub fn pop_event(&mut self) -> Option<SimEvent> {
         let mut top = self.events.peek_mut()?;
-        let Reverse((key, slot)) = *top;
+        let Entry { key, slot } = *top;
         let ev = match slot {
             Slot::Event(ev) => {
                 PeekMut::pop(top);
@@ -682,7 +732,7 @@ impl BlockCore {
                     // The stream's next event takes the head's place: one
                     // sift instead of a pop and a push (keys are unique, so
                     // the order is the same).
-                    Some(&(next, _)) => *top = Reverse((next, Slot::Stream(i))),
+                    Some(&(next, _)) => top.key = next,
                     None => drop(PeekMut::pop(top)),
                 }
                 ev
@@ -718,6 +768,19 @@ impl BlockCore {
     }
 }
 
+/// The op checks of `submit_bio_noacct`: ops the queue does not take
+/// (and flushes, never valid in a bio) fail with `-EOPNOTSUPP`.
+fn op_unsupported(lim: &crate::limits::QueueLimits, op: Op) -> bool {
+    match op {
+        Op::Discard => lim.max_discard_sectors == 0,
+        Op::SecureErase => lim.max_secure_erase_sectors == 0,
+        Op::WriteZeroes => lim.max_write_zeroes_sectors == 0,
+        Op::ZoneAppend => lim.zoned == crate::limits::Zoned::None,
+        Op::Flush => true,
+        Op::Read | Op::Write => false,
+    }
+}
+
 /// What the submission loops need from the stack: the core, and a way to
 /// run `__submit_bio` for a bio (driver `->submit_bio` or `blk_mq_submit_bio`).
 pub trait Stack {
@@ -734,12 +797,10 @@ enum LoopKind {
 }
 
 /// A submission loop whose task went to sleep (for a tag) inside
-/// `__submit_bio`: which loop, and the queue of the bio in progress (the
-/// loop sorts by it once that bio is done). The task's `current->bio_list`
-/// waits in [`BlockCore`].
+/// `__submit_bio`: which loop. The task's `current->bio_list` waits in
+/// [`BlockCore`].
 pub struct Suspended {
     kind: LoopKind,
-    queue: DevId,
 }
 
 /// `submit_bio_noacct` from outside any loop (a task submitting a bio, a
@@ -753,9 +814,17 @@ pub fn submit_bio_from_thread<S: Stack>(stack: &mut S, id: BioId) -> Option<Susp
     let driver = core.topo.dev(core.bio(id).dev).driver;
     *core.bio_list() = Some(BioLists::default());
     match driver {
-        Driver::BioBased(_) => bio_based_loop(stack, Step::Submit(id)),
+        Driver::BioBased(_) => start_bio_based_loop(stack, id),
         Driver::Mq(_) => mq_loop(stack, Some(id)),
     }
+}
+
+/// [`bio_based_loop`] from its first bio: a call (once per submitted bio),
+/// where a resumed loop (at every tag a sleeping submitter gets back) has
+/// the loop inline.
+#[inline(never)]
+fn start_bio_based_loop<S: Stack>(stack: &mut S, id: BioId) -> Option<Suspended> {
+    bio_based_loop(stack, Step::Submit(id))
 }
 
 /// Continue a loop once the sleeping task finished its `__submit_bio`.
@@ -766,13 +835,13 @@ pub fn resume_submit<S: Stack>(stack: &mut S, s: Suspended) -> Option<Suspended>
             let next = core.bio_list_pop();
             mq_loop(stack, next)
         }
-        LoopKind::BioBased => bio_based_loop(stack, Step::Finish(s.queue)),
+        LoopKind::BioBased => bio_based_loop(stack, Step::Finish),
     }
 }
 
-fn suspend(core: &mut BlockCore, kind: LoopKind, queue: DevId) -> Option<Suspended> {
+fn suspend(core: &mut BlockCore, kind: LoopKind) -> Option<Suspended> {
     debug_assert!(core.bio_list().is_some(), "loop active");
-    Some(Suspended { kind, queue })
+    Some(Suspended { kind })
 }
 
 /// `__submit_bio_noacct_mq`: bios the disk resubmits (split remainders) are
@@ -780,7 +849,7 @@ fn suspend(core: &mut BlockCore, kind: LoopKind, queue: DevId) -> Option<Suspend
 fn mq_loop<S: Stack>(stack: &mut S, mut next: Option<BioId>) -> Option<Suspended> {
     while let Some(id) = next {
         if stack.__submit_bio(id) == Submit::Blocked {
-            return suspend(stack.core(), LoopKind::Mq, 0);
+            return suspend(stack.core(), LoopKind::Mq);
         }
         next = stack.core().bio_list_pop();
     }
@@ -790,30 +859,27 @@ fn mq_loop<S: Stack>(stack: &mut S, mut next: Option<BioId>) -> Option<Suspended
 
 enum Step {
     Submit(BioId),
-    /// The `__submit_bio` of a bio of this queue just finished.
-    Finish(DevId),
+    /// The `__submit_bio` of the bio in progress just finished.
+    Finish,
 }
 
 /// `__submit_bio_noacct`: after each bio, what it submitted is sorted into
 /// bios for other queues ("lower") and for its own queue ("same"), and
 /// handled before the bios pending from earlier.
+#[inline(always)]
 fn bio_based_loop<S: Stack>(stack: &mut S, mut step: Step) -> Option<Suspended> {
     loop {
-        let q = match step {
-            Step::Submit(id) => {
-                let core = stack.core();
-                let q = core.topo.dev(core.bio(id).dev).whole;
-                let lists = core.bio_list().as_mut().expect("loop active");
-                // L1 is empty after each reassembly: L0 waits there.
-                lists.l1 = std::mem::take(&mut lists.l0);
-                if stack.__submit_bio(id) == Submit::Blocked {
-                    return suspend(stack.core(), LoopKind::BioBased, q);
-                }
-                q
+        if let Step::Submit(id) = step {
+            let core = stack.core();
+            // What this bio submits is sorted by its queue: its device, a
+            // whole disk once it is on a list.
+            let q = core.bio(id).dev;
+            core.bio_list().as_mut().expect("loop active").queue = Some(q);
+            if stack.__submit_bio(id) == Submit::Blocked {
+                return suspend(stack.core(), LoopKind::BioBased);
             }
-            Step::Finish(q) => q,
-        };
-        let next = stack.core().reassemble_bio_list(q);
+        }
+        let next = stack.core().reassemble_bio_list();
         match next {
             Some(id) => step = Step::Submit(id),
             None => break,

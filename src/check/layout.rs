@@ -14,13 +14,16 @@ use crate::bio::Op;
 use crate::dm::DmTarget;
 use crate::genhd::{DevId, Driver, Topology};
 use crate::md::personality::{MdMember, Personality};
+use crate::md::raid10::R10Conf;
 use crate::md::raid5::{R5Conf, STRIPE_SECTORS};
 
 /// How a device maps its sectors onto the devices below.
 #[derive(Clone, Debug)]
 pub enum Layout {
-    /// A request-based whole disk: the end of the stack.
-    Disk,
+    /// A request-based whole disk: the end of the stack. Whether its queue
+    /// takes discards and secure erases (md and dm send it none of those
+    /// otherwise), read from its limits once.
+    Disk { discard: bool, secure_erase: bool },
     /// A partition: its disk, from `start`.
     Partition { whole: DevId, start: u64 },
     /// An md array: personality and members.
@@ -83,8 +86,9 @@ pub struct Run {
 pub struct Runs {
     pub runs: Vec<Run>,
     logical: bool,
-    /// Index of the last run per leaf (a few leaves: a linear scan).
-    last: Vec<(DevId, usize)>,
+    /// Index of the last run per leaf, by device id (a mapping pushes a
+    /// run per chunk copy: finding the leaf's last run is one index).
+    last: Vec<Option<usize>>,
 }
 
 impl Runs {
@@ -100,8 +104,11 @@ impl Runs {
     }
 
     fn push(&mut self, r: Run) {
-        let slot = self.last.iter().position(|&(l, _)| l == r.leaf);
-        if let Some(i) = slot.map(|s| self.last[s].1) {
+        let leaf = r.leaf as usize;
+        if self.last.len() <= leaf {
+            self.last.resize(leaf + 1, None);
+        }
+        if let Some(i) = self.last[leaf] {
             let p = &mut self.runs[i];
             let joins = p.phys + p.len == r.phys && p.read == r.read && p.bounds == r.bounds && (!self.logical || p.logical + p.len == r.logical);
             if joins {
@@ -109,31 +116,42 @@ impl Runs {
                 return;
             }
         }
+        self.last[leaf] = Some(self.runs.len());
         self.runs.push(r);
-        let i = self.runs.len() - 1;
-        match slot {
-            Some(s) => self.last[s].1 = i,
-            None => self.last.push((r.leaf, i)),
-        }
     }
 }
 
 /// Maps ranges through the layouts of a topology for one op.
 pub struct Mapper<'a> {
     pub layouts: &'a [Layout],
-    pub topo: &'a Topology,
     pub op: Op,
 }
 
 impl Mapper<'_> {
     /// Where [start, start+len) of `dev` (top sector `logical`) must go.
+    /// Inline: a disk, where every mapping ends, costs its caller's loop
+    /// (md's chunk by chunk) no call.
+    #[inline]
     #[allow(clippy::too_many_arguments)]
     pub fn map(&self, dev: DevId, start: u64, len: u64, logical: u64, bounds: Bounds, read: bool, out: &mut Runs) {
         if len == 0 {
             return;
         }
         match &self.layouts[dev as usize] {
-            Layout::Disk => self.leaf(dev, start, len, logical, bounds, read, out),
+            &Layout::Disk { discard, secure_erase } => {
+                if read || self.takes_op(discard, secure_erase) {
+                    out.push(Run { leaf: dev, phys: start, len, logical, read, bounds });
+                }
+            }
+            layout => self.map_stacked(layout, start, len, logical, bounds, read, out),
+        }
+    }
+
+    /// [`Self::map`] on a device that is not a disk.
+    #[allow(clippy::too_many_arguments)]
+    fn map_stacked(&self, layout: &Layout, start: u64, len: u64, logical: u64, bounds: Bounds, read: bool, out: &mut Runs) {
+        match layout {
+            Layout::Disk { .. } => unreachable!("disks are mapped inline"),
             Layout::Partition { whole, start: s } => self.map(*whole, start + s, len, logical, bounds, read, out),
             Layout::Md { pers, members } => self.map_md(pers, members, start, len, logical, bounds, read, out),
             Layout::Dm { targets, devs } => self.map_dm(targets, devs, start, len, logical, bounds, read, out),
@@ -141,22 +159,22 @@ impl Mapper<'_> {
         }
     }
 
-    /// A leaf run; a discard-like op drops runs on disks without it (md
-    /// and dm send them nothing).
-    #[allow(clippy::too_many_arguments)]
-    fn leaf(&self, dev: DevId, start: u64, len: u64, logical: u64, bounds: Bounds, read: bool, out: &mut Runs) {
-        if self.leaf_takes_op(dev) || read {
-            out.push(Run { leaf: dev, phys: start, len, logical, read, bounds });
+    /// Does a disk that takes discards and secure erases as said take the
+    /// op? A discard-like op drops runs on disks without it (md and dm send
+    /// them nothing).
+    fn takes_op(&self, discard: bool, secure_erase: bool) -> bool {
+        match self.op {
+            Op::Discard => discard,
+            Op::SecureErase => secure_erase,
+            _ => true,
         }
     }
 
-    /// Does leaf disk `dev` take the op (discard-like ops need support)?
+    /// Does leaf disk `dev` take the op?
     pub fn leaf_takes_op(&self, dev: DevId) -> bool {
-        let lim = self.topo.limits(dev);
-        match self.op {
-            Op::Discard => lim.max_discard_sectors != 0,
-            Op::SecureErase => lim.max_secure_erase_sectors != 0,
-            _ => true,
+        match self.layouts[dev as usize] {
+            Layout::Disk { discard, secure_erase } => self.takes_op(discard, secure_erase),
+            _ => unreachable!("a leaf is a disk"),
         }
     }
 
@@ -177,18 +195,20 @@ impl Mapper<'_> {
                     self.map(members[m.disk as usize].dev, m.sector, n, logical + (s - start), bounds, read, out);
                 }
             }
-            Personality::Raid10(conf) => {
-                let mut copies = Vec::new();
-                for (s, n) in pieces(start, end, conf.geo.chunk_sectors as u64) {
-                    copies.clear();
-                    conf.geo.raid10_find_phys(s, &mut copies);
-                    for c in &copies {
-                        let at = c.addr + conf.data_offset[c.devnum as usize];
-                        self.map(members[c.devnum as usize].dev, at, n, logical + (s - start), bounds, read, out);
-                    }
-                }
-            }
+            Personality::Raid10(conf) => self.map_raid10(conf, members, start, len, logical, bounds, read, out),
             Personality::Raid456 { conf, .. } => self.map_raid5(conf, members, start, len, logical, bounds, read, out),
+        }
+    }
+
+    /// raid10: every copy of each chunk (`raid10_find_phys`).
+    #[inline(never)]
+    #[allow(clippy::too_many_arguments)]
+    fn map_raid10(&self, conf: &R10Conf, members: &[MdMember], start: u64, len: u64, logical: u64, bounds: Bounds, read: bool, out: &mut Runs) {
+        for (s, n) in pieces(start, start + len, conf.geo.chunk_sectors as u64) {
+            conf.geo.raid10_find_phys(s, |c| {
+                let at = c.addr + conf.data_offset[c.devnum as usize];
+                self.map(members[c.devnum as usize].dev, at, n, logical + (s - start), bounds, read, out);
+            });
         }
     }
 
@@ -271,7 +291,7 @@ fn pieces(start: u64, end: u64, chunk: u64) -> impl Iterator<Item = (u64, u64)> 
         if s >= end {
             return None;
         }
-        let n = (chunk - s % chunk).min(end - s);
+        let n = (chunk - crate::split::rem_sectors(s, chunk)).min(end - s);
         let p = (s, n);
         s += n;
         Some(p)
@@ -283,8 +303,8 @@ fn pieces(start: u64, end: u64, chunk: u64) -> impl Iterator<Item = (u64, u64)> 
 /// checks of its roots need no mapping.
 pub fn plain_disk(layouts: &[Layout], dev: DevId) -> Option<(DevId, u64)> {
     match &layouts[dev as usize] {
-        Layout::Disk => Some((dev, 0)),
-        Layout::Partition { whole, start } => matches!(layouts[*whole as usize], Layout::Disk).then_some((*whole, *start)),
+        Layout::Disk { .. } => Some((dev, 0)),
+        Layout::Partition { whole, start } => matches!(layouts[*whole as usize], Layout::Disk { .. }).then_some((*whole, *start)),
         _ => None,
     }
 }
@@ -295,7 +315,10 @@ pub fn default_layout(topo: &Topology, dev: DevId) -> Layout {
     let d = topo.dev(dev);
     match d.driver {
         _ if d.whole != dev => Layout::Partition { whole: d.whole, start: d.start_sect },
-        Driver::Mq(_) => Layout::Disk,
+        Driver::Mq(_) => {
+            let lim = topo.limits(dev);
+            Layout::Disk { discard: lim.max_discard_sectors != 0, secure_erase: lim.max_secure_erase_sectors != 0 }
+        }
         Driver::BioBased(_) => Layout::Unknown,
     }
 }

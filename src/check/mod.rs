@@ -166,8 +166,8 @@ impl Checker {
         Some(s)
     }
 
-    fn mapper<'a>(&'a self, topo: &'a Topology, op: Op) -> Mapper<'a> {
-        Mapper { layouts: &self.layouts, topo, op }
+    fn mapper(&self, op: Op) -> Mapper<'_> {
+        Mapper { layouts: &self.layouts, op }
     }
 
     // ---- hooks ---------------------------------------------------------
@@ -215,36 +215,61 @@ impl Checker {
         let allowed = bio.op == st.op || (bio.op == Op::Read && st.op == Op::Write);
         let attributed = bio.op.has_data() && bio.bvecs.same_pages(&st.bvecs);
         let logical = attributed.then(|| st.start + ((data_offset(&bio.bvecs, &bio.iter) - st.base) >> SECTOR_SHIFT));
-        let (seq, dev, op) = (st.seq, st.dev, st.op);
+        let root_op = st.op;
         if !allowed {
-            let name = &topo.dev(leaf).name;
-            self.violation(format!("{} #{seq} of {}: a {} reached {name} sectors [{phys}, {})", op.name(), topo.dev(dev).name, bio.op.name(), phys + n));
-            return;
+            return self.wrong_op(topo, root, bio);
         }
         if let Some(l) = logical {
             self.check_placement(topo, root, leaf, phys, n, l);
-        } else if bio.op == Op::Read && op == Op::Read {
-            self.violation(format!("read #{seq} of {}: {} sectors [{phys}, {}) were read into pages that are not the submitter's", topo.dev(dev).name, topo.dev(leaf).name, phys + n));
+        } else if bio.op == Op::Read && root_op == Op::Read {
+            self.foreign_read(topo, root, bio);
         }
         if self.oracle.is_some() {
             self.oracle_piece(topo, root, bio.op, leaf, phys, n, logical);
         }
     }
 
+    /// A leaf piece of an op its root cannot cause. (Violations are cold:
+    /// their formatting stays out of the path every leaf bio takes.)
+    #[cold]
+    fn wrong_op(&mut self, topo: &Topology, root: BioId, bio: &Bio) {
+        let st = self.roots[root as usize].as_ref().expect("root");
+        let (seq, dev, op, phys, end) = (st.seq, st.dev, st.op, bio.iter.sector, bio.end_sector());
+        let name = &topo.dev(bio.dev).name;
+        self.violation(format!("{} #{seq} of {}: a {} reached {name} sectors [{phys}, {end})", op.name(), topo.dev(dev).name, bio.op.name()));
+    }
+
+    /// A read piece that does not carry the submitter's pages.
+    #[cold]
+    fn foreign_read(&mut self, topo: &Topology, root: BioId, bio: &Bio) {
+        let st = self.roots[root as usize].as_ref().expect("root");
+        let (seq, dev, phys, end) = (st.seq, st.dev, bio.iter.sector, bio.end_sector());
+        self.violation(format!("read #{seq} of {}: {} sectors [{phys}, {end}) were read into pages that are not the submitter's", topo.dev(dev).name, topo.dev(bio.dev).name));
+    }
+
     /// A piece carrying top sectors [l, l+n) must sit where a copy of
     /// exactly those sectors lives; a read piece is also noted for tiling.
     fn check_placement(&mut self, topo: &Topology, root: BioId, leaf: DevId, phys: u64, n: u64, l: u64) {
         let st = self.roots[root as usize].as_mut().expect("root");
-        let (dev, seq, op) = (st.dev, st.seq, st.op);
-        if op == Op::Read {
+        if st.op == Op::Read {
             st.reads.push((l, n));
         }
         if st.plain.is_some_and(|(disk, offset)| leaf == disk && phys == l + offset) {
             return;
         }
+        self.check_mapped_placement(topo, root, leaf, phys, n, l);
+    }
+
+    /// [`Self::check_placement`] on a stacked device: where the layout puts
+    /// those sectors. Out of line: a plain disk's pieces, most of them,
+    /// need no mapping.
+    #[inline(never)]
+    fn check_mapped_placement(&mut self, topo: &Topology, root: BioId, leaf: DevId, phys: u64, n: u64, l: u64) {
+        let st = self.roots[root as usize].as_ref().expect("root");
+        let (dev, seq, op) = (st.dev, st.seq, st.op);
         let mut runs = self.scratch.take().unwrap_or_else(|| Runs::new(true));
         runs.clear(true);
-        self.mapper(topo, Op::Read).map(dev, l, n, l, Bounds::EXACT, false, &mut runs);
+        self.mapper(Op::Read).map(dev, l, n, l, Bounds::EXACT, false, &mut runs);
         let ok = runs.runs.iter().any(|r| r.leaf == leaf && r.phys <= phys && phys + n <= r.phys + r.len && r.logical + (phys - r.phys) == l);
         if !ok {
             let homes: Vec<String> = runs.runs.iter().take(4).map(|r| format!("{} [{}, {})", topo.dev(r.leaf).name, r.phys, r.phys + r.len)).collect();
@@ -283,7 +308,7 @@ impl Checker {
         }
         if self.oracle.is_some() && writes_data(st.op) && st.sectors > 0 {
             let version = st.version;
-            let copies = self.copies(topo, st);
+            let copies = self.copies(st);
             let mut out = Vec::new();
             self.oracle.as_mut().expect("on").complete(topo, version, copies, &mut out);
             out.into_iter().for_each(|m| self.violation(m));
@@ -301,11 +326,11 @@ impl Checker {
         // compare() passes at once when that range is all that was issued.
         if let Some((disk, offset)) = st.plain {
             let (s, e) = (st.start + offset, st.start + offset + st.sectors);
-            if st.issued.ranges() == [(disk, st.op, s, e)] && self.mapper(topo, st.op).leaf_takes_op(disk) {
+            if st.issued.ranges() == [(disk, st.op, s, e)] && self.mapper(st.op).leaf_takes_op(disk) {
                 return;
             }
         }
-        self.expected(topo, st);
+        self.expected(st);
         let mut bad: Vec<Miscount> = Vec::new();
         conservation::compare(&st.issued, &st.expected.runs, st.op, &mut bad);
         for m in bad.iter().take(4) {
@@ -316,26 +341,28 @@ impl Checker {
     }
 
     /// The root's reference runs for its own op.
-    fn expected<'s>(&self, topo: &Topology, st: &'s mut RootState) -> &'s [Run] {
+    fn expected<'s>(&self, st: &'s mut RootState) -> &'s [Run] {
         if !st.has_expected {
             st.expected.clear(false);
-            self.mapper(topo, st.op).map(st.dev, st.start, st.sectors, st.start, Bounds::EXACT, false, &mut st.expected);
+            self.mapper(st.op).map(st.dev, st.start, st.sectors, st.start, Bounds::EXACT, false, &mut st.expected);
             st.has_expected = true;
         }
         &st.expected.runs
     }
 
     /// Where the root's sectors live, with the top sector of each run.
-    fn copies<'s>(&self, topo: &Topology, st: &'s mut RootState) -> &'s [Run] {
+    fn copies<'s>(&self, st: &'s mut RootState) -> &'s [Run] {
         if !st.has_copies {
             st.copies.clear(true);
-            self.mapper(topo, Op::Read).map(st.dev, st.start, st.sectors, st.start, Bounds::EXACT, false, &mut st.copies);
+            self.mapper(Op::Read).map(st.dev, st.start, st.sectors, st.start, Bounds::EXACT, false, &mut st.copies);
             st.has_copies = true;
         }
         &st.copies.runs
     }
 
-    /// Feed one leaf piece to the oracle.
+    /// Feed one leaf piece to the oracle (out of line: it is on only with
+    /// `--check integrity`).
+    #[inline(never)]
     #[allow(clippy::too_many_arguments)]
     fn oracle_piece(&mut self, topo: &Topology, root: BioId, op: Op, leaf: DevId, phys: u64, n: u64, logical: Option<u64>) {
         let mut st = self.roots[root as usize].take().expect("root");
@@ -348,12 +375,12 @@ impl Checker {
             }
             Op::Write | Op::ZoneAppend => {
                 let version = st.version;
-                let copies = self.copies(topo, &mut st);
+                let copies = self.copies(&mut st);
                 self.oracle.as_mut().expect("on").write_piece(leaf, phys, n, version, copies);
             }
             _ => {
                 let version = st.version;
-                let allowed = self.expected(topo, &mut st);
+                let allowed = self.expected(&mut st);
                 self.oracle.as_mut().expect("on").erase_piece(topo, leaf, phys, n, version, allowed, &mut out);
             }
         }

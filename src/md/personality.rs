@@ -109,6 +109,7 @@ impl Mddev {
     /// chained to `bio`; an empty flush is then done (true), a flush with
     /// data goes on without the flag (false). (The kernel resubmits the
     /// data once the member flushes complete; here it goes on at once.)
+    #[inline(never)]
     pub(crate) fn md_flush_request(&self, core: &mut BlockCore, bio: BioId) -> bool {
         for m in &self.members {
             let flush = alloc_bio(core, bio, m.dev, Op::Write, req::PREFLUSH, 0, 0);
@@ -190,6 +191,7 @@ impl BioDriver for Mddev {
 /// `md_account_bio` (6.12+; `bio_start_io_acct` on r1/r10 bios in 6.1):
 /// the bio is accounted until it completes, when the personality is where
 /// md accounts (5.14+).
+#[inline(always)]
 pub(crate) fn md_account_bio(core: &mut BlockCore, bio: BioId) {
     if core.beh.md_accounting == MdAccounting::Personality && core.bio(bio).acct().is_none() {
         core.bio_start_io_acct(bio);
@@ -237,6 +239,7 @@ pub(crate) fn md_remap(core: &mut BlockCore, bio: BioId, member: DevId, sector: 
 }
 
 /// Chain an already remapped `clone` to `parent`, trace and submit it.
+#[inline(always)]
 pub(crate) fn submit_remapped(core: &mut BlockCore, parent: BioId, clone: BioId, from_sector: u64) -> BioId {
     core.bio_chain(clone, parent);
     let md = core.bio(parent).dev;

@@ -21,6 +21,7 @@ impl Mddev {
     /// md's `max_hw_sectors` is the chunk, a bio crosses at most one chunk
     /// end. Before 6.5 the front is mapped and the remainder goes back to
     /// md; from 319ff40a5427 both are mapped here, the remainder first.
+    #[inline(never)]
     pub(crate) fn raid0_make_request(&mut self, core: &mut BlockCore, bio: BioId) {
         if core.bio(bio).flags & req::PREFLUSH != 0 && self.md_flush_request(core, bio) {
             return;

@@ -117,10 +117,13 @@ impl R10Geo {
     }
 
     /// `__raid10_find_phys`: every copy of array `sector`, in slot order
-    /// (near copy 0 and its far copies, then near copy 1 ...), appended to
-    /// `out`. `addr` is the member sector before the data offset, as in
-    /// `r10bio->devs[slot].addr`.
-    pub fn raid10_find_phys(&self, sector: u64, out: &mut Vec<R10Copy>) {
+    /// (near copy 0 and its far copies, then near copy 1 ...), handed to
+    /// `copy` (the driver fills `r10bio->devs[]`, the checks' reference
+    /// mapping maps each at once). `addr` is the member sector before the
+    /// data offset, as in `r10bio->devs[slot].addr`. Inline: both call it
+    /// per chunk.
+    #[inline(always)]
+    pub fn raid10_find_phys(&self, sector: u64, mut copy: impl FnMut(R10Copy)) {
         // The chunk is a power of two: `chunk_shift` and `chunk_mask`.
         let chunk = self.chunk_sectors as u64;
         let shift = self.chunk_sectors.trailing_zeros();
@@ -134,11 +137,11 @@ impl R10Geo {
         let mut base = (sector & (chunk - 1)) + (row << shift);
         for _ in 0..self.near_copies {
             let (mut d, mut addr) = (dev, base);
-            out.push(R10Copy { devnum: d, addr });
+            copy(R10Copy { devnum: d, addr });
             for _ in 1..self.far_copies {
                 d = self.next_far_disk(d);
                 addr += self.stride;
-                out.push(R10Copy { devnum: d, addr });
+                copy(R10Copy { devnum: d, addr });
             }
             dev += 1;
             if dev == self.raid_disks {
@@ -236,7 +239,8 @@ impl R10Conf {
     /// mirror and any range is contiguous). Returns the front's size.
     pub fn raid10_make_request_split(&self, sector: u64, sectors: u32) -> Option<u32> {
         let chunk = self.geo.chunk_sectors;
-        let in_chunk = (sector % chunk as u64) as u32;
+        // `sector & chunk_mask`: the chunk is a power of two.
+        let in_chunk = (sector & (chunk as u64 - 1)) as u32;
         let crosses = in_chunk as u64 + sectors as u64 > chunk as u64;
         (crosses && self.geo.near_copies < self.geo.raid_disks).then_some(chunk - in_chunk)
     }
@@ -335,7 +339,7 @@ mod tests {
         let mut out = Vec::new();
         for k in 0..c.raid10_size() / chunk {
             out.clear();
-            c.geo.raid10_find_phys(k * chunk, &mut out);
+            c.geo.raid10_find_phys(k * chunk, |cp| out.push(cp));
             for cp in &out {
                 let r = (cp.addr / chunk) as usize;
                 if r < rows {
@@ -459,7 +463,7 @@ mod tests {
             let mut out = Vec::new();
             for k in 0..c.raid10_size() / 8 {
                 out.clear();
-                c.geo.raid10_find_phys(k * 8, &mut out);
+                c.geo.raid10_find_phys(k * 8, |cp| out.push(cp));
                 let mut devs: Vec<u32> = out.iter().map(|x| x.devnum).collect();
                 devs.sort();
                 devs.dedup();
@@ -472,18 +476,18 @@ mod tests {
     fn find_phys_slot_order_and_far_sets() {
         let mut out = Vec::new();
         // Spec §4.2: n2 on 3 members, chunk 1024, chunk 1 → member 2 at 0, then member 0 one chunk down.
-        conf(N2, 3, 1024, 1 << 20).geo.raid10_find_phys(1024 + 5, &mut out);
+        conf(N2, 3, 1024, 1 << 20).geo.raid10_find_phys(1024 + 5, |cp| out.push(cp));
         assert_eq!(out, vec![R10Copy { devnum: 2, addr: 5 }, R10Copy { devnum: 0, addr: 1029 }]);
         // Far sets of fc·nc = 2 on 5 members: sets {0,1}, {2,3,4} (the last set takes the odd member:
         // last_set_start (5/2−1)·2 = 2, size 2 + 5 mod 2 = 3). Chunk 4 is on member 4 (row 0);
         // its far copy: 4 + 1 = 5 > 2 → (5 − 2) mod 3 + 2 = 2, one stride down.
         let c = conf(F2 | 2 << 17, 5, 8, 64 * 8);
         out.clear();
-        c.geo.raid10_find_phys(4 * 8, &mut out);
+        c.geo.raid10_find_phys(4 * 8, |cp| out.push(cp));
         assert_eq!(out, vec![R10Copy { devnum: 4, addr: 0 }, R10Copy { devnum: 2, addr: c.geo.stride }]);
         // Chunk 1 (member 1, set 0): 1 + 1 = 2, not past the last set's start → 2 mod 2 + 0 = 0.
         out.clear();
-        c.geo.raid10_find_phys(8, &mut out);
+        c.geo.raid10_find_phys(8, |cp| out.push(cp));
         assert_eq!(out[1].devnum, 0);
     }
 
@@ -532,7 +536,7 @@ mod tests {
         // The 8-sector head is write-path: chunk 8191 (1016 in) → 8191·2 = 16382 → row 4095, members 2 and 3,
         // at 4095·1024 + 1016 = 4194296: two member discards of 8.
         let mut copies = Vec::new();
-        c.geo.raid10_find_phys(8_388_600, &mut copies);
+        c.geo.raid10_find_phys(8_388_600, |cp| copies.push(cp));
         assert_eq!(copies, vec![R10Copy { devnum: 2, addr: 4_194_296 }, R10Copy { devnum: 3, addr: 4_194_296 }]);
     }
 
@@ -593,7 +597,7 @@ mod tests {
         let mut set = std::collections::BTreeSet::new();
         for s in range.start..range.end() {
             out.clear();
-            c.geo.raid10_find_phys(s, &mut out);
+            c.geo.raid10_find_phys(s, |cp| out.push(cp));
             set.extend(out.iter().map(|cp| (cp.devnum, cp.addr)));
         }
         set

@@ -20,11 +20,11 @@ impl Mddev {
 
     /// Every copy of array `sector` into `self.copies`, in
     /// `raid10_find_phys` slot order (`r10_bio->devs[]`).
+    #[inline(always)]
     fn raid10_copies(&mut self, sector: u64) {
-        let mut copies = std::mem::take(&mut self.copies);
-        copies.clear();
-        self.r10conf().geo.raid10_find_phys(sector, &mut copies);
-        self.copies = copies;
+        let Personality::Raid10(conf) = &self.pers else { unreachable!("raid10 path on another personality") };
+        self.copies.clear();
+        conf.geo.raid10_find_phys(sector, |c| self.copies.push(c));
     }
 
     /// A copy's member sector: `addr` + the member's data offset.
@@ -72,6 +72,7 @@ impl Mddev {
     /// not handle, and every discard ≤5.12, takes the write path); then a
     /// cut at the chunk end (unless every member is a near copy), and the
     /// read or write path.
+    #[inline(never)]
     pub(crate) fn raid10_make_request(&mut self, core: &mut BlockCore, bio: BioId) {
         if core.bio(bio).flags & req::PREFLUSH != 0 && self.md_flush_request(core, bio) {
             return;
@@ -138,6 +139,7 @@ impl Mddev {
     /// unaligned head is split off and resubmitted, then the unaligned tail
     /// (both with `submit_bio_noacct`, in every version), and each member
     /// gets one discard per far-copy region of the stripe-aligned middle.
+    #[inline(never)]
     fn raid10_handle_discard(&self, core: &mut BlockCore, bio: BioId, version: Raid10DiscardVersion) -> bool {
         let (start, sectors) = (core.bio(bio).iter.sector, core.bio(bio).sectors() as u64);
         let mut ranges = Vec::new();

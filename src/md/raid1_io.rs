@@ -34,6 +34,7 @@ pub fn raid1_limits(members: &[StackMember], beh: &StackingBehaviour) -> Result<
 
 impl Mddev {
     /// `raid1_make_request`.
+    #[inline(never)]
     pub(crate) fn raid1_make_request(&mut self, core: &mut BlockCore, bio: BioId) {
         if core.bio(bio).flags & req::PREFLUSH != 0 && self.md_flush_request(core, bio) {
             return;

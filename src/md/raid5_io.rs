@@ -71,6 +71,7 @@ impl Mddev {
     }
 
     /// `raid5_make_request`.
+    #[inline(never)]
     pub(crate) fn raid5_make_request(&mut self, core: &mut BlockCore, bio: BioId) {
         if core.bio(bio).flags & req::PREFLUSH != 0 && self.md_flush_request(core, bio) {
             return;
