@@ -312,6 +312,15 @@ impl Bio {
         }
     }
 
+    /// For unit tests: a write of `flags` at sector 0 of device 0 over
+    /// `(phys, len)` pieces, already traced at 'Q'.
+    #[cfg(test)]
+    pub fn test_write(flags: u32, pieces: &[(u64, u32)]) -> Bio {
+        let size = pieces.iter().map(|p| p.1).sum();
+        let bvecs: Vec<Bvec> = pieces.iter().map(|&(phys, len)| Bvec { phys, len }).collect();
+        Bio { traced: true, ..Bio::new(0, Op::Write, flags, 0, size, BioVecs::new(&bvecs)) }
+    }
+
     /// Bio-based accounting in progress: (start time, sectors).
     pub fn acct(&self) -> Option<(u64, u32)> {
         (self.acct_sectors != NO_ACCT).then_some((self.acct_start, self.acct_sectors))

@@ -193,9 +193,7 @@ mod tests {
     use super::*;
 
     fn bio(bvecs: &[(u64, u32)]) -> Bio {
-        let size = bvecs.iter().map(|b| b.1).sum();
-        let bvecs: Vec<Bvec> = bvecs.iter().map(|&(phys, len)| Bvec { phys, len }).collect();
-        Bio { traced: true, ..Bio::new(0, Op::Write, req::CRYPT_CTX, 0, size, BioVecs::new(&bvecs)) }
+        Bio::test_write(req::CRYPT_CTX, bvecs)
     }
 
     #[test]

@@ -293,12 +293,9 @@ pub fn attempt_merge(core: &mut BlockCore, rq: &mut Request, next: &mut Request,
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::bio::BioVecs;
 
     fn bio(bvecs: &[(u64, u32)]) -> Bio {
-        let size = bvecs.iter().map(|b| b.1).sum();
-        let bvecs: Vec<Bvec> = bvecs.iter().map(|&(phys, len)| Bvec { phys, len }).collect();
-        Bio { traced: true, ..Bio::new(0, Op::Write, 0, 0, size, BioVecs::new(&bvecs)) }
+        Bio::test_write(0, bvecs)
     }
 
     fn lim() -> QueueLimits {
