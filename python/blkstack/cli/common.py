@@ -259,6 +259,14 @@ def split_events(text: str) -> List[str]:
     return events
 
 
+def add_event_options(p: argparse.ArgumentParser) -> None:
+    """--events and --ignore-flags: which trace events two traces are compared on."""
+    p.add_argument("--events", default="D", metavar="LIST",
+                   help="events to compare, comma-separated blkparse letters (default D: issued requests)")
+    p.add_argument("--ignore-flags", action="store_true",
+                   help="compare only the operation of each event, not its FUA/sync/meta/readahead letters")
+
+
 def write_json_output(option: str, path: Optional[str], data: Any) -> None:
     if path is None:
         return

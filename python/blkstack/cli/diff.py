@@ -8,7 +8,8 @@ import sys
 from typing import Any, Dict, List
 
 from blkstack import _core
-from blkstack.cli.common import (EXIT_OK, UsageError, check_input, check_output, split_events, write_json_output)
+from blkstack.cli.common import (EXIT_OK, UsageError, add_event_options, check_input, check_output, split_events,
+                                 write_json_output)
 
 
 DIFF_DESCRIPTION = """\
@@ -95,10 +96,7 @@ def register(sub: Any, kernels: List[str]) -> None:
     p.add_argument("sim", metavar="SIM", help="the trace to compare with it (e.g. blkstack run --trace)")
     p.add_argument("--map", action="append", default=[], metavar="REAL=SIM",
                    help="pair device REAL of the first trace with SIM of the second (MAJ,MIN=MAJ,MIN); may be repeated")
-    p.add_argument("--events", default="D", metavar="LIST",
-                   help="events to compare, comma-separated blkparse letters (default D: issued requests)")
-    p.add_argument("--ignore-flags", action="store_true",
-                   help="compare only the operation of each event, not its FUA/sync/meta/readahead letters")
+    add_event_options(p)
     p.add_argument("--context", type=int, default=3, metavar="N",
                    help="events shown around the first divergence (default 3)")
     p.add_argument("--real-limits", metavar="FILE",

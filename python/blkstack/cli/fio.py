@@ -9,7 +9,7 @@ from typing import Any, List
 
 from blkstack.cli import common
 from blkstack.cli.common import (EXIT_OK, UsageError, check_input, check_run_outputs, check_sets, print_warnings,
-                                 write_atomic)
+                                 write_json_output)
 
 
 def _toml_string(text: str) -> str:
@@ -51,10 +51,7 @@ def cmd_fio(args: argparse.Namespace) -> int:
     workload = "{type = \"fio\", args = [" + ", ".join(_toml_string(a) for a in fio_args) + "]}"
     summary = common.simulate(args.stack, args.kernel, [f"workload={workload}"] + sets, args.trace, args.requests)
     print_warnings(summary)
-    if args.json == "-":
-        sys.stdout.write(json.dumps(summary, indent=2) + "\n")
-    elif args.json is not None:
-        write_atomic(args.json, json.dumps(summary, indent=2) + "\n")
+    write_json_output("--json", args.json, summary)
     stream = sys.stderr if to_stdout else sys.stdout
     report = (summary.get("reports") or {}).get("fio") or ""
     print(report.rstrip("\n"), file=stream)

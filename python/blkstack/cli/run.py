@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from typing import Any, Dict, List
 
 from blkstack.cli import common
 from blkstack.cli.common import (EXIT_OK, UsageError, check_input, check_run_outputs, check_sets, fmt_duration_ns,
-                                 fmt_int, fmt_rate, fmt_seconds, fmt_value, print_warnings, table, write_atomic)
+                                 fmt_int, fmt_rate, fmt_seconds, fmt_value, print_warnings, table, write_json_output)
 from blkstack.compare import zone_errors_text, zone_order_text
 
 
@@ -111,10 +110,7 @@ def cmd_run(args: argparse.Namespace) -> int:
                               progress=not args.quiet)
     print_warnings(summary)
 
-    if args.json == "-":
-        sys.stdout.write(json.dumps(summary, indent=2) + "\n")
-    elif args.json is not None:
-        write_atomic(args.json, json.dumps(summary, indent=2) + "\n")
+    write_json_output("--json", args.json, summary)
     stream = sys.stderr if to_stdout else sys.stdout
     if not args.quiet:
         print(format_summary(summary), file=stream)

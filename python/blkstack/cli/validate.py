@@ -7,8 +7,8 @@ import os
 import sys
 from typing import Any, List, Optional, Sequence
 
-from blkstack.cli.common import (EXIT_OK, EXIT_USAGE, PROG, UsageError, check_input, check_output, one_line, say,
-                                 split_events, table, write_json_output)
+from blkstack.cli.common import (EXIT_OK, EXIT_USAGE, PROG, UsageError, add_event_options, check_input, check_output,
+                                 one_line, say, split_events, table, write_json_output)
 
 
 def _expand_scenarios(items: Sequence[str]) -> List[str]:
@@ -153,10 +153,7 @@ def register(sub: Any, kernels: List[str]) -> None:
                                                   "or ~/.cache/blkstack/validate)")
     p.add_argument("--out", metavar="DIR", help="where to keep the traces and reports (one subdirectory per run "
                                                 "when there are several)")
-    p.add_argument("--events", default="D", metavar="LIST",
-                   help="events to compare, comma-separated blkparse letters (default D: issued requests)")
-    p.add_argument("--ignore-flags", action="store_true",
-                   help="compare only the operation of each event, not its FUA/sync/meta/readahead letters")
+    add_event_options(p)
     p.add_argument("--timeout", type=float, default=900.0, metavar="SECONDS",
                    help="give up on a guest after this long (default 900)")
     p.add_argument("--rebuild", action="store_true", help="rebuild the cached guest")
