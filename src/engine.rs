@@ -368,19 +368,13 @@ impl Engine {
         }
         // The plaintext bio's sectors reach the disks in its bounce bios.
         let enc = self.core.blk_crypto_fallback_encrypt_bios(id);
-        let mut enc = enc.into_iter();
-        while let Some(bio) = enc.next() {
-            self.core.current = task;
-            if let Some(s) = submit_bio_from_thread(self, bio) {
-                self.crypt_pending.extend(enc.map(|b| (task, b)));
-                return Some(self.sleeps(task, s));
-            }
-        }
-        Some(true)
+        self.crypt_pending.extend(enc.into_iter().map(|b| (task, b)));
+        Some(self.submit_crypt_pending(task))
     }
 
-    /// A task woke: submit its pending bounce bios in order, each with a
-    /// plain `submit_bio`; false if it went to sleep again in one of them.
+    /// Submit the task's pending bounce bios in order, each with a plain
+    /// `submit_bio` (at once, or when the task wakes); false if it went to
+    /// sleep in one of them, the rest waiting for it to wake.
     #[cold]
     #[inline(never)]
     fn submit_crypt_pending(&mut self, task: u32) -> bool {
