@@ -70,21 +70,24 @@ pub fn fallback_split_sectors(bio: &Bio) -> Option<u32> {
     (bytes < bio.iter.size).then_some(bytes >> SECTOR_SHIFT)
 }
 
-/// The single-page segments of `bio` from its iterator, each moved to its
-/// own bounce page (same offset and length), as
+/// The single-page segments of the first `bytes` of `bio` from its
+/// iterator, each moved to its own bounce page (same offset and length), as
 /// `blk_crypto_fallback_encrypt_bio` builds the bounce bio's bvecs.
-fn bounce_bvecs(bio: &Bio, next_page: &mut u64) -> Vec<Bvec> {
+fn bounce_bvecs(bio: &Bio, bytes: u32, next_page: &mut u64) -> Vec<Bvec> {
     let mut out = Vec::new();
+    let mut left = bytes as u64;
     bio.for_each_bvec(|bv| {
         let mut phys = bv.phys;
-        while phys < bv.end() {
-            let seg_end = ((phys / PAGE_SIZE + 1) * PAGE_SIZE).min(bv.end());
+        let end = bv.end().min(phys + left);
+        while phys < end {
+            let seg_end = ((phys / PAGE_SIZE + 1) * PAGE_SIZE).min(end);
             let page = BOUNCE_BASE + (*next_page % BOUNCE_PAGES) * 2 * PAGE_SIZE;
             *next_page += 1;
             out.push(Bvec { phys: page + phys % PAGE_SIZE, len: (seg_end - phys) as u32 });
+            left -= seg_end - phys;
             phys = seg_end;
         }
-        true
+        left > 0
     });
     out
 }
@@ -122,9 +125,6 @@ impl BlockCore {
             debug_assert!(looped.is_none(), "crypto split outside a submission loop");
             id = front;
         }
-        let mut next = self.bounce_pages;
-        let bvecs = bounce_bvecs(self.bio(id), &mut next);
-        self.bounce_pages = next;
         // On a request-based disk the plaintext bio's 'Q' already counted
         // these sectors for the checks; above a bio-based driver the bounce
         // bio's pieces are the first to reach the disks.
@@ -132,17 +132,28 @@ impl BlockCore {
         // The plaintext bio keeps BIO_TRACE_COMPLETION (its own 'Q', or
         // inherited by bio_split): blk_crypto_fallback_encrypt_endio ends it
         // with bio_endio, which traces its 'C' outside any request.
-        let src = self.bio_mut(id);
+        let src = self.bio(id);
         let flags = if counted { src.flags | req::BOUNCE } else { src.flags };
-        let enc = Bio {
-            remapped: src.remapped,
-            parent: Some(id),
-            owner: src.owner,
-            cookie: src.cookie,
-            ..Bio::new(src.dev, src.op, flags, src.iter.sector, src.iter.size, BioVecs::new(&bvecs))
-        };
         // The plaintext bio's own reference passes to the bounce bio: it
         // ends exactly when the bounce bio does.
+        self.alloc_bounce_bio(id, src.iter.size, flags)
+    }
+
+    /// `blk_crypto_fallback_clone_bio` (6.x) / `blk_crypto_alloc_enc_bio`
+    /// (7.x): a bounce bio of `flags` for the first `bytes` of `src` from
+    /// its iterator, chained to it, one bounce page per page of the data.
+    fn alloc_bounce_bio(&mut self, src: BioId, bytes: u32, flags: u32) -> BioId {
+        let mut next = self.bounce_pages;
+        let b = self.bio(src);
+        let bvecs = bounce_bvecs(b, bytes, &mut next);
+        let enc = Bio {
+            remapped: b.remapped,
+            parent: Some(src),
+            owner: b.owner,
+            cookie: b.cookie,
+            ..Bio::new(b.dev, b.op, flags, b.iter.sector, bytes, BioVecs::new(&bvecs))
+        };
+        self.bounce_pages = next;
         self.alloc_bio(enc)
     }
 }
@@ -164,19 +175,7 @@ impl BlockCore {
             let b = self.bio(src);
             let bytes = fallback_split_sectors(b).map_or(b.iter.size, |sectors| sectors << SECTOR_SHIFT);
             // The first `bytes` of what is left of the plaintext bio.
-            let mut piece = b.clone();
-            piece.iter.size = bytes;
-            let mut next = self.bounce_pages;
-            let bvecs = bounce_bvecs(&piece, &mut next);
-            self.bounce_pages = next;
-            let enc = Bio {
-                remapped: piece.remapped,
-                parent: Some(src),
-                owner: piece.owner,
-                cookie: piece.cookie,
-                ..Bio::new(piece.dev, piece.op, piece.flags, piece.iter.sector, bytes, BioVecs::new(&bvecs))
-            };
-            out.push(self.alloc_bio(enc));
+            out.push(self.alloc_bounce_bio(src, bytes, b.flags));
             // bio_advance_iter_single over the encrypted pages.
             let b = self.bio_mut(src);
             crate::bio::bvec_iter_advance(&b.bvecs, &mut b.iter, bytes);
@@ -228,7 +227,7 @@ mod tests {
         // two pages apart (never physically contiguous).
         let b = bio(&[((1 << 32) + 1024, 3 * 4096)]);
         let mut next = 0;
-        let v = bounce_bvecs(&b, &mut next);
+        let v = bounce_bvecs(&b, b.iter.size, &mut next);
         let lens: Vec<u32> = v.iter().map(|x| x.len).collect();
         assert_eq!(lens, [3072, 4096, 4096, 1024]);
         assert_eq!(v[0].phys, BOUNCE_BASE + 1024);
