@@ -60,6 +60,9 @@ pub struct ServiceModel {
     /// per-command protocol and firmware work that does not overlap other
     /// commands' transfers (0 in the generic presets).
     pub command_overhead_ns: u64,
+    /// The same for a write (a UFS or SCSI write also waits for the
+    /// device's ready-to-transfer before its data moves).
+    pub write_command_overhead_ns: u64,
     /// Read streams the device tracks for read-ahead (0: none).
     pub streams: u32,
     /// Access time of a read that continues a tracked stream: its data
@@ -74,10 +77,15 @@ pub struct ServiceModel {
 }
 
 impl ServiceModel {
+    /// Time a command holds the transfer path: its overhead and its data.
     fn transfer_ns(&self, op: Op, bytes: u32) -> u64 {
-        let bw = if op.is_write() { self.write_bandwidth } else { self.bandwidth };
+        let (bw, overhead) = if op.is_write() {
+            (self.write_bandwidth, self.write_command_overhead_ns)
+        } else {
+            (self.bandwidth, self.command_overhead_ns)
+        };
         // A u32 of bytes times 10⁹ fits in a u64.
-        bytes as u64 * 1_000_000_000 / bw.max(1)
+        overhead + bytes as u64 * 1_000_000_000 / bw.max(1)
     }
 }
 
@@ -170,7 +178,7 @@ impl DiskModel {
         }
         let end = sector + bytes as u64 / SECTOR_SIZE;
         let latency = self.access_ns(op, sector, end, bytes);
-        let xfer = self.model.command_overhead_ns + self.model.transfer_ns(op, bytes);
+        let xfer = self.model.transfer_ns(op, bytes);
         admit = admit.max(earliest(&self.channels));
         let mut ready = admit + latency + self.positioning_ns(sector, end);
         if bytes == 0 && self.cache.enabled() {

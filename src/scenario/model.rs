@@ -21,6 +21,7 @@ const MODEL_KEYS: &[&str] = &[
     "discard_parallelism",
     "flush_latency_us",
     "command_overhead_us",
+    "write_command_overhead_us",
     "write_cache_size",
     "media_write_bandwidth",
     "rpm",
@@ -82,7 +83,12 @@ fn read_times(t: &Obj, m: &mut ServiceModel) -> Result<(), ScenarioError> {
     us(t, "discard_latency_us", &mut m.discard_latency_ns)?;
     us(t, "discard_us_per_gib", &mut m.discard_ns_per_gib)?;
     us(t, "flush_latency_us", &mut m.flush_latency_ns)?;
+    // Likewise the command overhead covers writes unless they have their own.
+    if t.opt_f64("command_overhead_us")?.is_some() && t.opt_f64("write_command_overhead_us")?.is_none() {
+        us(t, "command_overhead_us", &mut m.write_command_overhead_ns)?;
+    }
     us(t, "command_overhead_us", &mut m.command_overhead_ns)?;
+    us(t, "write_command_overhead_us", &mut m.write_command_overhead_ns)?;
     Ok(())
 }
 
