@@ -147,3 +147,19 @@ fn hp97560_random_read_costs_its_published_seek() {
     let t = d.service(first, Op::Read, 100 * 19 * 72, 4096, false);
     assert_eq!(t - first, 7_240_000 + 7_496_251 + 2_200_000 + 1_665_717);
 }
+
+#[test]
+fn sas_ssd_serves_continuations_from_read_ahead() {
+    // The sas-ssd preset (seed 000's members): 211 µs per media read, one
+    // at a time, 0 from the read-ahead of its one stream, 1.2 GB/s (64 KiB
+    // in 54,613 ns). Two sequential 64 KiB reads: 211,000 + 54,613 =
+    // 265,613, then 265,613 + 54,613 = 320,226. The second elsewhere waits
+    // for the media again: 265,613 + 211,000 + 54,613 = 531,226.
+    let m = ServiceModel::preset("sas-ssd").unwrap();
+    let mut d = DiskModel::new(m.clone(), 1 << 30);
+    assert_eq!(d.service(0, Op::Read, 0, 65536, false), 265_613);
+    assert_eq!(d.service(0, Op::Read, 128, 65536, false), 320_226);
+    let mut d = DiskModel::new(m, 1 << 30);
+    assert_eq!(d.service(0, Op::Read, 0, 65536, false), 265_613);
+    assert_eq!(d.service(0, Op::Read, 4096, 65536, false), 531_226);
+}
