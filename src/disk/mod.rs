@@ -161,7 +161,7 @@ impl DiskModel {
         match op {
             _ if bytes == 0 => m.flush_latency_ns,
             op if op.is_write() => m.write_latency_ns,
-            _ if self.streams.continues(sector, end) => self.model.seq_read_latency_ns,
+            _ if self.streams.continues(sector, end) => m.seq_read_latency_ns,
             _ => m.read_latency_ns,
         }
     }
