@@ -751,13 +751,13 @@ fn blk_mq_issue(q: &mut RequestQueue, core: &mut BlockCore, id: u32, task: u32) 
 
 fn device_submit(q: &mut RequestQueue, core: &mut BlockCore, id: u32) {
     let rq = q.rqs.get(id);
-    let (op, sector, bytes) = (rq.op, rq.sector, rq.bytes());
+    let (op, sector, bytes, fua) = (rq.op, rq.sector, rq.bytes(), rq.flags & req::FUA != 0);
     // Data and discards complete in time order within their own class.
     let stream = q.index as usize * 2 + (op.is_discard() || op == Op::WriteZeroes) as usize;
     if q.zones.is_some() && zone_refuses(q, core, id, stream) {
         return;
     }
-    let done = q.disk.service(core.now, op, sector, bytes);
+    let done = q.disk.service(core.now, op, sector, bytes, fua);
     core.schedule_stream(stream, done, SimEvent::RqComplete { queue: q.index, rq: id });
 }
 

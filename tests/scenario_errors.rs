@@ -151,3 +151,34 @@ fn kernel_option_overrides_the_file() {
     let e = load("s.toml", GOOD, Some("4.4"), &[]).unwrap_err().to_string();
     assert_eq!(e, "--kernel: unknown kernel profile '4.4' (known: 5.8, 5.13, 6.1, 6.12, 6.15, 7.2)");
 }
+
+/// GOOD with a `[disks.sda.model]` table holding `body` (from line 16).
+fn with_model(body: &str) -> String {
+    format!("{GOOD}[disks.sda.model]\n{body}\n")
+}
+
+#[test]
+fn bad_service_model_values_name_the_key() {
+    let e = err(&with_model("read_latency_us = -5"), &[]);
+    assert!(e.starts_with("s.toml:16: disks.sda.model.read_latency_us: -5 is negative"), "{e}");
+    let e = err(&with_model("streams = 100"), &[]);
+    assert!(e.starts_with("s.toml:16: disks.sda.model.streams: 100 streams: at most 64 are tracked"), "{e}");
+    let e = err(&with_model("media_write_bandwidth = 0"), &[]);
+    assert!(e.starts_with("s.toml:16: disks.sda.model.media_write_bandwidth: must be positive"), "{e}");
+    // Rotating-disk mechanics on an SSD preset.
+    let e = err(&with_model("track_readahead = \"1MiB\""), &[]);
+    assert!(e.contains("disks.sda.model.track_readahead: only for rotating disks"), "{e}");
+    // A seek curve needs all five figures and a cylinder count.
+    let e = err(&with_model("preset = \"hdd-7200\"\nseek_curve = { short_ms = 1, short_sqrt_ms = 0.1 }"), &[]);
+    assert!(e.contains("disks.sda.model.seek_curve.boundary_cyl: missing"), "{e}");
+    let curve = "seek_curve = { short_ms = 1, short_sqrt_ms = 0.1, boundary_cyl = 100, long_ms = 5, long_per_cyl_ms = 0.01 }";
+    let e = err(&with_model(&format!("preset = \"hdd-7200\"\n{curve}")), &[]);
+    assert!(e.contains("disks.sda.model.seek_curve: a seek curve counts cylinders: set cylinders too"), "{e}");
+    load("s.toml", &with_model(&format!("preset = \"hdd-7200\"\ncylinders = 1000\n{curve}")), None, &[]).unwrap();
+}
+
+#[test]
+fn old_model_keys_still_parse() {
+    let body = "read_latency_us = 10\nwrite_latency_us = 5\nbandwidth = \"1GB\"\niops = 0\nparallelism = 4\ncommand_overhead_us = 80\nflush_latency_us = 100";
+    load("s.toml", &with_model(body), None, &[]).unwrap();
+}

@@ -264,10 +264,12 @@ SEEDS: Tuple[Seed, ...] = (
             Figure("md0_r_s", "md0 r/s", "", 52430.00, 87965.00, iostat("md0", "r/s")),
             Figure("md0_rmb_s", "md0 rMB/s", "MB/s", 3276.87, 5271.88, mb_per_s_iostat("md0", "rkB/s")),
             Figure("md0_rareq_sz", "md0 rareq-sz", "KiB", 64.00, 61.37, iostat("md0", "rareq-sz")),
+            Figure("md0_r_await", "md0 r_await", "ms", 0.62, 0.16, iostat("md0", "r_await")),
             Figure("sd_r_s", "sda r/s", "", 4487.00, 6020.00, iostat("sda", "r/s")),
             Figure("sd_rmb_s", "sda rMB/s", "MB/s", 409.00, 658.44, mb_per_s_iostat("sda", "rkB/s")),
             Figure("sd_rrqm_pct", "sda %rrqm", "%", 31.40, 45.95, iostat("sda", "%rrqm")),
             Figure("sd_rareq_sz", "sda rareq-sz", "KiB", 93.34, 112.00, iostat("sda", "rareq-sz")),
+            Figure("sd_r_await", "sda r_await", "ms", 0.82, 0.44, iostat("sda", "r_await")),
             Figure("sd_aqu_sz", "sda aqu-sz", "", 3.68, 2.68, iostat("sda", "aqu-sz")),
             Figure("zero_seek_pct", "sda zero-seek share", "%", 45.5, 75.0, figure_of("sda", "zero_seek_pct")),
             # The zoned variant: zbd/014's dd fails (write errors); no counts published.

@@ -11,23 +11,6 @@ use super::tree::{Node, Obj, Origin, ScenarioError, Value};
 
 const DISK_KEYS: &[&str] = &["kind", "size", "queue", "partitions", "model"];
 const PART_KEYS: &[&str] = &["start", "size"];
-const MODEL_KEYS: &[&str] = &[
-    "preset",
-    "read_latency_us",
-    "write_latency_us",
-    "bandwidth",
-    "write_bandwidth",
-    "iops",
-    "parallelism",
-    "discard_latency_us",
-    "discard_us_per_gib",
-    "discard_parallelism",
-    "flush_latency_us",
-    "command_overhead_us",
-    "rpm",
-    "seek_min_us",
-    "seek_max_us",
-];
 /// Keys of `[disks.NAME.queue]`: sysfs names, plus driver values sysfs
 /// does not show but a scenario may need (`queue_depth` lives in
 /// `device/`, `seg_boundary_mask` and `nr_hw_queues` have no file).
@@ -123,7 +106,7 @@ fn read_disk(name: &str, d: &Obj, beh: &Behaviour) -> Result<DiskSpec, ScenarioE
         return Err(d.err("size", &size_n.at, format!("{size} bytes is not a positive multiple of the logical block size ({})", limits.logical_block_size)));
     }
     let nr_sectors = size >> SECTOR_SHIFT;
-    let model = read_model(d, kind)?;
+    let model = super::model::read_model(d, kind)?;
     let partitions = read_partitions(d, nr_sectors, limits.lbs_sectors())?;
     d.finish(DISK_KEYS)?;
     Ok(DiskSpec { name: name.to_string(), kind, nr_sectors, queue: Queue { limits, attrs }, model, partitions })
@@ -210,72 +193,6 @@ fn read_queue(q: &Obj, drv: &mut DriverLimits, w: &mut SysfsWrites) -> Result<()
         });
     }
     Ok(())
-}
-
-fn read_model(d: &Obj, kind: DiskKind) -> Result<ServiceModel, ScenarioError> {
-    let Some(t) = d.table("model")? else { return Ok(ServiceModel::for_kind(kind)) };
-    let mut m = match t.opt_str("preset")? {
-        None => ServiceModel::for_kind(kind),
-        Some((name, n)) => ServiceModel::preset(&name).ok_or_else(|| {
-            let names: Vec<&str> = crate::disk::PRESETS.iter().map(|p| p.0).collect();
-            t.err("preset", &n.at, format!("unknown preset '{name}' (one of {})", names.join(", ")))
-        })?,
-    };
-    let us = |key: &str, field: &mut u64| -> Result<(), ScenarioError> {
-        if let Some((v, n)) = t.opt_f64(key)? {
-            if v < 0.0 {
-                return Err(t.err(key, &n.at, format!("{v} is negative")));
-            }
-            *field = (v * 1000.0) as u64;
-        }
-        Ok(())
-    };
-    us("read_latency_us", &mut m.read_latency_ns)?;
-    us("write_latency_us", &mut m.write_latency_ns)?;
-    us("discard_latency_us", &mut m.discard_latency_ns)?;
-    us("discard_us_per_gib", &mut m.discard_ns_per_gib)?;
-    us("flush_latency_us", &mut m.flush_latency_ns)?;
-    us("command_overhead_us", &mut m.command_overhead_ns)?;
-    let positive = |key: &str| -> Result<Option<u64>, ScenarioError> {
-        match t.opt_size(key)? {
-            Some((0, n)) => Err(t.err(key, &n.at, "must be positive")),
-            v => Ok(v.map(|x| x.0)),
-        }
-    };
-    if let Some(v) = positive("bandwidth")? {
-        m.bandwidth = v;
-        m.write_bandwidth = v;
-    }
-    if let Some(v) = positive("write_bandwidth")? {
-        m.write_bandwidth = v;
-    }
-    if let Some((v, _)) = t.opt_u64("iops")? {
-        m.iops = v;
-    }
-    if let Some(v) = positive("parallelism")? {
-        m.parallelism = v.min(65536) as u32;
-    }
-    if let Some(v) = positive("discard_parallelism")? {
-        m.discard_parallelism = v.min(65536) as u32;
-    }
-    if let Some(rpm) = positive("rpm")? {
-        let r = m.rotation.get_or_insert(crate::disk::Rotation { rpm: 7200, seek_min_ns: 800_000, seek_max_ns: 16_000_000 });
-        r.rpm = rpm.min(100_000) as u32;
-    }
-    let mut seek = |key: &str, min: bool| -> Result<(), ScenarioError> {
-        if let Some((v, n)) = t.opt_f64(key)? {
-            let Some(r) = m.rotation.as_mut() else {
-                return Err(t.err(key, &n.at, "only for rotating disks: set rpm (or preset = \"hdd-7200\")"));
-            };
-            let ns = (v.max(0.0) * 1000.0) as u64;
-            if min { r.seek_min_ns = ns } else { r.seek_max_ns = ns }
-        }
-        Ok(())
-    };
-    seek("seek_min_us", true)?;
-    seek("seek_max_us", false)?;
-    t.finish(MODEL_KEYS)?;
-    Ok(m)
 }
 
 fn read_partitions(d: &Obj, disk_sectors: u64, lbs: u32) -> Result<Vec<PartSpec>, ScenarioError> {

@@ -10,6 +10,7 @@
 pub mod compare;
 pub mod disks;
 pub mod jobs;
+pub mod model;
 pub mod stack;
 pub mod tree;
 pub mod workload;
