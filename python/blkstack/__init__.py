@@ -35,6 +35,7 @@ except ImportError as exc:  # pragma: no cover - only on a broken install
 from blkstack._core import ScenarioError
 
 from blkstack.api import DISKSTATS_FIELDS, Result, Scenario, compare, load, load_trace, run
+from blkstack.sweep_run import sweep
 
 __all__ = [
     "DISKSTATS_FIELDS",
@@ -47,6 +48,7 @@ __all__ = [
     "load_trace",
     "profiles",
     "run",
+    "sweep",
     "version",
 ]
 

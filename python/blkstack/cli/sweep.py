@@ -53,7 +53,7 @@ def default_out(spec: str) -> str:
 
 
 def cmd_sweep(args: argparse.Namespace) -> int:
-    from blkstack.sweep import SweepRun, run_spec
+    from blkstack.sweep_run import SweepRun, run_spec
     from blkstack.sweep_spec import SweepError, read_spec
 
     check_input(args.spec)

@@ -177,15 +177,22 @@ def build_table(spec: SweepSpec, results: Mapping[int, Dict[str, Any]], keys: Ma
 def _typed(frame: Any, axes: Sequence[str], figures: Sequence[str]) -> Any:
     """Stable dtypes whatever rows there are (an empty table, a failed
     point's empty figures), so every run writes the same schema."""
+    import pandas as pd
+
+    # Text columns as Parquet gives them back (pandas 3: "str"), so a table
+    # read from the file equals the one returned.
+    text = "str" if int(pd.__version__.split(".")[0]) >= 3 else "object"
     frame["point"] = frame["point"].astype("int64")
     for col in ("device", "kind", "profile", "error", "key"):
-        frame[col] = frame[col].astype("object")
+        frame[col] = frame[col].astype(text)
     for col in figures:
         frame[col] = frame[col].astype("float64")
     for col in axes:
         values = [v for v in frame[col] if v is not None]
         if len({type(v) for v in values}) > 1:
-            frame[col] = frame[col].map(lambda v: None if v is None else str(v)).astype("object")
+            frame[col] = frame[col].map(lambda v: None if v is None else str(v))
+        if frame[col].dtype == object:
+            frame[col] = frame[col].astype(text)
     return frame
 
 
