@@ -160,3 +160,20 @@ def test_python_mapping_spec(tmp_path):
     (tmp_path / "tiny.toml").write_text(TINY)
     spec = build_spec({"scenario": str(tmp_path / "tiny.toml"), "grid": {AXIS: [64]}}, check=True)
     assert spec.points[0].sets == (f"{AXIS}=64",)
+
+
+def test_plot_and_report_of_a_sweep_table(tmp_path):
+    path = spec_file(tmp_path, GRID)
+    out = tmp_path / "t.parquet"
+    blkstack.sweep(path, out=str(out), workers=1)
+    proc = run_cli("plot", out, "--x", AXIS, "--y", "requests", "--hue", "kernel", "--out", tmp_path / "plots")
+    assert proc.returncode == 0, proc.stderr
+    assert [Path(p).name for p in proc.stdout.split()] == [
+        f"sweep-requests-vs-disks.sda.queue.max_sectors_kb-by-kernel-sda.png"]
+    proc = run_cli("plot", out, "--x", "nope", "--y", "requests", "--out", tmp_path / "plots")
+    assert_one_error_line(proc, "--x nope: not an axis of this sweep")
+    proc = run_cli("report", out, "--out", tmp_path / "r.html", "--y", "requests")
+    assert proc.returncode == 0, proc.stderr
+    html = (tmp_path / "r.html").read_text()
+    # The best (highest) request count per kernel is the 64 KiB point: 64.
+    assert "Best point per kernel on sda" in html and "Failed points" in html
