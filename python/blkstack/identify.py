@@ -254,6 +254,7 @@ def identify(trace: Union[str, "os.PathLike[str]"], stack: Union[str, "os.PathLi
     """
     from blkstack import _core
     from blkstack.sweep_backend import default_workers, run_pool, run_ray
+    from blkstack.sweep_run import check_version
 
     trace, stack = os.fspath(trace), os.fspath(stack)
     real = Trace(trace)
@@ -281,6 +282,7 @@ def identify(trace: Union[str, "os.PathLike[str]"], stack: Union[str, "os.PathLi
         results: Dict[int, Dict[str, Any]] = {}
 
         def on_result(index: int, result: Dict[str, Any]) -> None:
+            check_version(result, _core.version())
             results[index] = result
 
         n = workers or default_workers()

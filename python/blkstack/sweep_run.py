@@ -104,6 +104,7 @@ def run_spec(spec: SweepSpec, *, out: Optional[str] = None, csv: Optional[str] =
     start = time.monotonic()
 
     def on_result(index: int, result: Dict[str, Any]) -> None:
+        check_version(result, version)
         state.results[index] = result
         state.ran += 1
         failed = "error" in result
@@ -135,6 +136,15 @@ def run_spec(spec: SweepSpec, *, out: Optional[str] = None, csv: Optional[str] =
     if state.interrupted:
         raise KeyboardInterrupt
     return table, state
+
+
+def check_version(result: Dict[str, Any], version: str) -> None:
+    """A point run by another blkstack version (a Ray node installed apart)
+    would be stored under the wrong key: stop the sweep."""
+    theirs = result.pop("version", version)
+    if theirs != version:
+        raise SweepError(f"a worker runs blkstack {theirs}, this is {version}: install the same version on "
+                         "every node of the cluster")
 
 
 def _read(path: str) -> str:
