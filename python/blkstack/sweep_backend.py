@@ -107,39 +107,43 @@ def _ignore_sigint() -> None:
 
 
 def run_pool(tasks: Sequence[Task], on_result: OnResult, workers: int, batch: Optional[int] = None) -> None:
-    """Run *tasks* on *workers* local processes (``spawn``: a fresh
-    interpreter each, whatever threads this process has)."""
-    import concurrent.futures as cf
+    """Run *tasks* on *workers* local processes; one worker runs them here."""
     import multiprocessing
 
     size = batch_size(len(tasks), workers, batch)
     groups = batches(tasks, size)
-    if workers == 1 or len(groups) == 1 and len(tasks) == 1:
+    if workers == 1 or len(groups) == 1:
         for group in groups:
             for index, result in run_batch(group):
                 on_result(index, result)
         return
-    ctx = multiprocessing.get_context("spawn")
-    pool = cf.ProcessPoolExecutor(max_workers=min(workers, len(groups)), mp_context=ctx, initializer=_ignore_sigint)
+    ctx = multiprocessing.get_context(_start_method())
+    pool = ctx.Pool(processes=min(workers, len(groups)), initializer=_ignore_sigint)
     try:
-        pending = {pool.submit(run_batch, g) for g in groups}
-        while pending:
-            done, pending = cf.wait(pending, return_when=cf.FIRST_COMPLETED)
-            for fut in done:
-                for index, result in fut.result():
-                    on_result(index, result)
+        for done in pool.imap_unordered(run_batch, groups):
+            for index, result in done:
+                on_result(index, result)
     except BaseException:
-        _stop_pool(pool)
+        # Ctrl-C (or a failure): the running batches are lost, the
+        # finished ones are the caller's already.
+        pool.terminate()
+        pool.join()
         raise
-    pool.shutdown(wait=True)
+    pool.close()
+    pool.join()
 
 
-def _stop_pool(pool: Any) -> None:
-    pool.shutdown(wait=False, cancel_futures=True)
-    for proc in list((getattr(pool, "_processes", None) or {}).values()):
-        proc.terminate()
-    for proc in list((getattr(pool, "_processes", None) or {}).values()):
-        proc.join(timeout=5)
+def _start_method() -> str:
+    """``fork`` where it is safe: a copy of this process starts at once and
+    needs no ``if __name__ == "__main__"`` guard in the caller's script.
+    With other Python threads running (a Ray driver, a notebook's) a fork
+    could copy a lock one of them holds: ``spawn`` then, a fresh
+    interpreter (the script's main module must then be import-safe)."""
+    import multiprocessing
+    import threading
+    if "fork" in multiprocessing.get_all_start_methods() and threading.active_count() == 1:
+        return "fork"
+    return "spawn"
 
 
 # ---------------------------------------------------------------------------

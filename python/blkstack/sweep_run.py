@@ -88,6 +88,10 @@ def run_spec(spec: SweepSpec, *, out: Optional[str] = None, csv: Optional[str] =
     from blkstack import _core
     from blkstack.sweep_backend import default_workers, run_pool, run_ray
 
+    # The table's libraries now: a Ctrl-C must not land in their first import.
+    import pandas  # noqa: F401
+    import pyarrow  # noqa: F401
+
     version = _core.version()
     keys = {p.index: p.key(spec.digests[p.scenario], version) for p in spec.points}
     state = SweepRun(points=len(spec.points))

@@ -172,7 +172,7 @@ def test_plot_and_report_of_a_sweep_table(tmp_path):
         f"sweep-requests-vs-disks.sda.queue.max_sectors_kb-by-kernel-sda.png"]
     proc = run_cli("plot", out, "--x", "nope", "--y", "requests", "--out", tmp_path / "plots")
     assert_one_error_line(proc, "--x nope: not an axis of this sweep")
-    proc = run_cli("report", out, "--out", tmp_path / "r.html", "--y", "requests")
+    proc = run_cli("report", out, "--out", tmp_path / "r.html", "--y", "requests", "--format", "png")
     assert proc.returncode == 0, proc.stderr
     html = (tmp_path / "r.html").read_text()
     # The best (highest) request count per kernel is the 64 KiB point: 64.
