@@ -177,3 +177,40 @@ def test_plot_and_report_of_a_sweep_table(tmp_path):
     html = (tmp_path / "r.html").read_text()
     # The best (highest) request count per kernel is the 64 KiB point: 64.
     assert "Best point per kernel on sda" in html and "Failed points" in html
+
+
+def test_interrupt_leaves_a_partial_table_and_the_rerun_runs_the_rest(tmp_path, monkeypatch):
+    import blkstack.sweep_figures as figures
+
+    spec = read_spec(str(spec_file(tmp_path, GRID)))
+    out = str(tmp_path / "t.parquet")
+    real = figures.point_rows
+    calls = []
+
+    def interrupted_third(*args):
+        # Ctrl-C arrives during the third point (one worker: in this process).
+        calls.append(args)
+        if len(calls) == 3:
+            raise KeyboardInterrupt
+        return real(*args)
+
+    monkeypatch.setattr(figures, "point_rows", interrupted_third)
+    with pytest.raises(KeyboardInterrupt):
+        run_spec(spec, out=out, workers=1)
+    partial = load_table(out)
+    assert list(partial["point"]) == [0, 1]
+    monkeypatch.setattr(figures, "point_rows", real)
+    table, state = run_spec(spec, out=out, workers=1)
+    assert (state.reused, state.ran) == (2, 4)
+    assert list(table["point"]) == [0, 1, 2, 3, 4, 5]
+
+
+def test_progress_line():
+    from blkstack.sweep_run import Progress
+
+    bar = Progress(10, 2, enabled=False)
+    bar.start = 100.0
+    for failed in (False, True, False, False):
+        bar.update(failed)
+    # 4 of 10 in 2 s: 2 points/s, 6 left take 3 s; 4/10 of 20 columns is 8.
+    assert bar.text(102.0) == "sweep [########            ] 4/10 points  1 failed  2.0 points/s  ETA 0:03  (2 reused)"
