@@ -130,7 +130,14 @@ def plugged_submissions(path: str) -> str:
     (``block_plug``, traced when the first request enters it) follows the
     first bio, and the submission ends at the task's unplug or first issue
     (``blk_finish_plug``: 6.1 traces no unplug on its direct path). Those
-    bios get the first one's time; nothing else changes."""
+    bios get the first one's time.
+
+    A plug that held only the request of the bio just queued, unplugged
+    (``block_unplug``, depth 1) with no bio queued inside it, is the plug
+    6.12's ``__submit_bio`` puts around each bio of a task that has none
+    (switch ``submit_bio_plug``), not one of the system call: its two lines
+    are left out, so the replay does not hold the whole submission in a
+    plug (each profile adds its own). Nothing else changes."""
     from blkstack import _core
 
     cols, tables, _skipped, _bad = _core.parse_trace(path)
@@ -141,22 +148,34 @@ def plugged_submissions(path: str) -> str:
     last_q: Dict[int, int] = {}           # pid -> line of its latest Q
     start: Dict[int, int] = {}            # pid -> line of its open submission's first Q
     moved: Dict[int, int] = {}            # line -> line whose time it takes
+    plug: Dict[int, Tuple[int, bool]] = {}  # pid -> (its plug's line, a bio queued since)
+    dropped: List[int] = []
+    depth = memoryview(cols["arg"]).cast("Q")
     for i in range(len(line)):
         a, p, n = actions[act[i]], pid[i], line[i]
         if a == "Q":
             if p in start:
                 moved[n] = start[p]
             last_q[p] = n
-        elif a == "P" and p in last_q and p not in start:
-            start[p] = last_q[p]
+            if p in plug:
+                plug[p] = (plug[p][0], True)
+        elif a == "P":
+            plug[p] = (n, False)
+            if p in last_q and p not in start:
+                start[p] = last_q[p]
         elif a in ("U", "UT", "D"):
             start.pop(p, None)
+            opened = plug.pop(p, None) if a != "D" else None
+            if a == "U" and opened is not None and not opened[1] and depth[i] == 1:
+                dropped += [opened[0], n]
     with open(path, encoding="utf-8", errors="replace") as fh:
         lines = fh.read().split("\n")
     for n, first in moved.items():
         stamp = _TIME.search(lines[first - 1])
         if stamp:
             lines[n - 1] = _TIME.sub(stamp.group(1), lines[n - 1], count=1)
+    for n in dropped:
+        lines[n - 1] = ""
     return "\n".join(lines)
 
 
