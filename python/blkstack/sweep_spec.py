@@ -146,7 +146,9 @@ def read_spec(path: str, *, yes: bool = False, check: bool = True) -> SweepSpec:
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
-        raise SweepError(f"{path}: not valid TOML: {exc}")
+        m = re.search(r"^(.*) \(at line (\d+), column \d+\)$", str(exc))
+        where = f"{path}:{m.group(2)}" if m else path
+        raise SweepError(f"{where}: not valid TOML: {m.group(1) if m else exc}")
     return build_spec(data, path=path, text=text, yes=yes, check=check)
 
 

@@ -124,6 +124,8 @@ n = 3
     (f'[grid]\nkernel = ["6.12"]\n"{AXIS}" = []\n', 4, "empty axis"),
     ('[grid]\nkernel = ["9.9"]\n', 3, "unknown kernel profile"),
     ('[zip]\n"workload.count" = [1, 2]\n"workload.bs" = ["1M"]\n', 3, "one length"),
+    ('[grid\n', 2, "not valid TOML"),
+    ('[grid]\nbs = [1]\n', 3, "unknown axis"),
 ])
 def test_bad_sweep_files_name_file_line_and_key(tmp_path, body, line, needle):
     path = spec_file(tmp_path, body)
