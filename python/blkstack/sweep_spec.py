@@ -185,7 +185,22 @@ def build_spec(data: Mapping[str, Any], *, path: str = "<sweep>", text: str = ""
             spec.digests[p.scenario] = _digest(p.scenario)
     if check:
         _check_values(where, spec, wildcard)
+        _check_devices(where, spec)
     return spec
+
+
+def _check_devices(where: _Where, spec: SweepSpec) -> None:
+    """Every device of ``devices`` is a device of some scenario swept."""
+    if not spec.devices:
+        return
+    from blkstack import _core
+    known: List[str] = []
+    for scenario in dict.fromkeys(p.scenario for p in spec.points):
+        known += list(json.loads(_core.check(scenario, None, [])).get("devices") or {})
+    for name in spec.devices:
+        if name not in known:
+            raise where.error(None, "devices", f"'{name}' is not a device of the scenario "
+                                               f"(its devices: {', '.join(dict.fromkeys(known))})")
 
 
 def _string_list(where: _Where, data: Mapping[str, Any], key: str) -> Optional[List[str]]:

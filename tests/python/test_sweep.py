@@ -125,6 +125,7 @@ n = 3
     ('[grid]\nkernel = ["9.9"]\n', 3, "unknown kernel profile"),
     ('[zip]\n"workload.count" = [1, 2]\n"workload.bs" = ["1M"]\n', 3, "one length"),
     ('[grid\n', 2, "not valid TOML"),
+    ('devices = ["sdb"]\n[grid]\nkernel = ["6.12"]\n', 2, "'sdb' is not a device of the scenario"),
     ('[grid]\nbs = [1]\n', 3, "unknown axis"),
 ])
 def test_bad_sweep_files_name_file_line_and_key(tmp_path, body, line, needle):
