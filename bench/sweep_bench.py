@@ -16,6 +16,15 @@ to the in-process one (wall time aside). Not part of the test run: figures
 depend on the machine and on what else it runs (the 1-minute load average
 is printed beside them).
 
+With the kernel's autogroup scheduling on (/proc/sys/kernel/sched_autogroup_enabled,
+the default of most desktop kernels), CFS shares the CPUs fairly between
+sessions first: on a machine other sessions keep busy, all the pool's
+workers (in this session) get one session's share, however many they are,
+while a local Ray's workers (started by its daemon, a session of its own)
+get another. --own-sessions puts each pool worker in a session of its own
+(setsid), which measures the scaling a machine the sweep has to itself
+would show; blkstack itself leaves its workers in the caller's session.
+
     python bench/sweep_bench.py                  # 80 points
     python bench/sweep_bench.py --count 50 --workers 2
 """
@@ -85,6 +94,14 @@ def same(a, b) -> bool:
     return a.drop(columns=list(MEASURED)).equals(b.drop(columns=list(MEASURED)))
 
 
+def autogroup() -> str:
+    try:
+        with open("/proc/sys/kernel/sched_autogroup_enabled") as fh:
+            return "on" if fh.read().strip() == "1" else "off"
+    except OSError:
+        return "unknown"
+
+
 def line(label: str, n: int, seconds: float, note: str = "") -> None:
     print(f"  {label:<28} {n:>5} points  {seconds:7.2f} s  {n / seconds:7.1f} points/s  {note}")
 
@@ -95,11 +112,22 @@ def main() -> None:
     ap.add_argument("--workers", type=int, default=max(2, default_workers()), help="workers for the scaled runs")
     ap.add_argument("--repeat", type=int, default=3, help="runs of each pool size (the median is shown)")
     ap.add_argument("--no-ray", action="store_true", help="skip Ray")
+    ap.add_argument("--own-sessions", action="store_true", help="each pool worker in a session of its own (setsid)")
     args = ap.parse_args()
+    if args.own_sessions:
+        import blkstack.sweep_backend as backend
+        quiet = backend._ignore_sigint
+
+        def own_session() -> None:
+            quiet()
+            os.setsid()
+
+        backend._ignore_sigint = own_session
     s = spec(args.count)
     n = len(s.points)
     print(f"sweep: {n} points of seed 000 (dd count={args.count}); {os.cpu_count()} CPUs, "
-          f"load average {os.getloadavg()[0]:.2f}")
+          f"load average {os.getloadavg()[0]:.2f}; autogroup {autogroup()}"
+          + ("; pool workers in sessions of their own" if args.own_sessions else ""))
     ref, t_ref = in_process(s)
     line("in process (no pool)", n, t_ref)
     results = {}
