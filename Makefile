@@ -1,5 +1,6 @@
 # blkstack: one command runs every test.
-#   make test      Rust tests, then build and install the Python package (editable), then its tests
+#   make test      Rust tests, then build and install the Python package (editable, with the
+#                  Ray extra the sweep tests use), then its tests
 #   make install   build and install the Python package
 #   make validate     the validation suite: every validate/scenarios/ scenario on
 #                     real Debian 6.1 and 6.12 kernels under qemu, compared with
@@ -16,7 +17,7 @@ SUDO ?= $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 test:
 	$(CARGO) test --quiet
-	$(PYTHON) -m pip install -q -e '.[test]'
+	$(PYTHON) -m pip install -q -e '.[test,ray]'
 	$(PYTHON) -m pytest -q
 
 install:

@@ -47,6 +47,7 @@ __all__ = [
     "load_trace",
     "profiles",
     "run",
+    "sweep",
     "version",
 ]
 
@@ -56,6 +57,15 @@ __version__: str = _core.version()
 def version() -> str:
     """Return the version of the blkstack engine (same as ``__version__``)."""
     return _core.version()
+
+
+def sweep(spec: Any, **options: Any) -> Any:
+    """Run a sweep (a sweep file, or its tables as a dict) and return its
+    table as a pandas DataFrame: see :func:`blkstack.sweep_run.sweep` for the
+    options (``out``, ``csv``, ``workers``, ``ray``, ``batch``, ``yes``,
+    ``resume``) and docs/sweeps.md for the format."""
+    from blkstack.sweep_run import sweep as run_sweep
+    return run_sweep(spec, **options)
 
 
 def profiles() -> Dict[str, Any]:

@@ -187,7 +187,66 @@ def build(runs: Sequence[Any], fmt: str = "svg") -> str:
             body.append(f"<h3>{esc(r.path)}</h3><pre>{esc(r.source)}</pre>")
         else:
             body.append(f'<p class="note">{esc(r.path)} is a trace: no scenario.</p>')
+    return page(title, body)
+
+
+def page(title: str, body: Sequence[str]) -> str:
     return ("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
             f'<meta http-equiv="Content-Security-Policy" content="{CSP}">\n'
             f"<title>{esc(title)}</title>\n<style>{STYLE}</style>\n</head>\n<body>\n"
             + "\n".join(body) + "\n</body>\n</html>\n")
+
+
+# ---------------------------------------------------------------------------
+# A sweep table (blkstack sweep)
+
+# Devices and axis pairs drawn at most, so a wide sweep stays readable.
+SWEEP_DEVICES = 4
+SWEEP_HEAT_MAPS = 3
+
+
+def _cell_value(value: Any) -> Any:
+    if hasattr(value, "item"):
+        value = value.item()
+    return None if isinstance(value, float) and value != value else value
+
+
+def sweep_section(frame: Any, path: str, fmt: str, figure: str) -> str:
+    """Figure-against-axis lines (one line per kernel when it is an axis),
+    heat maps over pairs of axes, the best point per group, the failures."""
+    from itertools import combinations
+
+    from blkstack import sweep_plots as SP
+
+    axes = SP.axis_columns(frame)
+    failed = frame[frame["error"].notna()]
+    points = frame["point"].nunique()
+    parts = [f'<h2 id="sweep">Sweep {esc(path)}</h2>',
+             f'<p class="note">{points:,} points, {failed["point"].nunique():,} failed; '
+             f'{len(frame):,} rows. Plotted: {esc(figure)} ({"lower" if SP.lower_is_better(figure) else "higher"} '
+             "is better); points that differ in axes not drawn are averaged.</p>",
+             table(["axis", "values"], [[a, ", ".join(str(v) for v in SP._order(frame[a]))] for a in axes])]
+    devices = SP._order(frame["device"].dropna())[:SWEEP_DEVICES]
+    hue = "kernel" if "kernel" in axes else None
+    for dev in devices:
+        plots = [SP.line_plot(frame, a, figure, hue if a != hue else None, device=dev) for a in axes]
+        pairs = [(x, y) for x, y in combinations(axes, 2)
+                 if frame[x].nunique() > 1 and frame[y].nunique() > 1][:SWEEP_HEAT_MAPS]
+        plots += [SP.heat_map(frame, x, y, figure, dev) for x, y in pairs]
+        parts.append(f"<h3>{esc(dev)}</h3>" + _figures(plots, fmt))
+        group = [hue] if hue else []
+        best = SP.best_points(frame[frame["device"] == dev], figure, group or ["device"])
+        cols = ["point", *axes, figure]
+        parts.append(f"<p>Best point{' per ' + hue if hue else ''} on {esc(dev)}:</p>" +
+                     table(cols, [[_cell_value(r[c]) for c in cols] for _, r in best.iterrows()]))
+    if len(failed):
+        cols = ["point", *axes, "error"]
+        parts.append("<h3>Failed points</h3>" + table(
+            cols, [[_cell_value(r[c]) for c in cols] for _, r in failed.head(50).iterrows()]))
+    return "\n".join(parts)
+
+
+def build_sweep(frame: Any, path: str, fmt: str = "svg", figure: str = "throughput_mb_s") -> str:
+    """The report of a sweep table as one HTML page."""
+    title = f"blkstack sweep report: {path}"
+    return page(title, [f"<h1>{esc(title)}</h1>", sweep_section(frame, path, fmt, figure)])

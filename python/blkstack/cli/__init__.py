@@ -22,15 +22,16 @@ from typing import List, Optional, Sequence
 
 from blkstack import ScenarioError, __version__
 from blkstack._core import CheckError
-from blkstack.cli import (capture, compare, demo, diff, explain, fio, plot, profiles, report, run, scenarios, seeds,
-                          stats, validate)
+from blkstack.cli import (capture, compare, demo, diff, explain, fio, identify, plot, profiles, report, run, scenarios,
+                          seeds, stats, sweep, validate)
 from blkstack.cli.common import (EXIT_CHECK, EXIT_INTERNAL, EXIT_OK, EXIT_SIGINT, EXIT_SIGPIPE, EXIT_USAGE, PROG,
                                  ArgumentParser, UsageError, kernel_choices, one_line, os_error_message, say,
                                  write_atomic)
 
 __all__ = ["main", "build_parser", "UsageError", "write_atomic"]
 
-COMMANDS = [run, compare, seeds, fio, stats, plot, report, capture, demo, profiles, explain, scenarios, validate, diff]
+COMMANDS = [run, compare, seeds, fio, sweep, stats, plot, report, capture, demo, profiles, explain, scenarios, validate, diff,
+            identify]
 
 
 MAIN_DESCRIPTION = """\
@@ -56,6 +57,8 @@ examples:
   blkstack profiles                              # kernel profiles and switches
   blkstack validate my.toml --kernel 6.1         # the same scenario on a real kernel (qemu)
   blkstack diff real.txt sim.txt                 # compare two block traces
+  blkstack sweep my.sweep.toml                   # many runs, one table (Parquet)
+  blkstack identify real.txt --stack my.toml     # which kernel profile explains a real trace
 
 Run 'blkstack COMMAND --help' for the details of one command."""
 

@@ -7,6 +7,7 @@ import os
 from typing import Any, List
 
 from blkstack.cli.common import EXIT_OK, UsageError, check_output, same_file, write_atomic
+from blkstack.cli.plot import is_sweep_table
 
 
 REPORT_DESCRIPTION = """\
@@ -20,7 +21,12 @@ The file stands alone: styles inline, plots embedded as images, no scripts
 and no network fetches (its Content-Security-Policy allows none), so it can
 be mailed or attached to a bug report. A block trace (blkparse or ftrace
 text, e.g. from a real machine) may be given instead of, or beside, a
-scenario."""
+scenario.
+
+A sweep table (blkstack sweep's .parquet) gets a report of its own: the
+figure --y against each axis (a line per kernel when the kernel is an
+axis, the best point starred), heat maps over pairs of axes (the best cell
+outlined), the best point per kernel, and the failed points."""
 
 
 REPORT_EPILOG = """\
@@ -28,7 +34,23 @@ examples:
   blkstack report my.toml --out report.html
   blkstack report my.toml --kernel 6.1 --kernel 6.12 --out before-after.html
   blkstack report my.toml --set disks.sda.queue.max_sectors_kb=64 --format png --out report.html
-  blkstack report real-trace.txt --out real.html"""
+  blkstack report real-trace.txt --out real.html
+  blkstack report sweep.parquet --y zero_seek_pct --out sweep.html   # a blkstack sweep table"""
+
+
+def _sweep_report(args: argparse.Namespace) -> str:
+    from blkstack.cli.plot import load_sweep_table
+    from blkstack.report import build_sweep
+    from blkstack.sweep_figures import FIGURE_NAMES
+
+    if len(args.inputs) != 1 or args.kernel or args.set:
+        raise UsageError("a sweep table is reported alone, without --kernel or --set")
+    frame = load_sweep_table(args.inputs[0])
+    figures = [f for f in FIGURE_NAMES if f in frame.columns]
+    figure = args.y or ("throughput_mb_s" if "throughput_mb_s" in figures else figures[0])
+    if figure not in figures:
+        raise UsageError(f"--y {figure}: not a figure of this sweep (one of {', '.join(figures)})")
+    return build_sweep(frame, args.inputs[0], args.format, figure)
 
 
 def cmd_report(args: argparse.Namespace) -> int:
@@ -41,8 +63,13 @@ def cmd_report(args: argparse.Namespace) -> int:
     for path in args.inputs:
         if os.path.exists(path) and same_file(path, args.out):
             raise UsageError(f"--out {args.out}: would overwrite the input {path}")
-    runs = load_runs(args.inputs, args.kernel, args.set)
-    write_atomic(args.out, build(runs, args.format))
+    if any(is_sweep_table(p) for p in args.inputs):
+        text = _sweep_report(args)
+    else:
+        if args.y:
+            raise UsageError("--y is for a sweep table (.parquet)")
+        text = build(load_runs(args.inputs, args.kernel, args.set), args.format)
+    write_atomic(args.out, text)
     if not args.quiet:
         print(args.out)
     return EXIT_OK
@@ -60,4 +87,5 @@ def register(sub: Any, kernels: List[str]) -> None:
     p.add_argument("--format", choices=("svg", "png"), default="svg",
                    help="how plots are embedded (default svg: sharp at any zoom)")
     p.add_argument("-q", "--quiet", action="store_true", help="do not print the file name")
+    p.add_argument("--y", metavar="FIGURE", help="for a sweep table: the figure plotted (default throughput_mb_s)")
     p.set_defaults(func=cmd_report)
