@@ -3,7 +3,7 @@
 use std::io::{IsTerminal, Write};
 
 use pyo3::create_exception;
-use pyo3::exceptions::{PyBrokenPipeError, PyException, PyKeyboardInterrupt, PyOSError};
+use pyo3::exceptions::{PyBrokenPipeError, PyException, PyKeyboardInterrupt, PyOSError, PyValueError};
 use pyo3::prelude::*;
 
 use pyo3::types::{PyBytes, PyDict};
@@ -23,6 +23,7 @@ fn to_py(e: RunError) -> PyErr {
         RunError::BrokenPipe => PyBrokenPipeError::new_err("broken pipe"),
         RunError::Interrupted => PyKeyboardInterrupt::new_err(()),
         RunError::Check(m) => CheckError::new_err(m),
+        RunError::Option(m) => PyValueError::new_err(m),
     }
 }
 
@@ -168,7 +169,7 @@ fn tables_dict<'py>(py: Python<'py>, devices: Vec<(String, u32, u32)>, tasks: Ve
 fn trace_stats<'py>(py: Python<'py>, path: String, interval: Option<f64>, events: bool) -> PyResult<(String, Option<Bound<'py, PyDict>>, Bound<'py, PyDict>)> {
     let bytes = std::fs::read(&path).map_err(|e| PyOSError::new_err(format!("{path}: {e}")))?;
     let text = String::from_utf8_lossy(&bytes);
-    let every = interval.map(|s| (s * 1e9) as u64).filter(|&ns| ns > 0);
+    let every = crate::run::interval_ns(interval).map_err(to_py)?;
     let st = py.detach(|| crate::stats::trace::analyse(crate::trace::parse::parse_trace(&text), every));
     let c = if events { st.columns() } else { EventColumns::default() };
     let tasks = st.tasks.iter().map(|t| (t.pid, t.comm.clone())).collect();
