@@ -73,8 +73,10 @@ def test_blkparse_btt_stages_by_hand():
     assert stage(sdb, "D2C") == (1000.0, 1000.0, 1000.0, 1)
     # Merge information: 3 Qs, 4 Ds of 128, 128, 16 and 8 sectors
     # (280 in all, 70 on average); #Q shows max(Q, D) = 4 as btt does.
-    assert sda["merge_info"] == {"q": 3, "d": 4, "ratio": 1.0, "blkmin": 8, "blkavg": 70, "blkmax": 128,
-                                 "total": 280}
+    # The JSON gives btt's figures (the text's), and the Q events seen.
+    assert sda["merge_info"] == {"q": 4, "d": 4, "ratio": 1.0, "q_events": 3, "blkmin": 8, "blkavg": 70,
+                                 "blkmax": 128, "total": 280}
+    assert "(  8,  0) |        4        4     1.0 |        8       70      128      280" in s["reports"]["btt"]
 
 
 def test_blkparse_diskstats_and_iostat_by_hand():
