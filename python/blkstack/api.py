@@ -33,6 +33,7 @@ from typing import Any, Dict, Iterable, Iterator, List, Mapping, Optional, Seque
 
 from blkstack import _core
 from blkstack.compare import device_figures
+from blkstack.tracefile import check_text_trace
 
 PathLike = Union[str, "os.PathLike[str]"]
 SetValue = Union[str, int, float, bool]
@@ -288,7 +289,10 @@ def load_trace(path: PathLike, *, interval: Optional[float] = None, events: bool
     :param interval: seconds of trace time between iostat snapshots.
     :param events: keep every event for :attr:`Result.events`.
     :raises OSError: the file cannot be read.
+    :raises blkstack.TraceFormatError: the file is binary (blktrace's own
+        per-CPU output, or other binary data), not text.
     """
+    check_text_trace(path)
     summary, columns, tables = _core.trace_stats(os.fspath(path), interval, events)
     return Result(json.loads(summary), columns, tables)
 
