@@ -2114,7 +2114,7 @@ group_reporting
         let e = file("bs=4k\n").unwrap_err();
         assert!(e.msg.contains("outside of [] job section"));
         assert_eq!(bad("rate_iops=100").kind, FioErrorKind::NotModelled);
-        assert_eq!(bad("hipri").kind, FioErrorKind::NotModelled, "io_uring engine option");
+        assert_eq!(bad("sqthread_poll").kind, FioErrorKind::NotModelled, "io_uring engine option");
         assert_eq!(bad("blocksise=4k").kind, FioErrorKind::UnknownOption);
         assert!(bad("bs = 4k").msg.contains("space"));
         assert_eq!(bad("size=${SIZE}").kind, FioErrorKind::NotModelled);
