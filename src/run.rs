@@ -14,6 +14,7 @@ use crate::stats::report;
 use crate::scenario::{self, Scenario, ScenarioError};
 use crate::stats::OPS;
 use crate::trace::blkparse::BlkparseWriter;
+use crate::trace::blktrace::BlktraceWriter;
 use crate::trace::requests::RequestsCsv;
 
 /// Where an output goes.
@@ -41,6 +42,8 @@ pub struct RunOptions {
     pub sets: Vec<String>,
     pub trace: Option<Output>,
     pub requests: Option<Output>,
+    /// `--blktrace DIR`: blktrace's binary files, `DIR/NAME.blktrace.0` per disk.
+    pub blktrace: Option<PathBuf>,
     /// iostat interval, in seconds of simulated time.
     pub interval: Option<f64>,
     /// `--check integrity`: run the integrity oracle (conservation is
@@ -152,6 +155,21 @@ pub fn interval_ns(seconds: Option<f64>) -> Result<Option<u64>, RunError> {
     Ok(Some((s * 1e9).round() as u64))
 }
 
+/// One `NAME.blktrace.0` in `dir` per whole disk (where every trace event
+/// lands), written atomically as the other outputs are.
+fn blktrace_files(engine: &Engine, dir: &Path, files: &mut Vec<AtomicFile>) -> Result<BlktraceWriter, RunError> {
+    if !dir.is_dir() {
+        return Err(RunError::Io(format!("--blktrace {}: not a directory", dir.display())));
+    }
+    let topo = &engine.core.topo;
+    let mut out: Vec<Option<Box<dyn Write>>> = Vec::new();
+    for (i, d) in topo.devs.iter().enumerate() {
+        let w = if d.whole == i as u32 { Some(open_output(&Output::File(dir.join(format!("{}.blktrace.0", d.name))), files)?) } else { None };
+        out.push(w);
+    }
+    Ok(BlktraceWriter::new(out))
+}
+
 /// Load a scenario file with overrides.
 pub fn load_file(path: &str, opts: &RunOptions) -> Result<Scenario, RunError> {
     let text = fs::read_to_string(path).map_err(|e| match e.kind() {
@@ -201,6 +219,10 @@ pub fn run_file_full(path: &str, opts: &RunOptions, tick: &mut dyn FnMut(&Progre
     if let Some(r) = &opts.requests {
         let w = open_output(r, &mut files)?;
         engine.core.tracer.add_sink(Box::new(RequestsCsv::new(w)));
+    }
+    if let Some(dir) = &opts.blktrace {
+        let sink = blktrace_files(&engine, dir, &mut files)?;
+        engine.core.tracer.add_sink(Box::new(sink));
     }
     engine.core.tracer.keep_analysis();
     if opts.keep_events {
