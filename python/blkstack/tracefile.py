@@ -1,12 +1,13 @@
 """What kind of file a trace is, before it is parsed as text.
 
-blkstack reads block traces as text: blkparse's default output or the
-kernel's ftrace text of the ``block_*`` tracepoints. blktrace's own output
-(``sda.blktrace.0``, one file per CPU) is binary: records of ``struct
+blkstack reads block traces as blkparse's default output, the kernel's
+ftrace text of the ``block_*`` tracepoints, or blktrace's own binary
+output (``sda.blktrace.0``, one file per CPU): records of ``struct
 blk_io_trace`` that begin with the magic ``BLK_IO_TRACE_MAGIC``
-(0x65617400) or'ed with the format version, written in the recording
-machine's byte order. Such a file, or any other binary data, is refused
-with a message saying what it is instead of being read as lines of text.
+(0x65617400) or'ed with the format version, in the recording machine's
+byte order (the engine reads those, ``src/trace/blktrace.rs``). Any other
+binary data is refused with a message saying so instead of being read as
+lines of text.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ SNIFF_BYTES = 4096
 
 
 class TraceFormatError(ValueError):
-    """A trace file blkstack cannot read as text (binary blktrace, other binary data)."""
+    """A trace file that is binary data, and not blktrace's."""
 
 
 def is_blktrace(head: bytes) -> bool:
@@ -34,13 +35,12 @@ def is_blktrace(head: bytes) -> bool:
 
 
 def check_text_trace(path: Union[str, "os.PathLike[str]"]) -> None:
-    """Raise :class:`TraceFormatError` if *path* holds binary blktrace
-    records or other binary data (a NUL byte in its first 4 KiB)."""
+    """Raise :class:`TraceFormatError` if *path* holds binary data other
+    than blktrace records (a NUL byte in its first 4 KiB)."""
     with open(path, "rb") as fh:
         head = fh.read(SNIFF_BYTES)
     name = os.fspath(path)
     if is_blktrace(head):
-        raise TraceFormatError(f"{name}: a binary blktrace file (blktrace's per-CPU output); blkstack reads "
-                               f"blkparse's text: run 'blkparse -i {name}' and give its output")
+        return
     if b"\0" in head:
         raise TraceFormatError(f"{name}: binary data, not a block trace (expected blkparse or ftrace block_* text)")

@@ -316,27 +316,24 @@ def test_time_running_backwards_is_warned_about(tmp_path):
     assert "time runs backwards 1 time (first at line 2" in proc.stderr
 
 
-def _blktrace_record() -> bytes:
-    # struct blk_io_trace: magic (BLK_IO_TRACE_MAGIC | version 7), sequence,
-    # time, sector, bytes, action, pid, device, cpu, error, pdu_len; little
-    # endian as an x86 machine writes it.
+def test_stats_reads_a_binary_blktrace_file(tmp_path):
+    # One issued 4 KiB write as struct blk_io_trace (BLK_IO_TRACE_MAGIC |
+    # version 7, little endian; action __BLK_TA_ISSUE 7 with the WRITE
+    # category, 1 << 17): read as the event it is, not as text.
     import struct
-    return struct.pack("<IIQQIIIIIHH", 0x65617407, 1, 1000, 2048, 4096, 0x00010001, 843, (8 << 20), 0, 0, 0)
-
-
-def test_stats_refuses_a_binary_blktrace_file_clearly(tmp_path):
     path = tmp_path / "sda.blktrace.0"
-    path.write_bytes(_blktrace_record() * 4)
-    line = assert_one_error_line(run_cli("stats", path), "sda.blktrace.0: a binary blktrace file", "blkparse -i")
-    assert "\\x" not in line and "\ufffd" not in line
+    path.write_bytes(struct.pack("<IIQQIIIIIHH", 0x65617407, 1, 1000, 2048, 4096, 7 | (1 << 17), 843, 8 << 20,
+                                 0, 0, 0))
+    proc = run_cli("stats", path, "--json", "-", "--quiet")
+    assert proc.returncode == 0, proc.stderr
+    s = json.loads(proc.stdout)
+    assert s["events"] == 1 and s["devices"]["sda"]["requests"] == 1
 
 
-def test_load_trace_raises_on_a_binary_blktrace_file(tmp_path):
-    path = tmp_path / "sda.blktrace.0"
-    path.write_bytes(_blktrace_record())
-    with pytest.raises(blkstack.TraceFormatError, match="binary blktrace"):
-        blkstack.load_trace(path)
+def test_load_trace_raises_on_other_binary_data(tmp_path):
     garbage = tmp_path / "x.bin"
     garbage.write_bytes(b"\x00\x01\x02garbage")
-    with pytest.raises(ValueError, match="binary data"):
+    with pytest.raises(blkstack.TraceFormatError, match="binary data"):
         blkstack.load_trace(garbage)
+    line = assert_one_error_line(run_cli("stats", garbage), "x.bin: binary data, not a block trace")
+    assert "\\x" not in line and "\ufffd" not in line

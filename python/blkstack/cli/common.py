@@ -243,13 +243,14 @@ def check_sets(sets: Sequence[str]) -> None:
 def simulate(scenario: str, kernel: Optional[str], sets: Sequence[str],
               trace: Optional[str], requests: Optional[str],
               interval: Optional[float] = None, check: Optional[str] = None,
-              progress: bool = True) -> Dict[str, Any]:
+              progress: bool = True, blktrace: Optional[str] = None) -> Dict[str, Any]:
     """Run a scenario for a command; with *progress*, runs longer than a
-    second show a progress bar on standard error when it is a terminal."""
+    second show a progress bar on standard error when it is a terminal;
+    *blktrace*: a directory for blktrace's binary files."""
     # Rust may write the trace to file descriptor 1 itself: flush ours first.
     sys.stdout.flush()
     try:
-        text = _core.run(scenario, kernel, list(sets), trace, requests, interval, progress, check)
+        text = _core.run(scenario, kernel, list(sets), trace, requests, interval, progress, check, blktrace)
     except ValueError as exc:  # an option value the engine refuses (--interval)
         raise UsageError(str(exc)) from None
     return json.loads(text)
@@ -270,6 +271,9 @@ def check_run_outputs(args: argparse.Namespace) -> List[str]:
         for opt_b, path_b in files[i + 1:]:
             if same_file(path_a, path_b):
                 raise UsageError(f"{opt_a} and {opt_b} name the same file {path_b}")
+    blktrace = getattr(args, "blktrace", None)
+    if blktrace is not None and not os.path.isdir(blktrace):
+        raise UsageError(f"--blktrace {blktrace}: not a directory (blktrace's files go there: NAME.blktrace.0)")
     to_stdout = [opt for opt, path in outputs if path == "-"]
     if len(to_stdout) > 1:
         both = " and ".join(f"{opt} -" for opt in to_stdout)
@@ -292,6 +296,13 @@ def split_events(text: str) -> List[str]:
     if not events:
         raise UsageError("--events: empty list (e.g. --events D or --events Q,X,D)")
     return events
+
+
+def add_blktrace_option(p: argparse.ArgumentParser) -> None:
+    """--blktrace DIR: what blktrace would have written, for blkparse and btt."""
+    p.add_argument("--blktrace", metavar="DIR",
+                   help="write blktrace's binary files into DIR (NAME.blktrace.0 per disk), "
+                        "for 'blkparse -i NAME -D DIR', btt and blkstack stats")
 
 
 def add_event_options(p: argparse.ArgumentParser) -> None:

@@ -37,7 +37,7 @@ fio's arguments (everything that is not one of the options below):
 
 
 FIO_USAGE = ("blkstack fio [JOBFILE ...] [--FIO-OPTION[=VALUE] ...] --stack SCENARIO.toml [--kernel K] "
-             "[--set KEY=VALUE] [--trace FILE|-] [--requests FILE|-] [--json FILE|-]")
+             "[--set KEY=VALUE] [--trace FILE|-] [--requests FILE|-] [--json FILE|-] [--blktrace DIR]")
 
 
 FIO_EPILOG = """\
@@ -70,7 +70,8 @@ def cmd_fio(args: argparse.Namespace) -> int:
     to_stdout = check_run_outputs(args)
     workload = "{type = \"fio\", args = [" + ", ".join(_toml_string(a) for a in fio_args) + "]}"
     try:
-        summary = common.simulate(args.stack, args.kernel, [f"workload={workload}"] + sets, args.trace, args.requests)
+        summary = common.simulate(args.stack, args.kernel, [f"workload={workload}"] + sets, args.trace, args.requests,
+                                  blktrace=args.blktrace)
     except ScenarioError as exc:
         raise UsageError(fio_error(str(exc), args.stack)) from None
     print_warnings(summary)
@@ -96,4 +97,5 @@ def register(sub: Any, kernels: List[str]) -> None:
     p.add_argument("--trace", metavar="FILE|-", help="write a blkparse-style text trace to FILE ('-' for standard output)")
     p.add_argument("--requests", metavar="FILE|-", help="write one CSV row per issued request to FILE")
     p.add_argument("--json", metavar="FILE|-", help="write the summary (with fio's figures under 'fio') as JSON to FILE")
+    common.add_blktrace_option(p)
     p.set_defaults(func=cmd_fio, fio_args=[])

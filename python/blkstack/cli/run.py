@@ -105,7 +105,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     to_stdout = check_run_outputs(args)
 
     summary = common.simulate(args.scenario, args.kernel, sets, args.trace, args.requests, args.interval, args.check,
-                              progress=not args.quiet)
+                              progress=not args.quiet, blktrace=args.blktrace)
     print_warnings(summary)
 
     write_json_output("--json", args.json, summary)
@@ -139,6 +139,7 @@ def register(sub: Any, kernels: List[str]) -> None:
                         "device,seq,time_ns,rwbs,sector,nr_sectors")
     p.add_argument("--json", metavar="FILE|-",
                    help="write the summary as JSON to FILE ('-' for standard output)")
+    common.add_blktrace_option(p)
     p.add_argument("--iostat", action="store_true",
                    help="print 'iostat -x' figures (sysstat's layout) over the whole run")
     p.add_argument("--interval", type=float, metavar="SECONDS",
