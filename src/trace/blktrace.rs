@@ -31,6 +31,7 @@ const RECORD: usize = 48;
 const TC_WRITE: u32 = 1 << 17;
 const TC_FLUSH: u32 = 1 << 18;
 const TC_SYNC: u32 = 1 << 19;
+const TC_FS: u32 = 1 << 24;
 const TC_NOTIFY: u32 = 1 << 26;
 const TC_AHEAD: u32 = 1 << 27;
 const TC_META: u32 = 1 << 28;
@@ -387,7 +388,13 @@ impl TraceSink for BlktraceWriter {
             _ => {}
         }
         *seq += 1;
-        let action = kind_and_category(ev.action) | op_categories(ev.op, ev.flags);
+        let mut action = kind_and_category(ev.action) | op_categories(ev.op, ev.flags);
+        // blk_add_trace_rq: a request's events (not a bio-based device's
+        // completions) carry the FS category.
+        let request_based = matches!(d.driver, crate::genhd::Driver::Mq(_));
+        if request_based && matches!(ev.action, Action::Insert | Action::Issue | Action::Requeue | Action::Complete) {
+            action |= TC_FS;
+        }
         put_record(&mut self.buf, *seq, ev.time, ev.sector, ev.bytes, action, task.pid, dev, ev.error as u16, &pdu);
         out.write_all(&self.buf)
     }
@@ -404,21 +411,11 @@ impl TraceSink for BlktraceWriter {
 mod tests {
     use super::*;
 
-    /// A little-endian record with its payload.
+    /// A record with its payload, in this machine's byte order.
+    #[allow(clippy::too_many_arguments)]
     fn rec(seq: u32, time: u64, sector: u64, bytes: u32, action: u32, pid: u32, dev: u32, pdu: &[u8]) -> Vec<u8> {
         let mut b = Vec::new();
-        b.extend((BLK_IO_TRACE_MAGIC | 7).to_le_bytes());
-        b.extend(seq.to_le_bytes());
-        b.extend(time.to_le_bytes());
-        b.extend(sector.to_le_bytes());
-        b.extend(bytes.to_le_bytes());
-        b.extend(action.to_le_bytes());
-        b.extend(pid.to_le_bytes());
-        b.extend(dev.to_le_bytes());
-        b.extend(0u32.to_le_bytes());
-        b.extend(0u16.to_le_bytes());
-        b.extend((pdu.len() as u16).to_le_bytes());
-        b.extend(pdu);
+        put_record(&mut b, seq, time, sector, bytes, action, pid, dev, 0, pdu);
         b
     }
 
