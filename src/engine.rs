@@ -448,8 +448,9 @@ impl Engine {
     }
 
     /// After [`TICK_EVENTS`] submissions in the handling of one event, the
-    /// job goes on from a wake-up at the same instant, so the event loop gets to report progress and to be
-    /// stopped (Ctrl-C) in between; true if it yielded.
+    /// job goes on from a wake-up at the same instant, so the event loop
+    /// gets to report progress and to be stopped (Ctrl-C) in between; true
+    /// if it yielded.
     fn yield_for_tick(&mut self, j: usize) -> bool {
         self.submissions += 1;
         if self.submissions < TICK_EVENTS {
