@@ -122,9 +122,19 @@ def test_real_blkparse_reads_blkstacks_binary_output(tmp_path, write_scenario):
     real = subprocess.run(["blkparse", "-i", "sda", "-D", str(out)], check=True, capture_output=True, text=True,
                           timeout=60).stdout
     assert event_lines(real) == event_lines(own.read_text())
-    # And blkstack reads its binary output as its text.
+
+
+def test_blkstack_reads_its_binary_output_as_its_text(tmp_path, write_scenario):
+    out = tmp_path / "bt"
+    out.mkdir()
+    own = tmp_path / "own.txt"
+    proc = run_cli("run", write_scenario(), "--trace", own, "--blktrace", out, "--quiet")
+    assert proc.returncode == 0, proc.stderr
     a, b = blkstack.load_trace(out / "sda.blktrace.0").summary, blkstack.load_trace(own).summary
+    assert a["events"] == b["events"] > 0
     assert a["devices"] == b["devices"] and a["reports"] == b["reports"]
+    # A directory that does not exist is refused before the run.
+    assert run_cli("run", write_scenario(), "--blktrace", tmp_path / "nope").returncode == 2
 
 
 @needs_blkparse
