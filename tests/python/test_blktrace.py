@@ -108,16 +108,23 @@ def event_lines(text: str):
     return out
 
 
+def text_and_binary(tmp_path, scenario, *extra):
+    """Run *scenario* writing blkstack's text trace and blktrace's binary
+    files of the same run: (binary directory, text file, the process)."""
+    out = tmp_path / "bt"
+    out.mkdir()
+    own = tmp_path / "own.txt"
+    proc = run_cli("run", scenario, "--trace", own, "--blktrace", out, "--quiet", *extra)
+    assert proc.returncode == 0, proc.stderr
+    return out, own, proc
+
+
 @needs_blkparse
 def test_real_blkparse_reads_blkstacks_binary_output(tmp_path, write_scenario):
     # TINY: four 1 MiB direct reads split to 128 KiB requests. blkstack
     # writes its own blkparse text and blktrace's binary files of the same
     # run; real blkparse prints the binary files as blkstack's text.
-    out = tmp_path / "bt"
-    out.mkdir()
-    own = tmp_path / "own.txt"
-    proc = run_cli("run", write_scenario(), "--trace", own, "--blktrace", out, "--quiet")
-    assert proc.returncode == 0, proc.stderr
+    out, own, _ = text_and_binary(tmp_path, write_scenario())
     assert sorted(p.name for p in out.iterdir()) == ["sda.blktrace.0"]
     real = subprocess.run(["blkparse", "-i", "sda", "-D", str(out)], check=True, capture_output=True, text=True,
                           timeout=60).stdout
@@ -125,11 +132,7 @@ def test_real_blkparse_reads_blkstacks_binary_output(tmp_path, write_scenario):
 
 
 def test_blkstack_reads_its_binary_output_as_its_text(tmp_path, write_scenario):
-    out = tmp_path / "bt"
-    out.mkdir()
-    own = tmp_path / "own.txt"
-    proc = run_cli("run", write_scenario(), "--trace", own, "--blktrace", out, "--quiet")
-    assert proc.returncode == 0, proc.stderr
+    out, own, _ = text_and_binary(tmp_path, write_scenario())
     a, b = blkstack.load_trace(out / "sda.blktrace.0").summary, blkstack.load_trace(own).summary
     assert a["events"] == b["events"] > 0
     assert a["devices"] == b["devices"] and a["reports"] == b["reports"]
@@ -145,11 +148,8 @@ def test_real_btt_reads_blkstacks_binary_output(tmp_path, write_scenario):
     # Q2C times, and the merge information row. (btt's tdelta reports a
     # zero delta as 1 ns, so Q2G, G2I and I2D, all 0 here, are compared by
     # count only.)
-    out = tmp_path / "bt"
-    out.mkdir()
-    proc = run_cli("run", write_scenario(), "--set", "workload.bs=128k", "--set", "workload.count=8",
-                   "--blktrace", out, "--btt", "--quiet")
-    assert proc.returncode == 0, proc.stderr
+    out, _, proc = text_and_binary(tmp_path, write_scenario(), "--set", "workload.bs=128k", "--set", "workload.count=8",
+                                   "--btt")
     subprocess.run(["blkparse", "-i", "sda", "-D", str(out), "-d", str(tmp_path / "dump.bin"), "-O"], check=True,
                    capture_output=True, timeout=60)
     real = subprocess.run(["btt", "-i", str(tmp_path / "dump.bin")], check=True, capture_output=True, text=True,
