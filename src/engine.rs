@@ -182,7 +182,7 @@ impl EngineBuilder {
             .collect();
         let core = BlockCore::new(self.topo, self.beh);
         let tasks = (0..core.tasks.len()).map(|_| TaskState::default()).collect();
-        let mut e = Engine { core, queues, drivers: self.drivers, jobs: Vec::new(), tasks, threads: Vec::new(), sample_every: None, samples: Vec::new(), reaped: Reaped::default(), crypt_pending: Vec::new() };
+        let mut e = Engine { core, queues, drivers: self.drivers, jobs: Vec::new(), tasks, threads: Vec::new(), sample_every: None, samples: Vec::new(), reaped: Reaped::default(), crypt_pending: Vec::new(), submissions: 0, tick_due: false };
         for (i, (d, comm)) in threads.into_iter().enumerate() {
             let t = e.add_task(THREAD_PID + i as u32, &comm);
             e.tasks[t as usize].thread = Some(d);
@@ -210,6 +210,12 @@ pub struct Engine {
     /// task fell asleep before submitting them all: each task's go on, in
     /// order, when it wakes ([`Engine::blk_crypto_submit_bio`]).
     crypt_pending: Vec<(u32, BioId)>,
+    /// Submissions started while handling the current event; a job whose
+    /// units take no simulated time (buffered writes the page cache absorbs)
+    /// would otherwise keep the event loop from ever ticking.
+    submissions: u64,
+    /// [`TICK_EVENTS`] submissions happened: the event loop ticks now.
+    tick_due: bool,
 }
 
 /// What one round of [`Engine::reap`] handles: woken tasks, finished roots,
@@ -435,7 +441,25 @@ impl Engine {
             if !self.start_submission(j) {
                 return;
             }
+            if self.yield_for_tick(j) {
+                return;
+            }
         }
+    }
+
+    /// After [`TICK_EVENTS`] submissions in the handling of one event, the
+    /// job goes on from a wake-up at the same instant, so the event loop
+    /// gets to report progress and to be stopped (Ctrl-C) in between; true
+    /// if it yielded.
+    fn yield_for_tick(&mut self, j: usize) -> bool {
+        self.submissions += 1;
+        if self.submissions < TICK_EVENTS {
+            return false;
+        }
+        self.submissions = 0;
+        self.tick_due = true;
+        self.core.schedule(self.core.now, SimEvent::JobWake { job: j as u32 });
+        true
     }
 
     /// Gather the next submission: up to `batch` units (within `iodepth`),
@@ -630,6 +654,11 @@ impl Engine {
                 self.run_job(job as usize);
             }
             SimEvent::Sample => {
+                // Due after the last activity with nothing else pending: the
+                // run is over and its last sample comes at its end instead.
+                if self.core.pending_events() == 0 && self.core.now > self.core.last_activity {
+                    return;
+                }
                 self.take_sample();
                 // Keep sampling while anything else is pending.
                 if let (Some(every), true) = (self.sample_every, self.core.pending_events() > 0) {
@@ -691,10 +720,11 @@ impl Engine {
         self.reap();
         let mut events = 0u64;
         while let Some(ev) = self.core.pop_event() {
+            self.submissions = 0;
             self.handle(ev);
             self.reap();
             events += 1;
-            if events % TICK_EVENTS == 0 {
+            if events % TICK_EVENTS == 0 || std::mem::take(&mut self.tick_due) {
                 let done = crate::source::overall_progress(self.jobs.iter().map(|j| &*j.source), self.core.now);
                 let p = Progress { sim_time_ns: self.core.now, bios: self.core.bios_allocated, wall_s: wall.elapsed().as_secs_f64(), done };
                 if !tick(&p) {

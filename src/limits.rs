@@ -21,6 +21,9 @@ pub const BLK_SEG_BOUNDARY_MASK: u64 = 0xFFFF_FFFF;
 pub const BLK_SAFE_MAX_SECTORS: u32 = 255;
 /// `BLKDEV_MIN_RQ`: the smallest `nr_requests` a sysfs write leaves.
 pub const BLKDEV_MIN_RQ: u32 = 4;
+/// `MAX_SCHED_RQ` (16 × `BLKDEV_DEFAULT_RQ`): the most scheduler tags
+/// `blk_mq_tag_update_depth` grows to.
+pub const MAX_SCHED_RQ: u32 = 16 * 128;
 const PAGE_SECTORS: u32 = (PAGE_SIZE >> SECTOR_SHIFT) as u32;
 
 /// Which kernel code derives `max_sectors` and validates limits.
@@ -237,6 +240,32 @@ fn err<T>(key: &'static str, msg: impl Into<String>) -> Result<T, LimitError> {
     Err(LimitError { key, msg: msg.into() })
 }
 
+/// A write of `v` to `nr_requests` (`queue_requests_store`): above
+/// UINT_MAX `queue_var_store` refuses it (EINVAL); below `BLKDEV_MIN_RQ` it
+/// is raised to it; then `blk_mq_update_nr_requests` →
+/// `blk_mq_tag_update_depth` refuses (EINVAL) more tags than the driver
+/// tag set has without a scheduler, and more than `MAX_SCHED_RQ` with one
+/// (scheduler tags may grow past the `sched_tags` the queue started with,
+/// `sched_nr`, up to that cap).
+fn queue_requests_store(v: u64, scheduler: Elevator, queue_depth: u32, sched_nr: u32) -> Result<u32, LimitError> {
+    if v > u32::MAX as u64 {
+        return err("nr_requests", format!("{v}: invalid argument (EINVAL: above UINT_MAX)"));
+    }
+    let n = (v as u32).max(BLKDEV_MIN_RQ);
+    let max = match scheduler {
+        Elevator::None => queue_depth,
+        Elevator::MqDeadline => MAX_SCHED_RQ.max(sched_nr),
+    };
+    if n > max {
+        let why = match scheduler {
+            Elevator::None => format!("the tag set depth ({queue_depth}) without a scheduler"),
+            Elevator::MqDeadline => format!("MAX_SCHED_RQ ({MAX_SCHED_RQ}) with a scheduler"),
+        };
+        return err("nr_requests", format!("{n}: invalid argument (EINVAL: above {why})"));
+    }
+    Ok(n)
+}
+
 /// `min_not_zero`.
 pub fn min_nz(a: u32, b: u32) -> u32 {
     match (a, b) {
@@ -449,13 +478,7 @@ fn queue_attrs(d: &DriverLimits, w: &SysfsWrites) -> Result<QueueAttrs, LimitErr
     };
     let nr_requests = match w.nr_requests {
         None => default_nr,
-        Some(n) => {
-            let n = (n.min(u32::MAX as u64) as u32).max(BLKDEV_MIN_RQ);
-            if scheduler == Elevator::None && n > d.queue_depth {
-                return err("nr_requests", format!("{n} exceeds the tag set depth ({}) without a scheduler", d.queue_depth));
-            }
-            n
-        }
+        Some(n) => queue_requests_store(n, scheduler, d.queue_depth, default_nr)?,
     };
     let nomerges = w.nomerges.unwrap_or(0);
     if nomerges > 2 {
@@ -527,6 +550,26 @@ mod tests {
         let w = SysfsWrites { scheduler: Some(Elevator::None), ..Default::default() };
         let (_, a) = resolve(&d, &w, LimitsModel::Legacy, 2560).unwrap();
         assert_eq!(a.nr_requests, 32);
+    }
+
+    #[test]
+    fn nr_requests_writes_follow_queue_requests_store() {
+        // sata: queue_depth 32, mq-deadline. Scheduler tags grow to
+        // MAX_SCHED_RQ = 16 * 128 = 2048 and no further; without a
+        // scheduler the driver's 32 tags are the limit; 1 is raised to
+        // BLKDEV_MIN_RQ = 4; 2^32 is above UINT_MAX.
+        let d = sata();
+        let nr = |v: u64, sched: Option<Elevator>| {
+            let w = SysfsWrites { nr_requests: Some(v), scheduler: sched, ..Default::default() };
+            resolve(&d, &w, LimitsModel::Legacy, 2560).map(|(_, a)| a.nr_requests).map_err(|e| (e.key, e.msg))
+        };
+        assert_eq!(nr(2048, None), Ok(2048));
+        assert_eq!(nr(1, None), Ok(4));
+        assert_eq!(nr(2049, None).unwrap_err().0, "nr_requests");
+        assert!(nr(2049, None).unwrap_err().1.contains("EINVAL"));
+        assert_eq!(nr(1 << 32, None).unwrap_err().0, "nr_requests");
+        assert_eq!(nr(32, Some(Elevator::None)), Ok(32));
+        assert_eq!(nr(33, Some(Elevator::None)).unwrap_err().0, "nr_requests");
     }
 }
 

@@ -3,7 +3,7 @@
 use std::io::{IsTerminal, Write};
 
 use pyo3::create_exception;
-use pyo3::exceptions::{PyBrokenPipeError, PyException, PyKeyboardInterrupt, PyOSError};
+use pyo3::exceptions::{PyBrokenPipeError, PyException, PyKeyboardInterrupt, PyOSError, PyValueError};
 use pyo3::prelude::*;
 
 use pyo3::types::{PyBytes, PyDict};
@@ -23,6 +23,7 @@ fn to_py(e: RunError) -> PyErr {
         RunError::BrokenPipe => PyBrokenPipeError::new_err("broken pipe"),
         RunError::Interrupted => PyKeyboardInterrupt::new_err(()),
         RunError::Check(m) => CheckError::new_err(m),
+        RunError::Option(m) => PyValueError::new_err(m),
     }
 }
 
@@ -71,7 +72,7 @@ fn run_checked(py: Python<'_>, path: &str, opts: &RunOptions, progress: bool) ->
 
 fn options(kernel: Option<String>, sets: Vec<String>, trace: Option<String>, requests: Option<String>, interval: Option<f64>) -> RunOptions {
     let out = |s: Option<String>| s.as_deref().map(Output::parse);
-    RunOptions { kernel, sets, trace: out(trace), requests: out(requests), interval, keep_events: false, check_integrity: false }
+    RunOptions { kernel, sets, trace: out(trace), requests: out(requests), interval, ..RunOptions::default() }
 }
 
 /// `check`: "integrity" turns the integrity oracle on (conservation is
@@ -85,10 +86,11 @@ fn with_check(opts: RunOptions, check: Option<String>) -> PyResult<RunOptions> {
 }
 
 /// Run the scenario at `path`; returns the JSON summary as a string.
+/// `blktrace`: a directory for blktrace's binary files (`NAME.blktrace.0`).
 /// With `progress`, a line on stderr (a terminal only) follows runs longer
 /// than a second. Ctrl-C stops the run (KeyboardInterrupt).
 #[pyfunction]
-#[pyo3(signature = (path, kernel=None, sets=Vec::new(), trace=None, requests=None, interval=None, progress=false, check=None))]
+#[pyo3(signature = (path, kernel=None, sets=Vec::new(), trace=None, requests=None, interval=None, progress=false, check=None, blktrace=None))]
 #[allow(clippy::too_many_arguments)]
 fn run(
     py: Python<'_>,
@@ -100,8 +102,10 @@ fn run(
     interval: Option<f64>,
     progress: bool,
     check: Option<String>,
+    blktrace: Option<String>,
 ) -> PyResult<String> {
     let opts = with_check(options(kernel, sets, trace, requests, interval), check)?;
+    let opts = RunOptions { blktrace: blktrace.map(Into::into), ..opts };
     Ok(run_checked(py, &path, &opts, progress)?.summary.to_string())
 }
 
@@ -157,7 +161,7 @@ fn tables_dict<'py>(py: Python<'py>, devices: Vec<(String, u32, u32)>, tasks: Ve
     Ok(tables)
 }
 
-/// Analyse a trace file (blkparse text or the kernel's ftrace text of the
+/// Analyse a trace file (blkparse text, blktrace's binary files or the kernel's ftrace text of the
 /// block tracepoints) as a run is analysed: returns (summary JSON, columns
 /// or None, tables), the columns and tables as `run_columns` gives them
 /// (times relative to the trace's first record). `interval`: seconds of
@@ -166,10 +170,9 @@ fn tables_dict<'py>(py: Python<'py>, devices: Vec<(String, u32, u32)>, tasks: Ve
 #[pyo3(signature = (path, interval=None, events=false))]
 #[allow(clippy::type_complexity)]
 fn trace_stats<'py>(py: Python<'py>, path: String, interval: Option<f64>, events: bool) -> PyResult<(String, Option<Bound<'py, PyDict>>, Bound<'py, PyDict>)> {
-    let bytes = std::fs::read(&path).map_err(|e| PyOSError::new_err(format!("{path}: {e}")))?;
-    let text = String::from_utf8_lossy(&bytes);
-    let every = interval.map(|s| (s * 1e9) as u64).filter(|&ns| ns > 0);
-    let st = py.detach(|| crate::stats::trace::analyse(crate::trace::parse::parse_trace(&text), every));
+    let parsed = crate::trace::blktrace::read_trace_file(&path).map_err(|e| PyOSError::new_err(format!("{path}: {e}")))?;
+    let every = crate::run::interval_ns(interval).map_err(to_py)?;
+    let st = py.detach(|| crate::stats::trace::analyse(parsed, every));
     let c = if events { st.columns() } else { EventColumns::default() };
     let tasks = st.tasks.iter().map(|t| (t.pid, t.comm.clone())).collect();
     let tables = tables_dict(py, st.device_table(), tasks, &c)?;
@@ -216,11 +219,9 @@ fn trace_action_name(a: crate::trace::parse::TraceAction) -> &'static str {
 #[pyfunction]
 #[allow(clippy::type_complexity)]
 fn parse_trace<'py>(py: Python<'py>, path: String) -> PyResult<(Bound<'py, PyDict>, Bound<'py, PyDict>, usize, Vec<(usize, String, String)>)> {
-    use crate::trace::parse::{self as tp, Extra};
+    use crate::trace::parse::Extra;
     use std::collections::HashMap;
-    let bytes = std::fs::read(&path).map_err(|e| PyOSError::new_err(format!("{path}: {e}")))?;
-    let text = String::from_utf8_lossy(&bytes);
-    let parsed = tp::parse_trace(&text);
+    let parsed = crate::trace::blktrace::read_trace_file(&path).map_err(|e| PyOSError::new_err(format!("{path}: {e}")))?;
     struct Interner(Vec<String>, HashMap<String, u32>);
     impl Interner {
         fn get(&mut self, s: &str) -> u32 {

@@ -14,6 +14,7 @@ use crate::stats::report;
 use crate::scenario::{self, Scenario, ScenarioError};
 use crate::stats::OPS;
 use crate::trace::blkparse::BlkparseWriter;
+use crate::trace::blktrace::BlktraceWriter;
 use crate::trace::requests::RequestsCsv;
 
 /// Where an output goes.
@@ -41,6 +42,8 @@ pub struct RunOptions {
     pub sets: Vec<String>,
     pub trace: Option<Output>,
     pub requests: Option<Output>,
+    /// `--blktrace DIR`: blktrace's binary files, `DIR/NAME.blktrace.0` per disk.
+    pub blktrace: Option<PathBuf>,
     /// iostat interval, in seconds of simulated time.
     pub interval: Option<f64>,
     /// `--check integrity`: run the integrity oracle (conservation is
@@ -58,6 +61,8 @@ pub enum RunError {
     Interrupted,
     /// The run finished but a conservation or integrity check failed: the report.
     Check(String),
+    /// An option value the run cannot use (`--interval nan`): option and why.
+    Option(String),
 }
 
 impl std::fmt::Display for RunError {
@@ -68,6 +73,7 @@ impl std::fmt::Display for RunError {
             RunError::BrokenPipe => write!(f, "broken pipe"),
             RunError::Interrupted => write!(f, "interrupted"),
             RunError::Check(m) => write!(f, "{m}"),
+            RunError::Option(m) => write!(f, "{m}"),
         }
     }
 }
@@ -129,6 +135,41 @@ fn open_output(out: &Output, files: &mut Vec<AtomicFile>) -> Result<Box<dyn Writ
     }
 }
 
+/// The iostat interval in ns, checked: a finite number of seconds of at
+/// least one jiffy (diskstats count `io_ticks` in jiffies, so a shorter
+/// interval sees 0 or 2 jiffies of busy time: %util 0 or 200), and at most
+/// `u64::MAX` ns.
+pub fn interval_ns(seconds: Option<f64>) -> Result<Option<u64>, RunError> {
+    let Some(s) = seconds else { return Ok(None) };
+    let jiffy = 1.0 / crate::profile::HZ as f64;
+    if !s.is_finite() || s <= 0.0 || s > u64::MAX as f64 / 1e9 {
+        return Err(RunError::Option(format!("--interval {s}: must be a positive, finite number of seconds")));
+    }
+    if s < jiffy {
+        return Err(RunError::Option(format!(
+            "--interval {s}: below one jiffy ({} ms at HZ={}), the unit diskstats count busy time in",
+            1000 / crate::profile::HZ,
+            crate::profile::HZ
+        )));
+    }
+    Ok(Some((s * 1e9).round() as u64))
+}
+
+/// One `NAME.blktrace.0` in `dir` per whole disk (where every trace event
+/// lands), written atomically as the other outputs are.
+fn blktrace_files(engine: &Engine, dir: &Path, files: &mut Vec<AtomicFile>) -> Result<BlktraceWriter, RunError> {
+    if !dir.is_dir() {
+        return Err(RunError::Io(format!("--blktrace {}: not a directory", dir.display())));
+    }
+    let topo = &engine.core.topo;
+    let mut out: Vec<Option<Box<dyn Write>>> = Vec::new();
+    for (i, d) in topo.devs.iter().enumerate() {
+        let w = if d.whole == i as u32 { Some(open_output(&Output::File(dir.join(format!("{}.blktrace.0", d.name))), files)?) } else { None };
+        out.push(w);
+    }
+    Ok(BlktraceWriter::new(out))
+}
+
 /// Load a scenario file with overrides.
 pub fn load_file(path: &str, opts: &RunOptions) -> Result<Scenario, RunError> {
     let text = fs::read_to_string(path).map_err(|e| match e.kind() {
@@ -136,6 +177,20 @@ pub fn load_file(path: &str, opts: &RunOptions) -> Result<Scenario, RunError> {
         _ => RunError::Io(format!("{path}: {e}")),
     })?;
     Ok(scenario::load(path, &text, opts.kernel.as_deref(), &opts.sets)?)
+}
+
+/// A scenario without a `[workload]` has nothing to run: an error, not an
+/// empty summary (`check_file` still accepts it, for stacks to run fio on).
+fn check_runnable(sc: &Scenario) -> Result<(), RunError> {
+    if !matches!(sc.workload.kind, crate::scenario::WorkloadKind::None) {
+        return Ok(());
+    }
+    let msg = if sc.disks.is_empty() {
+        "the scenario is empty: no [disks.NAME] and no [workload] (see docs/scenario.md)"
+    } else {
+        "no [workload] table: nothing to run (type = \"dd\", \"fio\", ...; see docs/scenario.md)"
+    };
+    Err(RunError::Scenario(ScenarioError { file: sc.file.clone(), line: None, key: "workload".into(), msg: msg.into(), from_set: false }))
 }
 
 /// Run a scenario file; returns the JSON summary.
@@ -154,6 +209,7 @@ pub struct RunResult {
 /// Run a scenario file and keep what the caller asked for.
 pub fn run_file_full(path: &str, opts: &RunOptions, tick: &mut dyn FnMut(&Progress) -> bool) -> Result<RunResult, RunError> {
     let sc = load_file(path, opts)?;
+    check_runnable(&sc)?;
     let mut engine = sc.build();
     let mut files = Vec::new();
     if let Some(t) = &opts.trace {
@@ -164,11 +220,15 @@ pub fn run_file_full(path: &str, opts: &RunOptions, tick: &mut dyn FnMut(&Progre
         let w = open_output(r, &mut files)?;
         engine.core.tracer.add_sink(Box::new(RequestsCsv::new(w)));
     }
+    if let Some(dir) = &opts.blktrace {
+        let sink = blktrace_files(&engine, dir, &mut files)?;
+        engine.core.tracer.add_sink(Box::new(sink));
+    }
     engine.core.tracer.keep_analysis();
     if opts.keep_events {
         engine.core.tracer.keep_log();
     }
-    engine.sample_every = opts.interval.map(|s| (s * 1e9) as u64).filter(|&ns| ns > 0);
+    engine.sample_every = interval_ns(opts.interval)?;
     if opts.check_integrity {
         engine.core.check.enable_oracle();
     }
@@ -270,7 +330,7 @@ pub fn summary(sc: &Scenario, engine: &Engine, st: &RunStats) -> Value {
         },
         "iostat_intervals": report::intervals_json(&input),
         "reports": report::reports_json(&input),
-        "warnings": sc.workload.warnings,
+        "warnings": run_warnings(sc, engine),
     });
     if let Some(c) = &sc.compare {
         let side = |s: &crate::scenario::compare::Side| json!({"label": s.label, "kernel": s.kernel, "set": s.sets});
@@ -282,6 +342,18 @@ pub fn summary(sc: &Scenario, engine: &Engine, st: &RunStats) -> Value {
         v["reports"]["fio"] = json!(text);
     }
     v
+}
+
+/// The workload's warnings, then what its sources noted while running
+/// (once each: a job's clones note the same thing).
+fn run_warnings(sc: &Scenario, engine: &Engine) -> Vec<String> {
+    let mut out = sc.workload.warnings.clone();
+    for note in engine.jobs.iter().filter_map(|j| j.source.note()) {
+        if !out.contains(&note) {
+            out.push(note);
+        }
+    }
+    out
 }
 
 /// Load and build a scenario without running it: the profile, the

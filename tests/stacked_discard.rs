@@ -12,7 +12,7 @@
 mod common;
 
 use blkstack::bio::Op;
-use blkstack::run::{run_file, RunOptions};
+use blkstack::run::{check_file, RunOptions};
 use blkstack::trace::Action;
 
 const DATA: u64 = 264_192;
@@ -31,7 +31,7 @@ fn json_limits(text: &str, sets: &[&str]) -> serde_json::Value {
     let path = dir.join("raid10.toml");
     std::fs::write(&path, text).unwrap();
     let opts = RunOptions { sets: sets.iter().map(|s| s.to_string()).collect(), ..Default::default() };
-    let v = run_file(path.to_str().unwrap(), &opts).unwrap_or_else(|e| panic!("{e}"));
+    let v = check_file(path.to_str().unwrap(), &opts).unwrap_or_else(|e| panic!("{e}"));
     std::fs::remove_dir_all(&dir).unwrap();
     v["devices"]["md0"]["limits"].clone()
 }

@@ -35,12 +35,14 @@ except ImportError as exc:  # pragma: no cover - only on a broken install
 from blkstack._core import ScenarioError
 
 from blkstack.api import DISKSTATS_FIELDS, Result, Scenario, compare, load, load_trace, run
+from blkstack.tracefile import TraceFormatError
 
 __all__ = [
     "DISKSTATS_FIELDS",
     "Result",
     "Scenario",
     "ScenarioError",
+    "TraceFormatError",
     "__version__",
     "compare",
     "load",

@@ -27,8 +27,11 @@ def run(
     interval: float | None = None,
     progress: bool = False,
     check: str | None = None,
+    blktrace: str | None = None,
 ) -> str:
     """Run the scenario TOML file at *path* and return its JSON summary.
+    *blktrace*: a directory to write blktrace's binary files into
+    (``NAME.blktrace.0`` per disk, read by blkparse and btt).
 
     :param path: the scenario file.
     :param kernel: a kernel profile ("6.1", "6.12", "7.2") overriding the

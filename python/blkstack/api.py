@@ -33,6 +33,7 @@ from typing import Any, Dict, Iterable, Iterator, List, Mapping, Optional, Seque
 
 from blkstack import _core
 from blkstack.compare import device_figures
+from blkstack.tracefile import check_text_trace
 
 PathLike = Union[str, "os.PathLike[str]"]
 SetValue = Union[str, int, float, bool]
@@ -243,7 +244,7 @@ def _events_frame(columns: Optional[Dict[str, bytes]], tables: Dict[str, Any]):
 def run(scenario: Union[PathLike, Scenario], kernel: Optional[str] = None, *,
         sets: Union[None, Mapping[str, SetValue], Iterable[str]] = None,
         trace: Optional[PathLike] = None, requests: Optional[PathLike] = None,
-        interval: Optional[float] = None, events: bool = True,
+        interval: Optional[float] = None, events: bool = True, blktrace: Optional[PathLike] = None,
         **overrides: SetValue) -> Result:
     """Run a scenario and return a :class:`Result`.
 
@@ -257,16 +258,19 @@ def run(scenario: Union[PathLike, Scenario], kernel: Optional[str] = None, *,
     :param interval: seconds of simulated time between iostat samples.
     :param events: keep every event for :attr:`Result.events` (memory grows
         with the run); ``False`` gives only the summary tables.
+    :param blktrace: also write blktrace's binary files into this directory
+        (``NAME.blktrace.0`` per disk).
     :raises blkstack.ScenarioError: the scenario or an override is invalid.
     """
     path = os.fspath(scenario)
     set_list = normalise_sets(sets, overrides)
-    if events and trace is None and requests is None:
+    if events and trace is None and requests is None and blktrace is None:
         summary, columns, tables = _core.run_columns(path, kernel, set_list, interval)
         return Result(json.loads(summary), columns, tables)
     text = _core.run(path, kernel, set_list,
                      None if trace is None else os.fspath(trace),
-                     None if requests is None else os.fspath(requests), interval)
+                     None if requests is None else os.fspath(requests), interval,
+                     blktrace=None if blktrace is None else os.fspath(blktrace))
     return Result(json.loads(text))
 
 
@@ -288,7 +292,11 @@ def load_trace(path: PathLike, *, interval: Optional[float] = None, events: bool
     :param interval: seconds of trace time between iostat snapshots.
     :param events: keep every event for :attr:`Result.events`.
     :raises OSError: the file cannot be read.
+    :raises blkstack.TraceFormatError: the file is binary data, and not
+        blktrace's per-CPU output (``sda.blktrace.0``, which is read, with
+        every ``sda.blktrace.N`` beside it).
     """
+    check_text_trace(path)
     summary, columns, tables = _core.trace_stats(os.fspath(path), interval, events)
     return Result(json.loads(summary), columns, tables)
 

@@ -347,13 +347,19 @@ def _drop_unresolved(st: Stack) -> None:
 
 def top_device(st: Stack) -> Optional[Tuple[str, int]]:
     """(name, bytes) to read in the workload: an md or dm device nothing is
-    stacked on, else the first disk nothing is stacked on."""
+    stacked on, else the first disk nothing is stacked on (holders left out
+    of the scenario, such as a dm device without its table, do not count:
+    a captured scenario always has something to run)."""
     dm_by_sysfs = {n: dm["name"] for n, dm in st.dm.items()}
+
+    def held(n: str) -> bool:
+        return any(h in st.md or h in dm_by_sysfs for h in st.holders.get(n, []))
+
     for n in list(st.md) + list(dm_by_sysfs):
-        if not [h for h in st.holders.get(n, []) if h in st.md or h in dm_by_sysfs]:
+        if not held(n):
             return dm_by_sysfs.get(n, n), 0
     for n, d in st.disks.items():
-        if not st.holders.get(n) and not any(st.holders.get(p) for p in d["partitions"]):
+        if not held(n) and not any(held(p) for p in d["partitions"]):
             return n, d["size"]
     return None
 

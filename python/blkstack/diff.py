@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 
 from blkstack import _core
+from blkstack.tracefile import TraceFormatError, check_text_trace
 
 ABSENT_U64 = (1 << 64) - 1
 ABSENT_I32 = -(1 << 31)
@@ -54,16 +55,25 @@ class Event:
     sector: Optional[int]
     nr_sectors: int
     line: int
+    # A split (X): the sector where the remainder starts ("X R 0 / 256").
+    split: Optional[int] = None
 
     def key(self, ignore_flags: bool = False) -> Tuple[str, Optional[int], int]:
+        rwbs = op_letters(self.rwbs) if ignore_flags else self.rwbs
+        if self.split is not None:
+            # A split carries no size; where it splits is what it says.
+            return (rwbs, self.sector, -1 - self.split)
         # An event without data has no meaningful sector: blkparse prints
         # none ("D FN [kworker]"), the tracepoints 0 or -1.
         sector = self.sector if self.nr_sectors else None
-        return (op_letters(self.rwbs) if ignore_flags else self.rwbs, sector, self.nr_sectors)
+        return (rwbs, sector, self.nr_sectors)
 
     def __str__(self) -> str:
         if self.sector is None:
             return f"{self.rwbs}"
+        if self.split is not None:
+            # blkparse's split line: the bio's sector / the remainder's.
+            return f"{self.rwbs} {self.sector} / {self.split}"
         return f"{self.rwbs} {self.sector} + {self.nr_sectors}"
 
 
@@ -93,6 +103,10 @@ class Trace:
             raise TraceFileError(f"{path}: no such file")
         if os.path.isdir(path):
             raise TraceFileError(f"{path}: is a directory")
+        try:
+            check_text_trace(path)
+        except TraceFormatError as exc:
+            raise TraceFileError(str(exc)) from None
         cols, tables, skipped, bad = _core.parse_trace(path)
         self.skipped: int = skipped
         self.bad: List[Tuple[int, str, str]] = list(bad)
@@ -105,12 +119,14 @@ class Trace:
         rw = memoryview(cols["rwbs"]).cast("I")
         sector = memoryview(cols["sector"]).cast("Q")
         nr = memoryview(cols["nr_sectors"]).cast("I")
+        arg = memoryview(cols["arg"]).cast("Q")
         self.count = len(line)
         self.events: Dict[Tuple[str, str], List[Event]] = {}
         for i in range(self.count):
-            s = sector[i]
-            ev = Event(rwbs[rw[i]], None if s == ABSENT_U64 else s, nr[i], line[i])
-            key = (self.devices[dev[i]], actions[act[i]])
+            s, action = sector[i], actions[act[i]]
+            split = arg[i] if action == "X" and arg[i] != ABSENT_U64 else None
+            ev = Event(rwbs[rw[i]], None if s == ABSENT_U64 else s, nr[i], line[i], split)
+            key = (self.devices[dev[i]], action)
             self.events.setdefault(key, []).append(ev)
 
     def device_numbers(self) -> List[str]:
@@ -398,7 +414,7 @@ def _stream_text(s: StreamDiff, context: int) -> List[str]:
     rows: List[Tuple[str, str, str]] = []
     for k in range(max(0, i1 - context), i1):
         # Before the divergence both sides are equal, offset by j1 - i1.
-        rows.append(("  ", _ev(s.real, k), _ev(s.sim, k + (j1 - i1))))
+        rows.append(_context_row(s.real, k, s.sim, k + (j1 - i1)))
     width = max(i2 - i1, j2 - j1)
     shown = min(width, context + 2)
     for k in range(shown):
@@ -412,12 +428,19 @@ def _stream_text(s: StreamDiff, context: int) -> List[str]:
     if nxt and nxt[0][0] == "equal":
         _t, a1, a2, b1, _b2 = nxt[0]
         for k in range(min(context, a2 - a1)):
-            rows.append(("  ", _ev(s.real, a1 + k), _ev(s.sim, b1 + k)))
+            rows.append(_context_row(s.real, a1 + k, s.sim, b1 + k))
     wl = max([len(r[1]) for r in rows] + [len("real")])
     lines.append(f"    {'real'.ljust(wl)}   sim")
     for mark, r, m in rows:
         lines.append(f"  {mark}{r.ljust(wl)}   {m}".rstrip())
     return lines
+
+
+def _context_row(real: Sequence[Event], i: int, sim: Sequence[Event], j: int) -> Tuple[str, str, str]:
+    """A pair the alignment calls equal, marked ``~`` when the two events
+    still differ as printed (letters --ignore-flags left out)."""
+    same = 0 <= i < len(real) and 0 <= j < len(sim) and str(real[i]) == str(sim[j])
+    return ("  " if same else "~ ", _ev(real, i), _ev(sim, j))
 
 
 def _ev(events: Sequence[Event], i: int) -> str:

@@ -17,6 +17,9 @@ read with :func:`blkstack.load_trace`:
 ``throughput``
     MB/s completed per time bin, by operation.
 
+A device whose trace has no completions (an md or dm trace without bio
+``C`` events) has no depth or throughput plot.
+
 :func:`compare_plots` overlays several runs of the same devices (before and
 after a kernel change): LBA points, grouped histogram bars, depth and
 throughput lines, one colour per run.
@@ -321,6 +324,10 @@ def _device_plots(device: str, runs: Sequence[Tuple[str, DeviceSeries]],
         title = f"{device}: {label} of issued requests"
         plots.append(Plot(f"{prefix}{kind}-{device}", title, _finish(fig, ax, title, subtitle)))
 
+    if not any(len(s.done_t) for s in series):
+        # No completions (an md/dm trace without bio 'C' events): depth
+        # would only rise and throughput stay empty; neither is drawn.
+        return plots
     fig, ax = _figure()
     _depth(ax, runs, scale)
     ax.set_xlabel(f"time ({unit})")

@@ -61,8 +61,16 @@ pub fn read(w: &Obj, devs: &FioDevices, beh: &Behaviour, seed: u64, pid: u32, co
         return Err(w.err(key, &at(w, key), "the job file defines no job"));
     }
     let extra = read_extra(w)?;
+    let total: u64 = parse.jobs.iter().map(|j| j.numjobs as u64).sum();
+    if total > fio::FIO_MAX_JOBS as u64 {
+        return Err(w.err(key, &at(w, key), format!("numjobs: {total} jobs in all; fio runs at most {} (maximum number of jobs reached)", fio::FIO_MAX_JOBS)));
+    }
     let (mut jobs, mut meta) = (Vec::new(), FioMeta::default());
     for (section, job) in parse.jobs.iter().enumerate() {
+        if job.stonewall && section > 0 {
+            let msg = format!("job '{}': stonewall: not modelled after another job (fio starts it only when the jobs before it have finished)", job.name);
+            return Err(w.err(key, &at(w, key), msg));
+        }
         let t = job_target(w, key, job, devs)?;
         let job = adjust_engine(job, &mut warnings);
         let plan = resolve(&job, &t, seed, section).map_err(|m| w.err(key, &at(w, key), format!("job '{}': {m}", job.name)))?;

@@ -301,6 +301,9 @@ pub struct FioJob {
     pub invalidate: bool,
     pub zonemode: ZoneMode,
     pub kb_base: u32,
+    /// `stonewall` (`wait_for_previous`): start only once the jobs before
+    /// it have finished.
+    pub stonewall: bool,
 }
 
 impl Default for FioJob {
@@ -342,6 +345,7 @@ impl Default for FioJob {
             invalidate: true,
             zonemode: ZoneMode::None,
             kb_base: 1024,
+            stonewall: false,
         }
     }
 }
@@ -965,8 +969,13 @@ fn set_ioengine(j: &mut FioJob, v: Option<&str>) -> SetResult {
     Ok(())
 }
 
+/// The most I/Os a job keeps in flight: the kernel's default `aio-max-nr`
+/// (65536, fs/aio.c), beyond which libaio's `io_setup` fails; each one
+/// holds a buffer here.
+const MAX_IODEPTH: u32 = 65536;
+
 fn set_iodepth(j: &mut FioJob, v: Option<&str>) -> SetResult {
-    j.iodepth = int_value(v, j.kb_base, 1, u32::MAX)?;
+    j.iodepth = int_value(v, j.kb_base, 1, MAX_IODEPTH)?;
     Ok(())
 }
 
@@ -980,9 +989,21 @@ fn set_iodepth_batch_complete_min(j: &mut FioJob, v: Option<&str>) -> SetResult 
     Ok(())
 }
 
-/// fio has no minimum, but `add_job`'s `while (--numjobs)` would spin on 0.
+/// The most jobs fio runs (clones included): `add_thread_segment` hands out
+/// segments of `JOBS_PER_SEG` = 8 jobs and refuses the one that would make
+/// `REAL_MAX_SEG` = 4096 / 8 = 512 ("maximum number of jobs reached"), so
+/// 511 segments of 8: 4088 jobs.
+pub const FIO_MAX_JOBS: u32 = (4096 / 8 - 1) * 8;
+
+/// fio has no minimum, but `add_job`'s `while (--numjobs)` would spin on 0;
+/// above [`FIO_MAX_JOBS`] fio stops with "maximum number of jobs reached".
 fn set_numjobs(j: &mut FioJob, v: Option<&str>) -> SetResult {
-    j.numjobs = int_value(v, j.kb_base, 1, u32::MAX)?;
+    j.numjobs = int_value(v, j.kb_base, 1, FIO_MAX_JOBS).map_err(|m| format!("{m} (fio runs at most {FIO_MAX_JOBS} jobs)"))?;
+    Ok(())
+}
+
+fn set_stonewall(j: &mut FioJob, v: Option<&str>) -> SetResult {
+    j.stonewall = flag_value(v)?;
     Ok(())
 }
 
@@ -1176,6 +1197,7 @@ const OPTIONS: &[Opt] = &[
     opt("randseed", &[], set_randseed),
     opt("random_distribution", &[], set_random_distribution),
     flag("norandommap", set_norandommap),
+    Opt { name: "stonewall", alias: &["wait_for_previous"], flag: true, set: set_stonewall },
     opt("invalidate", &[], set_invalidate),
     opt("zonemode", &[], set_zonemode),
 ];
@@ -1226,6 +1248,20 @@ const COSMETIC: &[(&str, bool)] = &[
     ("zero_buffers", true),
     ("buffer_pattern", false),
     ("dedupe_percentage", false),
+    ("new_group", true), // starts a new reporting group
+    // RWF_HIPRI / IORING_SETUP_IOPOLL: polled completion. The model's queues
+    // have no poll queues, so submit_bio_noacct clears REQ_POLLED and the
+    // bios are those of an interrupt-driven run.
+    ("hipri", true),
+];
+
+/// fio's options of type FIO_OPT_STR_SET (options.c and the sync, libaio and
+/// io_uring engines, fio at commit f5344384): flags whose value is optional,
+/// so `--stonewall --rw=write` is two options, not `stonewall=--rw=write`.
+const FIO_FLAG_NAMES: &[&str] = &[
+    "bs_unaligned", "blocksize_unaligned", "norandommap", "time_based", "verify_only", "exitall",
+    "exitall_on_error", "stonewall", "wait_for_previous", "new_group", "thread", "group_reporting",
+    "zero_buffers", "refill_buffers", "hipri", "fixedbufs", "registerfiles", "sqthread_poll", "userspace_reap",
 ];
 
 /// fio's own command-line options (init.c `l_opts`): (name, takes an
@@ -1334,7 +1370,7 @@ fn find_cosmetic(name: &str) -> Option<bool> {
 
 /// Whether job option `name` takes its value only after '=' (flags).
 fn is_flag(name: &str) -> bool {
-    find_opt(name).map(|o| o.flag).or_else(|| find_cosmetic(name)).unwrap_or(false)
+    find_opt(name).map(|o| o.flag).or_else(|| find_cosmetic(name)).unwrap_or(false) || FIO_FLAG_NAMES.contains(&name)
 }
 
 // ---------------------------------------------------------------------------
@@ -2078,7 +2114,7 @@ group_reporting
         let e = file("bs=4k\n").unwrap_err();
         assert!(e.msg.contains("outside of [] job section"));
         assert_eq!(bad("rate_iops=100").kind, FioErrorKind::NotModelled);
-        assert_eq!(bad("hipri").kind, FioErrorKind::NotModelled, "io_uring engine option");
+        assert_eq!(bad("sqthread_poll").kind, FioErrorKind::NotModelled, "io_uring engine option");
         assert_eq!(bad("blocksise=4k").kind, FioErrorKind::UnknownOption);
         assert!(bad("bs = 4k").msg.contains("space"));
         assert_eq!(bad("size=${SIZE}").kind, FioErrorKind::NotModelled);

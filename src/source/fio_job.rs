@@ -154,6 +154,11 @@ pub struct FioJobSource {
     /// fsyncs, background writeback and the close, before the next I/O.
     follow: VecDeque<IoUnit>,
     stopped: bool,
+    /// `time_based`: (simulated time, bytes written into the page cache at
+    /// that instant without any I/O) — see [`FioJobSource::no_time_passes`].
+    absorbed: (u64, u64),
+    /// The job stopped because its writes took no simulated time.
+    stalled: bool,
 }
 
 impl FioJobSource {
@@ -187,6 +192,8 @@ impl FioJobSource {
             writes: 0,
             follow: VecDeque::new(),
             stopped: false,
+            absorbed: (0, 0),
+            stalled: false,
         }
     }
 
@@ -374,6 +381,23 @@ impl FioJobSource {
         IoUnit { bios: reads, sync: true, kind: UnitKind::Write, bytes: bs, ..IoUnit::default() }
     }
 
+    /// `time_based` with writes the page cache absorbs: the model gives a
+    /// buffered write no CPU time, so once a whole region's worth of them
+    /// went in at one instant without any I/O, further ones would only
+    /// dirty the same pages again and `runtime` would never come. The job
+    /// stops there (its close writes the pages back) instead of spinning.
+    fn no_time_passes(&mut self, unit: &IoUnit, now: u64) -> bool {
+        if !self.job().time_based || !unit.bios.is_empty() || !self.follow.is_empty() || self.target.cache.is_none() {
+            self.absorbed = (now, 0);
+            return false;
+        }
+        if self.absorbed.0 != now {
+            self.absorbed = (now, 0);
+        }
+        self.absorbed.1 += unit.bytes;
+        self.absorbed.1 >= self.plan.region_len
+    }
+
     /// fsync=N / fdatasync=N after a write.
     fn after_write(&mut self, now: u64) {
         self.writes += 1;
@@ -414,8 +438,22 @@ impl Source for FioJobSource {
         if d == Ddir::Write {
             self.after_write(now);
         }
+        if self.no_time_passes(&unit, now) {
+            self.stalled = true;
+            self.stop(now);
+        }
         // The I/O goes first; what it triggered follows.
         Some(unit)
+    }
+
+    fn note(&self) -> Option<String> {
+        self.stalled.then(|| {
+            format!(
+                "job '{}': time_based buffered writes stay in the page cache and take no simulated time: stopped after one pass over the region ({} writes) instead of running for runtime",
+                self.job().name,
+                self.issued_ios
+            )
+        })
     }
 
     /// The furthest of the job's stop conditions (`should_stop`).

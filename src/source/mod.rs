@@ -119,6 +119,12 @@ pub trait Source {
         None
     }
 
+    /// Something the user should know about how the source ran (a warning
+    /// in the run's summary), once it has finished.
+    fn note(&self) -> Option<String> {
+        None
+    }
+
     /// The engine is done with a unit's bios (all submitted; the block
     /// layer copied what it needs): a source may keep the buffers for the
     /// units it builds next.

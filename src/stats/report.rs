@@ -24,6 +24,10 @@ pub struct ReportDev {
     pub name: String,
     pub major: u32,
     pub minor: u32,
+    /// Its diskstats are known: false for a traced bio-based device whose
+    /// bios' completions the trace lacks (every iostat figure would be
+    /// wrong), which the iostat report and JSON then leave out.
+    pub accounted: bool,
 }
 
 /// Diskstats snapshots: (time in ns, the 17 fields of every device by id).
@@ -50,10 +54,15 @@ impl<'a> ReportInput<'a> {
             .filter(|&d| topo.dev(d).whole == d)
             .map(|d| {
                 let x = topo.dev(d);
-                ReportDev { id: d, name: x.name.clone(), major: x.major, minor: x.minor }
+                ReportDev { id: d, name: x.name.clone(), major: x.major, minor: x.minor, accounted: true }
             })
             .collect();
         ReportInput { devices, samples: &engine.samples, intervals: engine.sample_every.is_some(), analysis: engine.core.tracer.analysis.as_ref() }
+    }
+
+    /// The devices whose diskstats are known.
+    fn accounted(&self) -> impl Iterator<Item = &ReportDev> {
+        self.devices.iter().filter(|d| d.accounted)
     }
 
     fn device_analysis(&self, dev: DevId) -> Option<&'a DeviceAnalysis> {
@@ -89,11 +98,24 @@ fn hist_json(h: &Log2Hist) -> Value {
     json!({"count": h.count, "zero": h.zero, "buckets": buckets})
 }
 
-/// btt's "Device Merge Information" figures: #Q, #D, Q/D, and issued
-/// sizes in sectors.
+/// btt's #Q, #D and ratio (`__output_dip_merge_ratio`): a device without
+/// Q or D events has no row, and #Q is raised to #D when fewer bios than
+/// requests were seen (requests whose bios were queued before the trace, or
+/// on another device); `None` when btt prints no row.
+fn btt_merge_counts(a: &DeviceAnalysis) -> Option<(u64, u64, f64)> {
+    if a.n_q == 0 || a.n_d == 0 {
+        return None;
+    }
+    let q = a.n_q.max(a.n_d);
+    Some((q, a.n_d, q as f64 / a.n_d as f64))
+}
+
+/// btt's "Device Merge Information" figures as the text report prints
+/// them: #Q, #D, Q/D, and issued sizes in sectors (all 0 where btt prints
+/// no row); `q_events` is the Q events seen.
 fn merge_info(a: &DeviceAnalysis) -> Value {
-    let ratio = if a.n_d == 0 { 0.0 } else { a.n_q.max(a.n_d) as f64 / a.n_d as f64 };
-    json!({"q": a.n_q, "d": a.n_d, "ratio": ratio, "blkmin": a.blks.min, "blkavg": a.blks.avg() as u64, "blkmax": a.blks.max, "total": a.blks.total as u64})
+    let (q, d, ratio) = btt_merge_counts(a).unwrap_or((0, 0, 0.0));
+    json!({"q": q, "d": d, "ratio": ratio, "q_events": a.n_q, "blkmin": a.blks.min, "blkavg": a.blks.avg() as u64, "blkmax": a.blks.max, "total": a.blks.total as u64})
 }
 
 /// Add the accounting and analysis of a simulated run's `dev` to its JSON
@@ -108,7 +130,7 @@ pub fn device_json(engine: &Engine, input: &ReportInput, dev: DevId, out: &mut V
 /// Add the iostat figures over the whole input, btt's stages, merge
 /// information and the histograms of `dev` to its JSON object.
 pub fn analysis_json(input: &ReportInput, dev: DevId, out: &mut Value) {
-    if input.samples.len() >= 2 {
+    if input.samples.len() >= 2 && input.accounted().any(|d| d.id == dev) {
         out["iostat"] = iostat_map(&input.ext_stats(dev, 0, input.samples.len() - 1));
     }
     let Some(a) = input.device_analysis(dev) else { return };
@@ -126,7 +148,7 @@ pub fn intervals_json(input: &ReportInput) -> Value {
     }
     let out: Vec<Value> = (1..input.samples.len())
         .map(|i| {
-            let devs: Map<String, Value> = input.devices.iter().map(|d| (d.name.clone(), iostat_map(&input.ext_stats(d.id, i - 1, i)))).collect();
+            let devs: Map<String, Value> = input.accounted().map(|d| (d.name.clone(), iostat_map(&input.ext_stats(d.id, i - 1, i)))).collect();
             json!({"time_s": input.samples[i].0 as f64 / 1e9, "devices": devs})
         })
         .collect();
@@ -140,7 +162,7 @@ pub fn iostat_text(input: &ReportInput) -> String {
         return String::new();
     }
     let block = |a: usize, b: usize| {
-        let rows: Vec<(String, [f64; 22])> = input.devices.iter().map(|d| (d.name.clone(), input.ext_stats(d.id, a, b))).collect();
+        let rows: Vec<(String, [f64; 22])> = input.accounted().map(|d| (d.name.clone(), input.ext_stats(d.id, a, b))).collect();
         iostat::report(&rows)
     };
     if !input.intervals {
@@ -205,16 +227,13 @@ pub fn btt_text(input: &ReportInput) -> String {
     let _ = writeln!(out, "{:>10} | {:>8} {:>8} {:>7} | {:>8} {:>8} {:>8} {:>8}", "DEV", "#Q", "#D", "Ratio", "BLKmin", "BLKavg", "BLKmax", "Total");
     let _ = writeln!(out, "---------- | -------- -------- ------- | -------- -------- -------- --------");
     for (d, a) in &devs {
-        if a.n_q == 0 || a.n_d == 0 {
-            continue;
-        }
-        let ratio = a.n_q.max(a.n_d) as f64 / a.n_d as f64;
+        let Some((q, n_d, ratio)) = btt_merge_counts(a) else { continue };
         let _ = writeln!(
             out,
             "{:>10} | {:>8} {:>8} {:>7.1} | {:>8} {:>8} {:>8} {:>8}",
             dev_hdr(d),
-            a.n_q.max(a.n_d),
-            a.n_d,
+            q,
+            n_d,
             ratio,
             a.blks.min,
             a.blks.avg() as u64,

@@ -62,12 +62,28 @@ struct Acct {
     sectors_issued: [u64; NR_OPS],
     /// Completions whose request or bio started before the trace did.
     unmatched: u64,
+    /// Q events seen, and C events seen.
+    queued: u64,
+    completed: u64,
+}
+
+impl Acct {
+    /// A bio-based device with queued bios and not one completion: md and
+    /// dm trace a bio's completion only when it was remapped
+    /// (`BIO_TRACE_COMPLETION`), so such a trace says nothing of when its
+    /// bios finished, and diskstats rebuilt from it would hold every bio in
+    /// flight forever.
+    fn lacks_completions(&self) -> bool {
+        !self.request_based && self.queued > 0 && self.completed == 0
+    }
 }
 
 impl Acct {
     fn event(&mut self, ev: &Event) {
         let t = ev.time;
         let accounted = ev.op != Op::Read || ev.bytes != 0 || ev.flags & req::PREFLUSH != 0;
+        self.queued += (ev.action == Action::Queue) as u64;
+        self.completed += (ev.action == Action::Complete) as u64;
         match ev.action {
             Action::Queue => {
                 self.pending_q.insert(ev.sector, t);
@@ -142,10 +158,14 @@ fn op_index(op: Op) -> usize {
 
 /// The op and `REQ_*` flags an RWBS string stands for; `N` (no data: a
 /// passthrough command, write zeroes) reads as a read of nothing, which
-/// is not accounted.
+/// is not accounted. A preflush of no data, `FN` (how blkparse prints the
+/// flush machinery's `REQ_OP_FLUSH | REQ_PREFLUSH` request; the
+/// tracepoints print `FF`), is a flush.
 pub fn rwbs_op(rwbs: &str) -> (Op, u32) {
     let r = Rwbs::decode(rwbs);
-    let op = if r.discard {
+    let op = if r.preflush && !(r.discard || r.write || r.read || r.flush) {
+        Op::Flush
+    } else if r.discard {
         if r.secure_erase {
             Op::SecureErase
         } else {
@@ -233,6 +253,9 @@ pub struct TraceStats {
     /// Blank lines, headers, summaries and other tracepoints.
     pub skipped: usize,
     pub format: &'static str,
+    /// Records whose time is before the record above them, and the first
+    /// (line, its time, the time above it in ns).
+    pub backwards: (usize, Option<(usize, u64, u64)>),
 }
 
 /// The name of a record kind the model has no event for.
@@ -272,6 +295,7 @@ impl<K: std::hash::Hash + Eq + Clone> Interner<K> {
 /// snapshotted every interval of trace time (iostat per interval).
 pub fn analyse(parse: TraceParse, interval_ns: Option<u64>) -> TraceStats {
     let TraceParse { mut records, bad, skipped } = parse;
+    let backwards = time_backwards(&records);
     records.sort_by_key(|r| r.time_ns);
     let origin_ns = records.first().map_or(0, |r| r.time_ns);
     let format = match (records.iter().any(|r| r.seq.is_some()), records.iter().any(|r| r.seq.is_none())) {
@@ -298,13 +322,51 @@ pub fn analyse(parse: TraceParse, interval_ns: Option<u64>) -> TraceStats {
         bad,
         skipped,
         format,
+        backwards,
     };
     st.build_events(&records, origin_ns);
     st.account(interval_ns);
     st
 }
 
+/// Records in file order whose time goes back from the record above them
+/// (blkparse and the ftrace buffer both print in time order, so the file
+/// was joined or edited): how many, and the first.
+fn time_backwards(records: &[TraceRecord]) -> (usize, Option<(usize, u64, u64)>) {
+    let mut out = (0, None);
+    for w in records.windows(2) {
+        if w[1].time_ns < w[0].time_ns {
+            out.0 += 1;
+            out.1.get_or_insert((w[1].line, w[1].time_ns, w[0].time_ns));
+        }
+    }
+    out
+}
+
 impl TraceStats {
+    /// What the user should know about the trace: time going backwards,
+    /// devices whose completions it lacks (figures left out).
+    pub fn warnings(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        if let (n, Some((line, t, before))) = self.backwards {
+            out.push(format!(
+                "time runs backwards {n} time{} (first at line {line}: {:.9} s after {:.9} s); records were sorted by time",
+                if n == 1 { "" } else { "s" },
+                t as f64 / 1e9,
+                before as f64 / 1e9
+            ));
+        }
+        for (i, a) in self.acct.iter().enumerate() {
+            if a.lacks_completions() {
+                out.push(format!(
+                    "{}: the trace has {} queued bios (Q) and no completions (C) on this device: its iostat figures, in-flight depth and throughput are left out",
+                    self.names[i], a.queued
+                ));
+            }
+        }
+        out
+    }
+
     /// Records to events: devices, tasks and RWBS strings interned.
     fn build_events(&mut self, records: &[TraceRecord], origin_ns: u64) {
         let (mut devs, mut tasks, mut rwbs) = (Interner::new(), Interner::new(), Interner::new());
@@ -428,7 +490,7 @@ impl TraceStats {
             .iter()
             .enumerate()
             .filter(|(i, _)| seen[*i])
-            .map(|(i, d)| ReportDev { id: i as DevId, name: self.names[i].clone(), major: d.major, minor: d.minor })
+            .map(|(i, d)| ReportDev { id: i as DevId, name: self.names[i].clone(), major: d.major, minor: d.minor, accounted: !self.acct[i].lacks_completions() })
             .collect();
         ReportInput { devices, samples: &self.samples, intervals: self.intervals, analysis: Some(&self.analysis) }
     }
@@ -449,8 +511,12 @@ impl TraceStats {
                 "requests": a.requests,
                 "sectors_issued": per_op,
                 "unmatched_completions": a.unmatched,
-                "diskstats": self.samples.last().map(|s| s.1[i].to_vec()).unwrap_or_default(),
             });
+            if rd.accounted {
+                dev["diskstats"] = json!(self.samples.last().map(|s| s.1[i].to_vec()).unwrap_or_default());
+            } else {
+                dev["missing"] = json!("completions");
+            }
             report::analysis_json(&input, i as DevId, &mut dev);
             devices.insert(self.names[i].clone(), dev);
         }
@@ -470,6 +536,7 @@ impl TraceStats {
             "unknown_rwbs": self.odd_rwbs.iter().map(|o| json!({"line": o.line, "rwbs": o.rwbs})).collect::<Vec<_>>(),
             "bad_lines": self.bad.iter().map(|b| json!({"line": b.line, "text": b.text, "reason": b.reason})).collect::<Vec<_>>(),
             "skipped_lines": self.skipped,
+            "warnings": self.warnings(),
         })
     }
 }
@@ -507,6 +574,40 @@ mod tests {
     }
 
     #[test]
+    fn flush_requests_count_as_flushes() {
+        // blkparse prints a flush request as FN: issued at 0, completed
+        // 12.5 ms later. diskstats: 1 flush (field 15), 12 ms flushing
+        // (field 16, 12.5 ms in whole ms), no read.
+        let text = "  8,0    2        1     0.000000000    78  D  FN [kworker/2:1H]\n  8,0    2        2     0.012500000     0  C  FN [0]\n";
+        let st = analyse(crate::trace::parse::parse_trace(text), None);
+        let f = st.samples.last().unwrap().1[0];
+        assert_eq!((f[0], f[15], f[16]), (0, 1, 12));
+    }
+
+    #[test]
+    fn bio_based_device_without_completions_is_left_out_of_iostat() {
+        // md0 queues two bios and the trace has no C for them (md traces a
+        // bio's completion only when it was remapped): no iostat figures,
+        // no diskstats, and a warning naming the device.
+        let text = "  9,0    0        1     0.000000000   500  Q   W 0 + 64 [dd]\n  9,0    0        2     0.010000000   500  Q   W 64 + 64 [dd]\n";
+        let st = analyse(crate::trace::parse::parse_trace(text), None);
+        let s = st.summary("t");
+        let md0 = &s["devices"]["md0"];
+        assert!(md0.get("iostat").is_none() && md0.get("diskstats").is_none(), "{md0}");
+        assert_eq!(md0["missing"], "completions");
+        assert!(!s["reports"]["iostat"].as_str().unwrap().contains("md0"));
+        assert!(st.warnings()[0].starts_with("md0: the trace has 2 queued bios (Q) and no completions (C)"), "{:?}", st.warnings());
+    }
+
+    #[test]
+    fn time_running_backwards_is_a_warning() {
+        // Line 2 is 5 ms before line 1.
+        let text = "  8,0    0        1     0.010000000   500  D   W 0 + 8 [dd]\n  8,0    0        2     0.005000000   500  D   W 8 + 8 [dd]\n  8,0    0        3     0.020000000     0  C   W 0 + 8 [0]\n";
+        let st = analyse(crate::trace::parse::parse_trace(text), None);
+        assert_eq!(st.warnings(), ["time runs backwards 1 time (first at line 2: 0.005000000 s after 0.010000000 s); records were sorted by time"]);
+    }
+
+    #[test]
     fn rwbs_to_op_and_flags() {
         assert_eq!(rwbs_op("WS"), (Op::Write, req::SYNC));
         assert_eq!(rwbs_op("FWFS"), (Op::Write, req::PREFLUSH | req::FUA | req::SYNC));
@@ -515,5 +616,8 @@ mod tests {
         // An unknown letter is ignored: "WZ" reads as "W".
         assert_eq!(rwbs_op("WZ"), (Op::Write, 0));
         assert_eq!(rwbs_op("N"), (Op::Read, 0));
+        // A flush request: blkparse's FN, the tracepoints' FF.
+        assert_eq!(rwbs_op("FN"), (Op::Flush, req::PREFLUSH));
+        assert_eq!(rwbs_op("FF"), (Op::Flush, req::PREFLUSH));
     }
 }

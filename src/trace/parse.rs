@@ -134,6 +134,11 @@ pub struct TraceRecord {
 }
 
 impl TraceRecord {
+    /// A record of `action` with nothing else known yet (line 0).
+    pub fn blank(action: TraceAction) -> Self {
+        Self::new(0, action)
+    }
+
     fn new(line: usize, action: TraceAction) -> Self {
         TraceRecord {
             line,

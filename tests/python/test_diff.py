@@ -297,3 +297,47 @@ def test_cli_diff_help_has_examples(capsys):
     assert code == 0 and "examples:" in out and "blkstack diff real.txt sim.txt" in out
     code, out, _err = run_cli(["validate", "--help"], capsys)
     assert code == 0 and "examples:" in out and "--kernel" in out
+
+
+def test_split_events_compare_their_split_point(tmp_path):
+    # Both traces split a read at sector 0, one at 256 and one at 9999: the
+    # splits differ (blkparse prints the bio's sector / the remainder's).
+    real = write(tmp_path, "real.txt", """
+      8,0  0  1  0.000000000  1  X  R 0 / 256 [a]
+    """)
+    sim = write(tmp_path, "sim.txt", """
+      8,0  0  1  0.000000000  1  X  R 0 / 9999 [a]
+    """)
+    report = diff_files(real, sim, events=["X"])
+    assert not report.identical
+    assert [str(e) for e in Trace(real).stream("8,0", "X")] == ["R 0 / 256"]
+    assert "R 0 / 256" in report.text() and "R 0 / 9999" in report.text()
+    assert diff_files(real, real, events=["X"]).identical
+
+
+def test_first_divergence_of_splits_is_the_first_differing_split(tmp_path):
+    # Splits 1 to 7 agree; split 8 splits at 300 instead of 256, and the
+    # rest agree again: the first divergence is event 8.
+    rows = [f"  8,0  0  {i}  0.00000000{i % 10}  1  X  WS {1000 * i} / {1000 * i + 256} [a]" for i in range(1, 12)]
+    real = write(tmp_path, "real.txt", "\n".join(rows) + "\n")
+    rows[7] = rows[7].replace("/ 8256", "/ 8300")
+    sim = write(tmp_path, "sim.txt", "\n".join(rows) + "\n")
+    (s,) = diff_files(real, sim, events=["X"]).streams
+    assert s.first_divergence()[1] == 7
+    assert "first divergence at real event 8, sim event 8" in diff_files(real, sim, events=["X"]).text()
+
+
+def test_context_pairs_that_differ_are_marked(tmp_path):
+    # With --ignore-flags, R and RS line up; shown as context, they still
+    # differ and are marked "~".
+    real = write(tmp_path, "real.txt", """
+      8,0  0  1  0.000000000  1  D  RS 0 + 8 [a]
+      8,0  0  2  0.000000001  1  D  R 8 + 8 [a]
+    """)
+    sim = write(tmp_path, "sim.txt", """
+      8,0  0  1  0.000000000  1  D  R 0 + 8 [a]
+      8,0  0  2  0.000000001  1  D  R 16 + 8 [a]
+    """)
+    text = diff_files(real, sim, ignore_flags=True).text()
+    context = [line for line in text.splitlines() if "RS 0 + 8" in line]
+    assert context and context[0].lstrip().startswith("~ "), text

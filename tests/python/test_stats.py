@@ -73,8 +73,10 @@ def test_blkparse_btt_stages_by_hand():
     assert stage(sdb, "D2C") == (1000.0, 1000.0, 1000.0, 1)
     # Merge information: 3 Qs, 4 Ds of 128, 128, 16 and 8 sectors
     # (280 in all, 70 on average); #Q shows max(Q, D) = 4 as btt does.
-    assert sda["merge_info"] == {"q": 3, "d": 4, "ratio": 1.0, "blkmin": 8, "blkavg": 70, "blkmax": 128,
-                                 "total": 280}
+    # The JSON gives btt's figures (the text's), and the Q events seen.
+    assert sda["merge_info"] == {"q": 4, "d": 4, "ratio": 1.0, "q_events": 3, "blkmin": 8, "blkavg": 70,
+                                 "blkmax": 128, "total": 280}
+    assert "(  8,  0) |        4        4     1.0 |        8       70      128      280" in s["reports"]["btt"]
 
 
 def test_blkparse_diskstats_and_iostat_by_hand():
@@ -252,3 +254,86 @@ def test_stats_interval(tmp_path):
     assert [round(i["time_s"], 7) for i in iv] == [0.01, 0.02, 0.03, 0.0310002]
     assert iv[0]["devices"]["sda"]["r/s"] == pytest.approx(2 / 0.01)
     assert iv[1]["devices"]["sda"]["r/s"] == 0.0
+
+
+# --------------------------------------------------------------------------
+# What a trace lacks, and files that are not text traces
+
+MD_NO_COMPLETIONS = """\
+  9,0    0        1     0.000000000   500  Q   W 0 + 64 [dd]
+  9,0    0        2     0.010000000   500  Q   W 64 + 64 [dd]
+  8,0    0        3     0.010000100   500  D   W 0 + 64 [dd]
+  8,0    0        4     0.011000000     0  C   W 0 + 64 [0]
+"""
+
+
+def test_stats_says_what_an_md_trace_lacks(tmp_path):
+    # md0 queued two bios and the trace has no completion for them: its
+    # iostat row would read 0 r/s and a busy disk with everything in
+    # flight, so it is left out and the header and stderr say why; sda's
+    # row is still there.
+    path = tmp_path / "md.txt"
+    path.write_text(MD_NO_COMPLETIONS)
+    proc = run_cli("stats", path, "--iostat")
+    assert proc.returncode == 0, proc.stderr
+    assert "md0: no completions (C) in the trace: iostat figures, depth and throughput left out" in proc.stdout
+    rows = [line.split()[0] for line in proc.stdout.splitlines() if line.startswith(("md0 ", "sda "))]
+    assert rows == ["sda"]
+    assert "md0: the trace has 2 queued bios (Q) and no completions (C)" in proc.stderr
+    s = stats_json(path)
+    assert "iostat" not in s["devices"]["md0"] and s["devices"]["md0"]["missing"] == "completions"
+
+
+def test_plots_of_a_trace_without_completions_leave_out_depth_and_throughput(tmp_path):
+    from blkstack.plots import close, run_plots
+    path = tmp_path / "md.txt"
+    path.write_text(MD_NO_COMPLETIONS)
+    plots = run_plots(blkstack.load_trace(path))
+    names = [p.name for p in plots]
+    close(plots)
+    assert "lba-md0" in names and "depth-md0" not in names and "throughput-md0" not in names
+    assert "depth-sda" in names and "throughput-sda" in names
+
+
+def test_stats_flush_latency_from_flush_requests(tmp_path):
+    # A flush request (blkparse's FN) issued at 0 and completed 12.5 ms
+    # later: 1 flush in 12.5 ms of trace, f/s 1 / 0.0125 = 80, f_await
+    # 12 ms (diskstats keep whole ms).
+    path = tmp_path / "flush.txt"
+    path.write_text("  8,0    2        1     0.000000000    78  D  FN [kworker/2:1H]\n"
+                    "  8,0    2        2     0.012500000     0  C  FN [0]\n")
+    io = stats_json(path)["devices"]["sda"]["iostat"]
+    assert (io["f/s"], io["f_await"], io["r/s"]) == (80.0, 12.0, 0.0)
+
+
+def test_time_running_backwards_is_warned_about(tmp_path):
+    path = tmp_path / "back.txt"
+    path.write_text("  8,0    0        1     0.010000000   500  D   W 0 + 8 [dd]\n"
+                    "  8,0    0        2     0.005000000   500  D   W 8 + 8 [dd]\n"
+                    "  8,0    0        3     0.020000000     0  C   W 0 + 8 [0]\n")
+    proc = run_cli("stats", path, "--quiet")
+    assert proc.returncode == 0
+    assert "time runs backwards 1 time (first at line 2" in proc.stderr
+
+
+def test_stats_reads_a_binary_blktrace_file(tmp_path):
+    # One issued 4 KiB write as struct blk_io_trace (BLK_IO_TRACE_MAGIC |
+    # version 7, little endian; action __BLK_TA_ISSUE 7 with the WRITE
+    # category, 1 << 17): read as the event it is, not as text.
+    import struct
+    path = tmp_path / "sda.blktrace.0"
+    path.write_bytes(struct.pack("<IIQQIIIIIHH", 0x65617407, 1, 1000, 2048, 4096, 7 | (1 << 17), 843, 8 << 20,
+                                 0, 0, 0))
+    proc = run_cli("stats", path, "--json", "-", "--quiet")
+    assert proc.returncode == 0, proc.stderr
+    s = json.loads(proc.stdout)
+    assert s["events"] == 1 and s["devices"]["sda"]["requests"] == 1
+
+
+def test_load_trace_raises_on_other_binary_data(tmp_path):
+    garbage = tmp_path / "x.bin"
+    garbage.write_bytes(b"\x00\x01\x02garbage")
+    with pytest.raises(blkstack.TraceFormatError, match="binary data"):
+        blkstack.load_trace(garbage)
+    line = assert_one_error_line(run_cli("stats", garbage), "x.bin: binary data, not a block trace")
+    assert "\\x" not in line and "\ufffd" not in line

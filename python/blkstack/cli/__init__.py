@@ -4,7 +4,8 @@ Every bad input ends the program with exactly one line on standard error,
 ``blkstack: error: ...``, and exit status 2. An unexpected failure prints one
 line ``blkstack: internal error: ...`` and exits with status 1 (set
 ``BLKSTACK_DEBUG=1`` to see the traceback instead). Ctrl-C exits with status
-130, and a closed output pipe (``blkstack ... | head``) ends it quietly.
+130, SIGTERM with 143 and SIGHUP with 129, each leaving no output file
+behind; a closed output pipe (``blkstack ... | head``) ends it quietly.
 
 Each command lives in a module of its own with a ``register(sub, kernels)``
 function that adds its parser; ``COMMANDS`` lists them in ``--help`` order.
@@ -16,12 +17,14 @@ import argparse
 import contextlib
 import os
 import select
+import signal
 import stat
 import sys
 from typing import List, Optional, Sequence
 
 from blkstack import ScenarioError, __version__
 from blkstack._core import CheckError
+from blkstack.tracefile import TraceFormatError
 from blkstack.cli import (capture, compare, demo, diff, explain, fio, identify, plot, profiles, report, run, scenarios,
                           seeds, stats, sweep, validate)
 from blkstack.cli.common import (EXIT_CHECK, EXIT_INTERNAL, EXIT_OK, EXIT_SIGINT, EXIT_SIGPIPE, EXIT_USAGE, PROG,
@@ -118,12 +121,44 @@ def _dispatch(argv: Optional[Sequence[str]]) -> int:
     return status
 
 
+# The signal that stopped the run: SIGINT unless SIGTERM or SIGHUP came.
+_stopped_by = [signal.SIGINT]
+
+
+def _stop(signum: int, _frame: object) -> None:
+    """SIGTERM and SIGHUP stop a run as Ctrl-C does: the engine sees it at
+    its next look at Python's signals, every output file's temporary copy
+    is removed, and the exit status is 128 + the signal's number."""
+    _stopped_by[0] = signum
+    raise KeyboardInterrupt
+
+
+def _catch_stop_signals() -> dict:
+    """Install :func:`_stop` for SIGTERM and SIGHUP; return what it replaced."""
+    previous = {}
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        with contextlib.suppress(ValueError, OSError):  # not the main thread
+            previous[sig] = signal.signal(sig, _stop)
+    return previous
+
+
 def main(argv: Optional[Sequence[str]] = None) -> int:
     """Run the command line *argv* (default: ``sys.argv[1:]``); return the exit status."""
+    previous = _catch_stop_signals()
+    _stopped_by[0] = signal.SIGINT
+    try:
+        return _main(argv)
+    finally:
+        for sig, handler in previous.items():
+            with contextlib.suppress(ValueError, OSError, TypeError):
+                signal.signal(sig, handler)
+
+
+def _main(argv: Optional[Sequence[str]]) -> int:
     try:
         return _dispatch(argv)
     except KeyboardInterrupt:
-        return EXIT_SIGINT
+        return EXIT_SIGINT if _stopped_by[0] == signal.SIGINT else 128 + int(_stopped_by[0])
     except BrokenPipeError:
         _silence_stdout()
         return EXIT_SIGPIPE
@@ -132,6 +167,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         return EXIT_USAGE
     except ScenarioError as exc:
         say(sys.stderr, f"{PROG}: error: {one_line(str(exc)) or 'invalid scenario'}")
+        return EXIT_USAGE
+    except TraceFormatError as exc:
+        say(sys.stderr, f"{PROG}: error: {one_line(str(exc))}")
         return EXIT_USAGE
     except CheckError as exc:
         say(sys.stderr, f"{PROG}: check failed: {exc}")

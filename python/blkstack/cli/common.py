@@ -132,6 +132,30 @@ def check_output(option: str, path: str) -> None:
         raise UsageError(f"{option} {path}: directory {os.path.dirname(path) or '.'} does not exist")
     if not os.access(parent, os.W_OK | os.X_OK):
         raise UsageError(f"{option} {path}: permission denied")
+    _probe_output(option, path, parent)
+
+
+def _probe_output(option: str, path: str, parent: str) -> None:
+    """Create (and remove) a file where *path*'s temporary file will go, so
+    a directory that refuses files (a read-only or special filesystem, which
+    os.access does not see for root) fails now, before any work, naming the
+    user's path."""
+    try:
+        if not stat.S_ISREG(os.stat(path).st_mode):
+            if not os.access(path, os.W_OK):
+                raise UsageError(f"{option} {path}: permission denied")
+            return  # written in place (/dev/null, a FIFO)
+    except FileNotFoundError:
+        pass
+    except OSError as exc:
+        raise UsageError(f"{option} {path}: {exc.strerror or exc}") from None
+    try:
+        fd, tmp = tempfile.mkstemp(dir=parent, prefix=f".{os.path.basename(path)}.", suffix=".tmp")
+        os.close(fd)
+        os.unlink(tmp)
+    except OSError as exc:
+        reason = exc.strerror or str(exc)
+        raise UsageError(f"{option} {path}: cannot write there ({reason[:1].lower() + reason[1:]})") from None
 
 
 def same_file(a: str, b: str) -> bool:
@@ -170,7 +194,10 @@ def write_atomic(path: str, text: Union[str, bytes]) -> None:
         return
     directory = os.path.dirname(os.path.abspath(path))
     mode = _new_file_mode(path)
-    fd, tmp = tempfile.mkstemp(dir=directory, prefix=f".{os.path.basename(path)}.", suffix=".tmp")
+    try:
+        fd, tmp = tempfile.mkstemp(dir=directory, prefix=f".{os.path.basename(path)}.", suffix=".tmp")
+    except OSError as exc:
+        raise OSError(exc.errno, exc.strerror or str(exc), path) from None
     try:
         with (os.fdopen(fd, "wb") if binary else os.fdopen(fd, "w", encoding="utf-8", newline="\n")) as fh:
             fh.write(text)
@@ -178,6 +205,11 @@ def write_atomic(path: str, text: Union[str, bytes]) -> None:
             os.fsync(fh.fileno())
         os.chmod(tmp, mode)
         os.replace(tmp, path)
+    except OSError as exc:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        # Name the user's file, not the temporary one beside it.
+        raise OSError(exc.errno, exc.strerror or str(exc), path) from None
     except BaseException:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
@@ -211,12 +243,16 @@ def check_sets(sets: Sequence[str]) -> None:
 def simulate(scenario: str, kernel: Optional[str], sets: Sequence[str],
               trace: Optional[str], requests: Optional[str],
               interval: Optional[float] = None, check: Optional[str] = None,
-              progress: bool = True) -> Dict[str, Any]:
+              progress: bool = True, blktrace: Optional[str] = None) -> Dict[str, Any]:
     """Run a scenario for a command; with *progress*, runs longer than a
-    second show a progress bar on standard error when it is a terminal."""
+    second show a progress bar on standard error when it is a terminal;
+    *blktrace*: a directory for blktrace's binary files."""
     # Rust may write the trace to file descriptor 1 itself: flush ours first.
     sys.stdout.flush()
-    text = _core.run(scenario, kernel, list(sets), trace, requests, interval, progress, check)
+    try:
+        text = _core.run(scenario, kernel, list(sets), trace, requests, interval, progress, check, blktrace)
+    except ValueError as exc:  # an option value the engine refuses (--interval)
+        raise UsageError(str(exc)) from None
     return json.loads(text)
 
 
@@ -235,6 +271,9 @@ def check_run_outputs(args: argparse.Namespace) -> List[str]:
         for opt_b, path_b in files[i + 1:]:
             if same_file(path_a, path_b):
                 raise UsageError(f"{opt_a} and {opt_b} name the same file {path_b}")
+    blktrace = getattr(args, "blktrace", None)
+    if blktrace is not None and not os.path.isdir(blktrace):
+        raise UsageError(f"--blktrace {blktrace}: not a directory (blktrace's files go there: NAME.blktrace.0)")
     to_stdout = [opt for opt, path in outputs if path == "-"]
     if len(to_stdout) > 1:
         both = " and ".join(f"{opt} -" for opt in to_stdout)
@@ -257,6 +296,13 @@ def split_events(text: str) -> List[str]:
     if not events:
         raise UsageError("--events: empty list (e.g. --events D or --events Q,X,D)")
     return events
+
+
+def add_blktrace_option(p: argparse.ArgumentParser) -> None:
+    """--blktrace DIR: what blktrace would have written, for blkparse and btt."""
+    p.add_argument("--blktrace", metavar="DIR",
+                   help="write blktrace's binary files into DIR (NAME.blktrace.0 per disk), "
+                        "for 'blkparse -i NAME -D DIR', btt and blkstack stats")
 
 
 def add_event_options(p: argparse.ArgumentParser) -> None:

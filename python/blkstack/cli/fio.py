@@ -7,6 +7,7 @@ import json
 import sys
 from typing import Any, List
 
+from blkstack import ScenarioError
 from blkstack.cli import common
 from blkstack.cli.common import (EXIT_OK, UsageError, check_input, check_run_outputs, check_sets, print_warnings,
                                  write_json_output)
@@ -27,7 +28,16 @@ Prints fio's report: per job IOPS, bandwidth, completion latency and its
 percentiles, fsync latency, the run status line and fio's "Disk stats".
 Options fio has that do not change the I/O (output, logging, verify, CPU
 placement) are ignored with a warning on standard error; any other option
-the model does not reproduce is an error."""
+the model does not reproduce is an error.
+
+fio's arguments (everything that is not one of the options below):
+  JOBFILE ...           fio job files (INI), read as 'fio JOBFILE' reads them
+  --NAME[=VALUE] ...    fio's options: --name=NAME starts a job (--rw=randwrite,
+                        --bs=4k, ...); flags such as --time_based take no value"""
+
+
+FIO_USAGE = ("blkstack fio [JOBFILE ...] [--FIO-OPTION[=VALUE] ...] --stack SCENARIO.toml [--kernel K] "
+             "[--set KEY=VALUE] [--trace FILE|-] [--requests FILE|-] [--json FILE|-] [--blktrace DIR]")
 
 
 FIO_EPILOG = """\
@@ -36,6 +46,16 @@ examples:
   blkstack fio --stack my.toml --name=w --rw=randwrite --bs=4k --direct=1 --ioengine=libaio --iodepth=32 --size=1G
   blkstack fio job.fio --stack my.toml --kernel 6.1 --json - | python3 -m json.tool
   blkstack fio job.fio --stack my.toml --trace trace.txt"""
+
+
+def fio_error(message: str, stack: str) -> str:
+    """An error about fio's arguments as the user gave them: the jobs reach
+    the engine as the scenario key workload.args, which the user never
+    wrote, so that prefix becomes "fio"."""
+    prefix = f"{stack}: --set workload.args: "
+    if message.startswith(prefix):
+        return "fio: " + message[len(prefix):]
+    return message
 
 
 def cmd_fio(args: argparse.Namespace) -> int:
@@ -49,7 +69,11 @@ def cmd_fio(args: argparse.Namespace) -> int:
     args.scenario = args.stack
     to_stdout = check_run_outputs(args)
     workload = "{type = \"fio\", args = [" + ", ".join(_toml_string(a) for a in fio_args) + "]}"
-    summary = common.simulate(args.stack, args.kernel, [f"workload={workload}"] + sets, args.trace, args.requests)
+    try:
+        summary = common.simulate(args.stack, args.kernel, [f"workload={workload}"] + sets, args.trace, args.requests,
+                                  blktrace=args.blktrace)
+    except ScenarioError as exc:
+        raise UsageError(fio_error(str(exc), args.stack)) from None
     print_warnings(summary)
     write_json_output("--json", args.json, summary)
     stream = sys.stderr if to_stdout else sys.stdout
@@ -62,7 +86,8 @@ def register(sub: Any, kernels: List[str]) -> None:
     """Add the command to the top-level parser's subcommands."""
     fmt = argparse.RawDescriptionHelpFormatter
     p = sub.add_parser("fio", help="run fio job files or fio options on a scenario's stack",
-                       description=FIO_DESCRIPTION, epilog=FIO_EPILOG, formatter_class=fmt, allow_abbrev=False)
+                       description=FIO_DESCRIPTION, epilog=FIO_EPILOG, formatter_class=fmt, allow_abbrev=False,
+                       usage=FIO_USAGE)
     p.add_argument("--stack", required=True, metavar="SCENARIO.toml",
                    help="the scenario whose devices (and kernel) the jobs run on; its own workload is replaced")
     p.add_argument("--kernel", choices=kernels, metavar="|".join(kernels),
@@ -72,4 +97,5 @@ def register(sub: Any, kernels: List[str]) -> None:
     p.add_argument("--trace", metavar="FILE|-", help="write a blkparse-style text trace to FILE ('-' for standard output)")
     p.add_argument("--requests", metavar="FILE|-", help="write one CSV row per issued request to FILE")
     p.add_argument("--json", metavar="FILE|-", help="write the summary (with fio's figures under 'fio') as JSON to FILE")
+    common.add_blktrace_option(p)
     p.set_defaults(func=cmd_fio, fio_args=[])

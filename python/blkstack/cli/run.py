@@ -7,7 +7,7 @@ import sys
 from typing import Any, Dict, List
 
 from blkstack.cli import common
-from blkstack.cli.common import (EXIT_OK, UsageError, check_input, check_run_outputs, check_sets, fmt_duration_ns,
+from blkstack.cli.common import (EXIT_OK, check_input, check_run_outputs, check_sets, fmt_duration_ns,
                                  fmt_int, fmt_rate, fmt_seconds, fmt_value, print_warnings, table, write_json_output)
 from blkstack.compare import zone_errors_text, zone_order_text
 
@@ -104,10 +104,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     check_input(args.scenario)
     to_stdout = check_run_outputs(args)
 
-    if args.interval is not None and args.interval <= 0:
-        raise UsageError(f"--interval {args.interval}: must be a positive number of seconds")
     summary = common.simulate(args.scenario, args.kernel, sets, args.trace, args.requests, args.interval, args.check,
-                              progress=not args.quiet)
+                              progress=not args.quiet, blktrace=args.blktrace)
     print_warnings(summary)
 
     write_json_output("--json", args.json, summary)
@@ -141,6 +139,7 @@ def register(sub: Any, kernels: List[str]) -> None:
                         "device,seq,time_ns,rwbs,sector,nr_sectors")
     p.add_argument("--json", metavar="FILE|-",
                    help="write the summary as JSON to FILE ('-' for standard output)")
+    common.add_blktrace_option(p)
     p.add_argument("--iostat", action="store_true",
                    help="print 'iostat -x' figures (sysstat's layout) over the whole run")
     p.add_argument("--interval", type=float, metavar="SECONDS",

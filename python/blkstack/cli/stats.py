@@ -59,6 +59,9 @@ def _header(path: str, s: Dict[str, Any]) -> str:
     other = s.get("other_records") or {}
     if other:
         notes.append("not analysed: " + ", ".join(f"{fmt_int(n)} {k}" for k, n in other.items()))
+    for name, dev in devices.items():
+        if dev.get("missing") == "completions":
+            notes.append(f"{name}: no completions (C) in the trace: iostat figures, depth and throughput left out")
     return "\n".join([line] + [f"  {n}" for n in notes])
 
 
@@ -71,6 +74,8 @@ def report_problems(path: str, s: Dict[str, Any]) -> None:
         say(sys.stderr, f"{PROG}: warning: {path}: {len(bad) - MAX_BAD_SHOWN} more bad lines not shown")
     if bad:
         say(sys.stderr, f"{PROG}: warning: {path}: {len(bad)} bad line{'s' if len(bad) != 1 else ''} skipped")
+    for warning in s.get("warnings") or []:
+        say(sys.stderr, f"{PROG}: warning: {path}: {warning}")
     odd = s.get("unknown_rwbs") or []
     if odd:
         first = odd[0]
@@ -84,9 +89,10 @@ def cmd_stats(args: argparse.Namespace) -> int:
     check_input(args.trace)
     if args.json not in (None, "-"):
         check_output("--json", args.json)
-    if args.interval is not None and args.interval <= 0:
-        raise UsageError(f"--interval {args.interval}: must be a positive number of seconds")
-    result = load_trace(args.trace, interval=args.interval, events=False)
+    try:
+        result = load_trace(args.trace, interval=args.interval, events=False)
+    except ValueError as exc:  # --interval refused by the engine, or a binary file
+        raise UsageError(str(exc)) from None
     s = result.summary
     if not s.get("events"):
         bad = s.get("bad_lines") or []
