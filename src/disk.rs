@@ -69,6 +69,9 @@ impl ServiceModel {
         let name = match kind {
             DiskKind::Nvme => "nvme",
             DiskKind::Sata | DiskKind::Scsi => "sata-ssd",
+            DiskKind::VirtioScsi => "virtio",
+            // Replaced by crate::nullb's completion timing.
+            DiskKind::NullBlk => "nvme",
             DiskKind::Hdd => "hdd-7200",
             DiskKind::Virtio => "virtio",
             DiskKind::Ufs => "ufs4",

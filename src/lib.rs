@@ -23,6 +23,7 @@ pub mod limits;
 pub mod md;
 pub mod merge;
 pub mod mq;
+pub mod nullb;
 pub mod plug;
 pub mod profile;
 pub mod run;

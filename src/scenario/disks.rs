@@ -7,9 +7,10 @@ use crate::limits::{resolve, DriverLimits, Elevator, LimitError, SysfsWrites, Zo
 use crate::profile::Behaviour;
 use crate::bio::SECTOR_SHIFT;
 
+use super::nullb::{clamp_conv_zones, read_null_blk};
 use super::tree::{Node, Obj, Origin, ScenarioError, Value};
 
-const DISK_KEYS: &[&str] = &["kind", "size", "queue", "partitions", "model"];
+const DISK_KEYS: &[&str] = &["kind", "size", "queue", "partitions", "model", "null_blk"];
 const PART_KEYS: &[&str] = &["start", "size"];
 const MODEL_KEYS: &[&str] = &[
     "preset",
@@ -88,12 +89,13 @@ fn limit_err(q: &Obj, disk: &Obj, e: LimitError) -> ScenarioError {
     }
 }
 
-pub(crate) fn read_disks(o: &Obj, beh: &Behaviour) -> Result<Vec<DiskSpec>, ScenarioError> {
+/// The `[disks]` tables; `cpus` is the scenario's CPU count, if given.
+pub(crate) fn read_disks(o: &Obj, beh: &Behaviour, cpus: Option<u32>) -> Result<Vec<DiskSpec>, ScenarioError> {
     let Some(t) = o.table("disks")? else { return Ok(Vec::new()) };
     let mut disks = Vec::new();
     for name in t.keys() {
         let d = t.table(&name)?.expect("key listed");
-        disks.push(read_disk(&name, &d, beh)?);
+        disks.push(read_disk(&name, &d, beh, cpus)?);
     }
     t.finish(&[])?;
     let mut seen: Vec<&str> = Vec::new();
@@ -108,22 +110,47 @@ pub(crate) fn read_disks(o: &Obj, beh: &Behaviour) -> Result<Vec<DiskSpec>, Scen
     Ok(disks)
 }
 
-fn read_disk(name: &str, d: &Obj, beh: &Behaviour) -> Result<DiskSpec, ScenarioError> {
+fn read_disk(name: &str, d: &Obj, beh: &Behaviour, cpus: Option<u32>) -> Result<DiskSpec, ScenarioError> {
     let (kind_s, kind_n) = d.opt_str("kind")?.ok_or_else(|| d.err("kind", &d.at, format!("missing (one of {})", DiskKind::DISK_NAMES.join(", "))))?;
     let kind = DiskKind::from_name(&kind_s)
         .ok_or_else(|| d.err("kind", &kind_n.at, format!("unknown kind '{kind_s}' (one of {})", DiskKind::DISK_NAMES.join(", "))))?;
-    let (size, size_n) = d.opt_size("size")?.ok_or_else(|| d.err("size", &d.at, "missing (e.g. size = \"1TiB\")"))?;
-    let mut drv = kind.driver_limits(beh.limits_model == crate::limits::LimitsModel::Legacy);
+    let null_blk = match kind {
+        DiskKind::NullBlk => Some(read_null_blk(d, cpus)?),
+        _ => {
+            if let Some(n) = d.node("null_blk") {
+                return Err(d.err("null_blk", &n.at, "module parameters are for kind = \"null_blk\" only"));
+            }
+            None
+        }
+    };
+    let (size, size_n) = match (d.opt_size("size")?, &null_blk) {
+        (Some((v, n)), _) => (v, Some(n)),
+        // null_blk's gb=250.
+        (None, Some(_)) => (crate::nullb::DEFAULT_SIZE, None),
+        (None, None) => return Err(d.err("size", &d.at, "missing (e.g. size = \"1TiB\")")),
+    };
+    let mut drv = kind.driver_limits(beh);
+    if let Some(n) = cpus.and_then(|c| kind.nr_hw_queues_for_cpus(c)) {
+        drv.nr_hw_queues = n;
+    }
+    let mut null_blk = null_blk;
+    if let Some(p) = null_blk.as_mut() {
+        clamp_conv_zones(p, size >> SECTOR_SHIFT);
+        p.apply(&mut drv);
+    }
     let mut writes = SysfsWrites::default();
     let q = d.table("queue")?.unwrap_or_else(|| d.empty("queue"));
     read_queue(&q, &mut drv, &mut writes)?;
+    kind.derive_driver_limits(&mut drv, beh, |k| q.has(k));
     q.finish(QUEUE_KEYS)?;
     let (limits, attrs) = resolve(&drv, &writes, beh.limits_model, beh.def_max_sectors_cap).map_err(|e| limit_err(&q, d, e))?;
     if size == 0 || size % limits.logical_block_size as u64 != 0 {
-        return Err(d.err("size", &size_n.at, format!("{size} bytes is not a positive multiple of the logical block size ({})", limits.logical_block_size)));
+        let at = size_n.map_or(d.at.clone(), |n| n.at.clone());
+        return Err(d.err("size", &at, format!("{size} bytes is not a positive multiple of the logical block size ({})", limits.logical_block_size)));
     }
     let nr_sectors = size >> SECTOR_SHIFT;
-    let model = read_model(d, kind)?;
+    let base = null_blk.as_ref().map_or_else(|| ServiceModel::for_kind(kind), |p| p.service_model());
+    let model = read_model(d, base)?;
     let partitions = read_partitions(d, nr_sectors, limits.lbs_sectors())?;
     d.finish(DISK_KEYS)?;
     Ok(DiskSpec { name: name.to_string(), kind, nr_sectors, queue: Queue { limits, attrs }, model, partitions })
@@ -212,10 +239,11 @@ fn read_queue(q: &Obj, drv: &mut DriverLimits, w: &mut SysfsWrites) -> Result<()
     Ok(())
 }
 
-fn read_model(d: &Obj, kind: DiskKind) -> Result<ServiceModel, ScenarioError> {
-    let Some(t) = d.table("model")? else { return Ok(ServiceModel::for_kind(kind)) };
+/// The `[….model]` table over `base`, the kind's own model.
+fn read_model(d: &Obj, base: ServiceModel) -> Result<ServiceModel, ScenarioError> {
+    let Some(t) = d.table("model")? else { return Ok(base) };
     let mut m = match t.opt_str("preset")? {
-        None => ServiceModel::for_kind(kind),
+        None => base,
         Some((name, n)) => ServiceModel::preset(&name).ok_or_else(|| {
             let names: Vec<&str> = crate::disk::PRESETS.iter().map(|p| p.0).collect();
             t.err("preset", &n.at, format!("unknown preset '{name}' (one of {})", names.join(", ")))

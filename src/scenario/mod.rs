@@ -10,6 +10,7 @@
 pub mod compare;
 pub mod disks;
 pub mod jobs;
+pub mod nullb;
 pub mod stack;
 pub mod tree;
 pub mod workload;
@@ -29,7 +30,7 @@ pub use tree::ScenarioError;
 use tree::{apply_set, Doc, Obj, Value};
 pub use workload::{BioEntry, DdSpec, DdTarget, Workload, WorkloadKind};
 
-const ROOT_KEYS: &[&str] = &["name", "description", "kernel", "seed", "behaviour", "disks", "md", "dm", "workload", "compare"];
+const ROOT_KEYS: &[&str] = &["name", "description", "kernel", "seed", "cpus", "behaviour", "disks", "md", "dm", "workload", "compare"];
 
 #[derive(Clone, Debug)]
 pub struct Scenario {
@@ -61,7 +62,8 @@ pub fn load(file: &str, text: &str, kernel: Option<&str>, sets: &[String]) -> Re
     let seed = o.opt_u64("seed")?.map(|x| x.0).unwrap_or(1);
     let profile = read_profile(&o, kernel)?;
     let beh = read_behaviour(&o, &profile)?;
-    let disks = disks::read_disks(&o, &beh)?;
+    let cpus = read_cpus(&o)?;
+    let disks = disks::read_disks(&o, &beh, cpus)?;
     let stacked = stack::read_stack(&o, &disks, &beh)?;
     // Stacked devices are workload targets too.
     let targets: Vec<DiskSpec> = disks.iter().cloned().chain(stacked.iter().map(StackSpec::as_target)).collect();
@@ -70,6 +72,16 @@ pub fn load(file: &str, text: &str, kernel: Option<&str>, sets: &[String]) -> Re
     let compare = compare::read_compare(&o)?;
     o.finish(ROOT_KEYS)?;
     Ok(Scenario { file: file.to_string(), name, description, profile, beh, seed, disks, stacked, workload, compare })
+}
+
+/// `cpus`: the machine's CPU count (`nr_cpu_ids`), which drivers size
+/// their hardware queues by; absent, each kind keeps its preset's queues.
+fn read_cpus(o: &Obj) -> Result<Option<u32>, ScenarioError> {
+    match o.opt_u64("cpus")? {
+        None => Ok(None),
+        Some((c @ 1..=8192, _)) => Ok(Some(c as u32)),
+        Some((c, n)) => Err(o.err("cpus", &n.at, format!("{c} is not a CPU count from 1 to 8192 (NR_CPUS)"))),
+    }
 }
 
 fn profile_names() -> String {
