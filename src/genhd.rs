@@ -33,6 +33,8 @@ pub enum DiskKind {
     VirtioScsi,
     /// null_blk, set up from its module parameters ([`crate::nullb`]).
     NullBlk,
+    /// loop over a file on another device ([`crate::loopdev`]).
+    Loop,
     /// md array (bio-based).
     Md,
     /// device-mapper device (bio-based).
@@ -40,7 +42,7 @@ pub enum DiskKind {
 }
 
 impl DiskKind {
-    pub const DISK_NAMES: &'static [&'static str] = &["nvme", "sata", "hdd", "scsi", "virtio", "ufs", "hyperv", "virtio-scsi", "null_blk"];
+    pub const DISK_NAMES: &'static [&'static str] = &["nvme", "sata", "hdd", "scsi", "virtio", "ufs", "hyperv", "virtio-scsi", "null_blk", "loop"];
 
     pub fn from_name(s: &str) -> Option<DiskKind> {
         Some(match s {
@@ -53,6 +55,7 @@ impl DiskKind {
             "hyperv" | "storvsc" => DiskKind::Hyperv,
             "virtio-scsi" | "virtio_scsi" => DiskKind::VirtioScsi,
             "null_blk" | "nullb" => DiskKind::NullBlk,
+            "loop" => DiskKind::Loop,
             _ => return None,
         })
     }
@@ -68,6 +71,7 @@ impl DiskKind {
             DiskKind::Hyperv => "hyperv",
             DiskKind::VirtioScsi => "virtio-scsi",
             DiskKind::NullBlk => "null_blk",
+            DiskKind::Loop => "loop",
             DiskKind::Md => "md",
             DiskKind::Dm => "dm",
         }
@@ -90,7 +94,7 @@ impl DiskKind {
         match self {
             DiskKind::Nvme => Some(cpus.min(64)),
             DiskKind::Virtio | DiskKind::VirtioScsi | DiskKind::Hyperv => Some(cpus),
-            DiskKind::Sata | DiskKind::Hdd | DiskKind::Scsi | DiskKind::Ufs => Some(1),
+            DiskKind::Sata | DiskKind::Hdd | DiskKind::Scsi | DiskKind::Ufs | DiskKind::Loop => Some(1),
             DiskKind::NullBlk | DiskKind::Md | DiskKind::Dm => None,
         }
     }
@@ -253,6 +257,22 @@ impl DiskKind {
             // null_blk's defaults before its module parameters
             // (crate::nullb applies them): no cache, non-rotational.
             DiskKind::NullBlk => DriverLimits { queue_depth: 64, nr_hw_queues: 2, write_cache: false, ..base },
+            // loop_add, loop_update_limits (6.1 loop_configure and
+            // loop_config_discard alike): 2560 sectors, a file on a
+            // filesystem that punches holes (discard and write zeroes up to
+            // UINT_MAX >> 9 sectors at its 4 KiB block), a write cache
+            // (the file has fsync), hw_queue_depth 128 on one queue with
+            // BLK_MQ_F_NO_SCHED_BY_DEFAULT. Block size and rotational come
+            // from the backing device (crate::loopdev).
+            DiskKind::Loop => DriverLimits {
+                max_hw_sectors: 2560,
+                max_hw_discard_sectors: u32::MAX >> 9,
+                discard_granularity: 4096,
+                max_write_zeroes_sectors: u32::MAX >> 9,
+                queue_depth: 128,
+                elevator: ElevatorPolicy::NoneByDefault,
+                ..base
+            },
             DiskKind::Md | DiskKind::Dm => base,
         }
     }
@@ -307,6 +327,7 @@ struct Numbering {
     nvme_minor: u32,
     dm_minor: u32,
     nullb: u32,
+    loop_minor: u32,
 }
 
 /// `SCSI_DISK*_MAJOR`: sd uses 8, 65–71, 128–135, 16 disks each.
@@ -400,6 +421,12 @@ impl Topology {
                 (259, m)
             }
             DiskKind::Md => (9, name.trim_start_matches("md").parse().unwrap_or(0)),
+            // LOOP_MAJOR, minor = index (max_part 0: no partitions).
+            DiskKind::Loop => {
+                let i = n.loop_minor;
+                n.loop_minor += 1;
+                (7, i)
+            }
             // register_blkdev(0, "nullb"): a dynamic major, the one after
             // virtio_blk's (254) and device-mapper's (253); minor = index.
             DiskKind::NullBlk => {

@@ -20,6 +20,7 @@ pub mod engine;
 pub mod flush;
 pub mod genhd;
 pub mod limits;
+pub mod loopdev;
 pub mod md;
 pub mod merge;
 pub mod mq;

@@ -236,3 +236,67 @@ fn null_blk_timer_mode_completion_time() {
     assert_eq!(e.core.now, 0);
     assert_eq!(issued(&e, &ev, "nullb0"), vec![(0, 8), (8, 8), (16, 8), (24, 8)]);
 }
+
+/// A loop device over a file at `offset` on an nvme disk, and a workload.
+fn loop_over_nvme(kernel: &str, lo: &str, workload: &str) -> String {
+    format!("kernel = \"{kernel}\"\n[disks.nvme0n1]\nkind = \"nvme\"\nsize = \"1GiB\"\n[disks.loop0]\nkind = \"loop\"\nbacking = \"nvme0n1\"\n{lo}\n{workload}")
+}
+
+#[test]
+fn loop_limits_follow_the_driver_and_the_backing_disk() {
+    // loop_add: max_hw_sectors 2560 → max_sectors min(2560, 2560). With
+    // direct I/O the backing device's block size (nvme 512, or 4096 when
+    // set); the file system's punch hole: discard and write zeroes up to
+    // UINT_MAX >> 9 = 8388607 sectors at 4 KiB; write cache (fsync), no
+    // FUA; non-rotational like the nvme disk; one queue of 128 tags with
+    // BLK_MQ_F_NO_SCHED_BY_DEFAULT → none, nr_requests 128. 7:0.
+    let s = load(&loop_over_nvme("6.12", "direct_io = true\noffset = \"1MiB\"", "")).unwrap();
+    let lo = &s.disks[1];
+    let l = &lo.queue.limits;
+    assert_eq!((l.logical_block_size, l.max_hw_sectors, l.max_sectors, l.max_segments), (512, 2560, 2560, 128));
+    assert_eq!((l.max_hw_discard_sectors, l.discard_granularity, l.max_write_zeroes_sectors), (8_388_607, 4096, 8_388_607));
+    let a = &lo.queue.attrs;
+    assert_eq!((a.queue_depth, a.nr_hw_queues, a.scheduler, a.nr_requests), (128, 1, Elevator::None, 128));
+    assert_eq!((a.rotational, a.write_cache, a.fua), (false, true, false));
+    // The file fills the disk after 1 MiB: 1 GiB - 1 MiB.
+    assert_eq!(lo.nr_sectors, (1 << 21) - 2048);
+    // 4 KiB blocks below: 8388607 rounds down to 8388600.
+    let text = "kernel = \"6.12\"\n[disks.sda]\nkind = \"sata\"\nsize = \"1GiB\"\nqueue = { logical_block_size = 4096 }\n[disks.loop0]\nkind = \"loop\"\nbacking = \"sda\"\ndirect_io = true\n";
+    let l = &load(text).unwrap().disks[1].queue.limits;
+    assert_eq!((l.logical_block_size, l.max_hw_discard_sectors), (4096, 8_388_600));
+}
+
+#[test]
+fn loop_direct_io_becomes_one_bio_on_the_backing_disk() {
+    // dd bs=1M oflag=direct on loop0 (6.12): one 2048-sector request on
+    // loop0 (16 segments of 64 KiB, 2048 ≤ 2560). lo_rw_aio hands its
+    // bvecs to the file's direct I/O as one bio at 1 MiB (sector 2048) on
+    // nvme0n1, which splits it at max_sectors 1024 (512 KiB, MDTS 7).
+    let dd = "[workload]\ntype = \"dd\"\nif = \"/dev/zero\"\nof = \"/dev/loop0\"\nbs = \"1M\"\ncount = 2\noflag = \"direct\"\n";
+    let (e, ev) = run_events(&loop_over_nvme("6.12", "direct_io = true\noffset = \"1MiB\"", dd), &[]);
+    assert_eq!(issued(&e, &ev, "loop0"), vec![(0, 2048), (2048, 2048)]);
+    assert_eq!(issued(&e, &ev, "nvme0n1"), vec![(2048, 1024), (3072, 1024), (4096, 1024), (5120, 1024)]);
+    // Each loop request completes after its bio on the disk.
+    use blkstack::trace::Action;
+    let lo = e.core.topo.by_name("loop0").unwrap();
+    let nv = e.core.topo.by_name("nvme0n1").unwrap();
+    let t = |dev, a: Action| ev.iter().filter(|x| x.dev == dev && x.action == a).map(|x| x.time).collect::<Vec<_>>();
+    let (lo_c, nv_c) = (t(lo, Action::Complete), t(nv, Action::Complete));
+    assert_eq!(lo_c.len(), 2);
+    assert!(lo_c[0] >= nv_c[1] && lo_c[1] >= nv_c[3]);
+    assert_eq!(e.jobs[0].errors, 0);
+}
+
+#[test]
+fn loop_errors_name_file_line_and_key() {
+    let e = error(&loop_over_nvme("6.12", "", ""));
+    assert!(e.contains("disks.loop0.direct_io: buffered loop I/O"), "{e}");
+    let e = error(&loop_over_nvme("6.12", "direct_io = true\noffset = 1000", ""));
+    assert!(e.contains("kinds.toml:9: disks.loop0.offset: 1000 is not a multiple"), "{e}");
+    let e = error(&loop_over_nvme("6.12", "direct_io = true\nsize = \"2GiB\"", ""));
+    assert!(e.contains("kinds.toml:9: disks.loop0.size: the file"), "{e}");
+    let e = error("[disks.loop0]\nkind = \"loop\"\nbacking = \"sdz\"\ndirect_io = true\n");
+    assert!(e.contains("kinds.toml:3: disks.loop0.backing: 'sdz' is not a disk"), "{e}");
+    let e = error("[disks.sda]\nkind = \"sata\"\nsize = \"1GiB\"\nbacking = \"sdb\"\n");
+    assert!(e.contains("kinds.toml:4: disks.sda.backing: only for kind = \"loop\""), "{e}");
+}

@@ -10,6 +10,7 @@
 pub mod compare;
 pub mod disks;
 pub mod jobs;
+pub mod loopdev;
 pub mod nullb;
 pub mod stack;
 pub mod tree;
@@ -140,6 +141,13 @@ impl Scenario {
             let id = b.add_disk(&d.name, d.kind, d.nr_sectors, d.queue.clone(), d.model.clone());
             for (i, p) in d.partitions.iter().enumerate() {
                 b.add_partition(id, &p.name, i as u32 + 1, p.start, p.nr_sectors);
+            }
+        }
+        for d in &self.disks {
+            if let Some(f) = &d.loop_file {
+                let (dev, backing) = (b.topo().by_name(&d.name), b.topo().by_name(&f.backing));
+                let backing = crate::loopdev::LoopBacking { dev: backing.expect("validated"), start: f.offset };
+                b.set_loop_backing(dev.expect("built"), backing);
             }
         }
         for s in &self.stacked {

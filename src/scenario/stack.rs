@@ -75,6 +75,7 @@ impl StackSpec {
             queue: self.queue.clone(),
             model: ServiceModel::for_kind(self.kind),
             partitions: Vec::new(),
+            loop_file: None,
         }
     }
 
