@@ -198,7 +198,7 @@ impl EngineBuilder {
             .collect();
         let core = BlockCore::new(self.topo, self.beh);
         let tasks = (0..core.tasks.len()).map(|_| TaskState::default()).collect();
-        let mut e = Engine { core, queues, drivers: self.drivers, jobs: Vec::new(), tasks, threads: Vec::new(), sample_every: None, samples: Vec::new(), reaped: Reaped::default(), crypt_pending: Vec::new() };
+        let mut e = Engine { core, queues, drivers: self.drivers, jobs: Vec::new(), tasks, threads: Vec::new(), sample_every: None, samples: Vec::new(), reaped: Reaped::default(), crypt_pending: Vec::new(), phases: VecDeque::new(), caches: Default::default() };
         for (i, (d, comm)) in threads.into_iter().enumerate() {
             let t = e.add_task(THREAD_PID + i as u32, &comm);
             e.tasks[t as usize].thread = Some(d);
@@ -231,7 +231,15 @@ pub struct Engine {
     /// task fell asleep before submitting them all: each task's go on, in
     /// order, when it wakes ([`Engine::blk_crypto_submit_bio`]).
     crypt_pending: Vec<(u32, BioId)>,
+    /// Work for after the jobs so far are done and the stack is idle
+    /// (a scenario's later steps), in order: each adds jobs.
+    pub phases: VecDeque<Phase>,
+    /// The page caches of the run's jobs, kept from one phase to the next.
+    pub caches: crate::source::pagecache::SharedCaches,
 }
+
+/// A later phase of a run: sets up the engine (jobs, tracing) for it.
+pub type Phase = Box<dyn FnOnce(&mut Engine)>;
 
 /// What one round of [`Engine::reap`] handles: woken tasks, finished roots,
 /// and the jobs that may go on.
@@ -739,6 +747,17 @@ impl Engine {
         }
         if !self.drain(wall, tick) {
             return None;
+        }
+        // Later phases start once everything before them is done.
+        while let Some(phase) = self.phases.pop_front() {
+            let first = self.jobs.len();
+            phase(self);
+            for j in first..self.jobs.len() {
+                self.run_job(j);
+            }
+            if !self.drain(wall, tick) {
+                return None;
+            }
         }
         // A trailing sample must not stretch the run.
         self.core.now = self.core.now.min(self.core.last_activity.max(self.samples.last().map_or(0, |s| s.0)));

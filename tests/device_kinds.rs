@@ -300,3 +300,38 @@ fn loop_errors_name_file_line_and_key() {
     let e = error("[disks.sda]\nkind = \"sata\"\nsize = \"1GiB\"\nbacking = \"sdb\"\n");
     assert!(e.contains("kinds.toml:4: disks.sda.backing: only for kind = \"loop\""), "{e}");
 }
+
+/// Two steps on one sata disk: `first` then `second`, the first untraced.
+fn two_steps(first: &str, second: &str) -> String {
+    format!("kernel = \"6.12\"\n[disks.sda]\nkind = \"sata\"\nsize = \"1GiB\"\n[[steps]]\ntrace = false\n{first}\n[[steps]]\n{second}\n")
+}
+
+#[test]
+fn steps_run_in_order_on_one_stack_and_trace_only_traced_steps() {
+    // Each step: dd bs=1k count=1 through the page cache. The 1 KiB write
+    // covers part of a 4 KiB buffer (blocksize 4096 on a 1 GiB disk) that
+    // is not uptodate: one 8-sector read first; the last close writes the
+    // page back (8 sectors) and drops the cache (kill_bdev), so the second
+    // step reads again. The trace shows the second step only: R 0+8 then
+    // W 0+8, after the first step ended; diskstats count both steps.
+    let dd = "type = \"dd\"\nif = \"/dev/zero\"\nof = \"/dev/sda\"\nbs = \"1k\"\ncount = 1";
+    let (e, ev) = run_events(&two_steps(dd, dd), &[]);
+    use blkstack::trace::Action;
+    let sda = e.core.topo.by_name("sda").unwrap();
+    let d: Vec<_> = ev.iter().filter(|x| x.dev == sda && x.action == Action::Issue).collect();
+    assert_eq!(d.iter().map(|x| (x.op.is_write(), x.sector, x.sectors())).collect::<Vec<_>>(), vec![(false, 0, 8), (true, 0, 8)]);
+    assert!(d[0].time > 0, "the second step starts after the first");
+    let st = e.core.diskstats(sda);
+    assert_eq!((st[0], st[4]), (2, 2), "reads and writes completed over both steps");
+}
+
+#[test]
+fn steps_errors_name_the_step() {
+    let dd = "type = \"dd\"\nif = \"/dev/sda\"\nof = \"/dev/null\"\nbs = \"4k\"\niflag = \"direct\"\ncount = 1";
+    let e = error(&two_steps(dd, "type = \"dd\"\nif = \"/dev/sda\"\nof = \"/dev/null\"\nbs = \"4k\"\niflag = \"direct\"\ncounts = 1"));
+    assert!(e.contains("kinds.toml:19: steps[1].counts: unknown key"), "{e}");
+    let e = error(&format!("{}[workload]\n{dd}\n", two_steps(dd, dd)));
+    assert!(e.contains("workload: give either [workload] or [[steps]]"), "{e}");
+    let e = error(&two_steps(dd, &format!("{dd}\ntrace = 2")));
+    assert!(e.contains("kinds.toml:20: steps[1].trace: expected true/false"), "{e}");
+}

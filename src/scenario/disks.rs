@@ -172,6 +172,9 @@ fn read_disk(name: &str, d: &Obj, beh: &Behaviour, cpus: Option<u32>, disks: &[D
         return Err(d.err("size", &at, format!("{size} bytes is not a positive multiple of the logical block size ({})", limits.logical_block_size)));
     }
     let nr_sectors = size >> SECTOR_SHIFT;
+    if let (DiskKind::Loop, Some(n)) = (kind, d.node("model")) {
+        return Err(d.err("model", &n.at, "a loop device has no service model: its requests complete with their I/O on the backing device"));
+    }
     let base = null_blk.as_ref().map_or_else(|| ServiceModel::for_kind(kind), |p| p.service_model());
     let model = read_model(d, base)?;
     if let (DiskKind::Loop, Some(n)) = (kind, d.node("partitions")) {

@@ -13,6 +13,7 @@ pub mod jobs;
 pub mod loopdev;
 pub mod nullb;
 pub mod stack;
+pub mod steps;
 pub mod tree;
 pub mod workload;
 pub mod workload_discard;
@@ -31,7 +32,7 @@ pub use tree::ScenarioError;
 use tree::{apply_set, Doc, Obj, Value};
 pub use workload::{BioEntry, DdSpec, DdTarget, Workload, WorkloadKind};
 
-const ROOT_KEYS: &[&str] = &["name", "description", "kernel", "seed", "cpus", "behaviour", "disks", "md", "dm", "workload", "compare"];
+const ROOT_KEYS: &[&str] = &["name", "description", "kernel", "seed", "cpus", "behaviour", "disks", "md", "dm", "workload", "steps", "compare"];
 
 #[derive(Clone, Debug)]
 pub struct Scenario {
@@ -44,7 +45,10 @@ pub struct Scenario {
     pub disks: Vec<DiskSpec>,
     /// md arrays and dm devices, each after the devices it is built on.
     pub stacked: Vec<StackSpec>,
+    /// The `[workload]` (none when the scenario has steps).
     pub workload: Workload,
+    /// `[[steps]]`: workloads run one after the other on the same stack.
+    pub steps: Vec<steps::Step>,
     /// The `[compare]` table's two sides, when given.
     pub compare: Option<compare::Compare>,
 }
@@ -69,10 +73,13 @@ pub fn load(file: &str, text: &str, kernel: Option<&str>, sets: &[String]) -> Re
     // Stacked devices are workload targets too.
     let targets: Vec<DiskSpec> = disks.iter().cloned().chain(stacked.iter().map(StackSpec::as_target)).collect();
     let ctx = workload::WorkloadCtx { targets: &targets, nr_disks: disks.len(), stacked: &stacked, seed, beh: &beh };
-    let workload = workload::read_workload(&o, &ctx)?;
+    let steps = steps::read_steps(&o, &ctx)?;
+    let mut workload = workload::read_workload(&o, &ctx)?;
+    // The steps' warnings are the run's.
+    workload.warnings.extend(steps.iter().flat_map(|s| s.workload.warnings.iter().cloned()));
     let compare = compare::read_compare(&o)?;
     o.finish(ROOT_KEYS)?;
-    Ok(Scenario { file: file.to_string(), name, description, profile, beh, seed, disks, stacked, workload, compare })
+    Ok(Scenario { file: file.to_string(), name, description, profile, beh, seed, disks, stacked, workload, steps, compare })
 }
 
 /// `cpus`: the machine's CPU count (`nr_cpu_ids`), which drivers size
@@ -160,33 +167,51 @@ impl Scenario {
             let layout = s.layout(&engine.core.topo);
             engine.core.check.set_layout(dev, layout);
         }
-        let dev = |e: &Engine, name: &str| -> DevId { e.core.topo.by_name(name).expect("validated device") };
-        match &self.workload.kind {
-            WorkloadKind::None => {}
-            WorkloadKind::Dd(dd) => {
-                let job = dd.job(self.seed, self.workload.pid, &self.workload.comm);
-                jobs::add_jobs(&mut engine, &[job], &self.beh);
+        add_workload(&mut engine, &self.workload, &self.beh, self.seed);
+        // Steps: the first now, each later one once the stack is idle.
+        for (i, step) in self.steps.iter().enumerate() {
+            let (step, beh, seed) = (step.clone(), self.beh.clone(), self.seed);
+            let setup = move |e: &mut Engine| {
+                e.core.tracer.pause(!step.trace);
+                add_workload(e, &step.workload, &beh, seed);
+            };
+            if i == 0 {
+                setup(&mut engine);
+            } else {
+                engine.phases.push_back(Box::new(setup));
             }
-            WorkloadKind::Bios { bios, iodepth, batch, plug } => {
-                let specs = bios
-                    .iter()
-                    .map(|e| {
-                        let spec = BioSpec { dev: dev(&engine, &e.device), op: e.op, flags: e.flags, sector: e.sector, bvecs: e.bvecs.clone(), size: e.size };
-                        (spec, e.repeat, e.stride)
-                    })
-                    .collect();
-                // A data write is the O_DIRECT pwritev2 (iodepth 1) or AIO
-                // iocb it stands for: in blkdev_write_iter's plug up to 6.4.
-                let write_plug = match (self.beh.blkdev_write_plug, *iodepth) {
-                    (false, _) => WritePlug::None,
-                    (true, 1) => WritePlug::Sleeps,
-                    (true, _) => WritePlug::Finished,
-                };
-                let source = BioList::new(specs, *plug).with_write_plug(write_plug);
-                engine.add_job(self.workload.pid, &self.workload.comm, Box::new(source), *iodepth, *batch);
-            }
-            WorkloadKind::Jobs(jobs) => jobs::add_jobs(&mut engine, jobs, &self.beh),
         }
         engine
+    }
+}
+
+/// Add a workload's jobs to the engine.
+fn add_workload(engine: &mut Engine, w: &Workload, beh: &Behaviour, seed: u64) {
+    let dev = |e: &Engine, name: &str| -> DevId { e.core.topo.by_name(name).expect("validated device") };
+    match &w.kind {
+        WorkloadKind::None => {}
+        WorkloadKind::Dd(dd) => {
+            let job = dd.job(seed, w.pid, &w.comm);
+            jobs::add_jobs(engine, &[job], beh);
+        }
+        WorkloadKind::Bios { bios, iodepth, batch, plug } => {
+            let specs = bios
+                .iter()
+                .map(|e| {
+                    let spec = BioSpec { dev: dev(engine, &e.device), op: e.op, flags: e.flags, sector: e.sector, bvecs: e.bvecs.clone(), size: e.size };
+                    (spec, e.repeat, e.stride)
+                })
+                .collect();
+            // A data write is the O_DIRECT pwritev2 (iodepth 1) or AIO
+            // iocb it stands for: in blkdev_write_iter's plug up to 6.4.
+            let write_plug = match (beh.blkdev_write_plug, *iodepth) {
+                (false, _) => WritePlug::None,
+                (true, 1) => WritePlug::Sleeps,
+                (true, _) => WritePlug::Finished,
+            };
+            let source = BioList::new(specs, *plug).with_write_plug(write_plug);
+            engine.add_job(w.pid, &w.comm, Box::new(source), *iodepth, *batch);
+        }
+        WorkloadKind::Jobs(jobs) => jobs::add_jobs(engine, jobs, beh),
     }
 }
