@@ -12,6 +12,7 @@
 
 use crate::disk::ServiceModel;
 use crate::limits::{DriverLimits, ElevatorPolicy, Zoned};
+use crate::profile::NullBlkNoSched;
 
 /// `NULL_IRQ_NONE`, `NULL_IRQ_SOFTIRQ`, `NULL_IRQ_TIMER`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -35,7 +36,8 @@ pub struct NullBlkParams {
     /// `submit_queues` (1) and `poll_queues` (1): the tag set has both.
     pub submit_queues: u32,
     pub poll_queues: u32,
-    /// `no_sched`: `BLK_MQ_F_NO_SCHED` (false).
+    /// `no_sched` (false): `BLK_MQ_F_NO_SCHED`, or 7.x's
+    /// `BLK_MQ_F_NO_SCHED_BY_DEFAULT` (switch `null_blk_no_sched`).
     pub no_sched: bool,
     /// `irqmode` (1, softirq) and `completion_nsec` (10,000 ns, timer mode).
     pub irqmode: IrqMode,
@@ -82,7 +84,7 @@ impl NullBlkParams {
     /// zones (`null_init_zoned_dev`: `chunk_sectors` the zone size), and the
     /// tag set (`null_setup_tagset`: `submit_queues + poll_queues` hardware
     /// queues of `hw_queue_depth` tags). Non-rotational, no write cache.
-    pub fn apply(&self, d: &mut DriverLimits) {
+    pub fn apply(&self, d: &mut DriverLimits, no_sched: NullBlkNoSched) {
         d.logical_block_size = self.bs;
         d.physical_block_size = self.bs;
         d.max_hw_sectors = self.max_sectors;
@@ -93,7 +95,10 @@ impl NullBlkParams {
         d.write_cache = false;
         d.fua = false;
         if self.no_sched {
-            d.elevator = ElevatorPolicy::NoSched;
+            d.elevator = match no_sched {
+                NullBlkNoSched::NoSched => ElevatorPolicy::NoSched,
+                NullBlkNoSched::NoneByDefault => ElevatorPolicy::NoneByDefault,
+            };
         }
         if self.zoned {
             d.zoned = Zoned::HostManaged;

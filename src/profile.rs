@@ -328,6 +328,17 @@ choice!(
     }
 );
 
+choice!(
+    /// What null_blk's `no_sched` parameter puts on its tag set.
+    NullBlkNoSched {
+        /// Up to 6.x: `BLK_MQ_F_NO_SCHED`: no scheduler can be set.
+        NoSched = "no_sched",
+        /// 7.x (`BLK_MQ_F_NO_SCHED` removed): `BLK_MQ_F_NO_SCHED_BY_DEFAULT`,
+        /// `none` until one is written.
+        NoneByDefault = "none_by_default",
+    }
+);
+
 /// All behaviour switches in force for a run.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Behaviour {
@@ -392,6 +403,7 @@ pub struct Behaviour {
     /// (one logical block; up to 6.1).
     pub nvme_io_opt_nows_zero: bool,
     pub raid5_discard: Raid5Discard,
+    pub null_blk_no_sched: NullBlkNoSched,
 }
 
 /// A named kernel version.
@@ -452,6 +464,7 @@ pub fn profiles() -> Vec<Profile> {
         nvme_discard_granularity: NvmeDiscardGranularity::Lba,
         nvme_io_opt_nows_zero: true,
         raid5_discard: Raid5Discard::HideUnsafe,
+        null_blk_no_sched: NullBlkNoSched::NoSched,
     };
     let v6_12 = Behaviour {
         limits_model: LimitsModel::Validate,
@@ -491,6 +504,7 @@ pub fn profiles() -> Vec<Profile> {
         nvme_virt_boundary: NvmeVirtBoundary::PrpOnly,
         nvme_discard_granularity: NvmeDiscardGranularity::Npdg,
         raid5_discard: Raid5Discard::FailUnsafe,
+        null_blk_no_sched: NullBlkNoSched::NoneByDefault,
         ..v6_12.clone()
     };
     let mut all = pre_6_profiles(&v6_1);
@@ -685,6 +699,8 @@ pub const SWITCHES: &[SwitchDef] = &[
         "nvme_update_disk_info sets optimal_io_size to (1 + NOWS) blocks even when NOWS is 0 (up to 6.1: one logical block); 6.12+ only when NOWS is set"),
     switch!(choice raid5_discard, "hide_unsafe|fail_unsafe",
         "md raid456 without safe discard (devices_handle_discard_safely, members discarding whole stripes): hide_unsafe (up to 6.x: discard_max_bytes 0) or fail_unsafe (7.x: discard_max_hw_bytes UINT_MAX sectors on every array, raid5_discard_limits fails each discard with -EOPNOTSUPP)"),
+    switch!(choice null_blk_no_sched, "no_sched|none_by_default",
+        "null_blk's no_sched parameter: no_sched (up to 6.x: BLK_MQ_F_NO_SCHED, no scheduler can be set) or none_by_default (7.x null_setup_tagset: BLK_MQ_F_NO_SCHED_BY_DEFAULT, none until one is written)"),
 ];
 
 pub fn switch(name: &str) -> Option<&'static SwitchDef> {

@@ -135,8 +135,13 @@ fn null_blk_bad_parameters_name_file_line_and_key() {
     assert!(e.contains("zone_nr_conv: only with zoned = true"), "{e}");
     let e = error(&format!("{base}[disks.nullb0.null_blk]\nmemory_backed = 1\n"));
     assert!(e.contains("memory_backed: this null_blk parameter is not modelled"), "{e}");
-    let e = error(&format!("{base}[disks.nullb0.null_blk]\nno_sched = 1\n[disks.nullb0.queue]\nscheduler = \"mq-deadline\"\n"));
+    // no_sched up to 6.x: BLK_MQ_F_NO_SCHED refuses a scheduler; 7.2's
+    // BLK_MQ_F_NO_SCHED_BY_DEFAULT takes the write.
+    let no_sched = format!("{base}[disks.nullb0.null_blk]\nno_sched = 1\n[disks.nullb0.queue]\nscheduler = \"mq-deadline\"\n");
+    let e = error(&no_sched);
     assert!(e.contains("kinds.toml:7: disks.nullb0.queue.scheduler"), "{e}");
+    let s = load(&format!("kernel = \"7.2\"\n{no_sched}")).unwrap();
+    assert_eq!(s.disks[0].queue.attrs.scheduler, Elevator::MqDeadline);
     let e = error("[disks.sda]\nkind = \"sata\"\nsize = \"1GiB\"\nnull_blk = { bs = 512 }\n");
     assert!(e.contains("kinds.toml:4: disks.sda.null_blk: module parameters are for kind = \"null_blk\" only"), "{e}");
 }

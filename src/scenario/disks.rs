@@ -159,7 +159,7 @@ fn read_disk(name: &str, d: &Obj, beh: &Behaviour, cpus: Option<u32>, disks: &[D
     let mut null_blk = null_blk;
     if let Some(p) = null_blk.as_mut() {
         clamp_conv_zones(p, size >> SECTOR_SHIFT);
-        p.apply(&mut drv);
+        p.apply(&mut drv, beh.null_blk_no_sched);
     }
     let mut writes = SysfsWrites::default();
     let q = d.table("queue")?.unwrap_or_else(|| d.empty("queue"));
