@@ -160,7 +160,7 @@ impl DiskKind {
         };
         // libata + sd: ATA_MAX_SECTORS_LBA48, AHCI_MAX_SG, can_queue 32.
         let ata = DriverLimits { max_hw_sectors: 65535, max_dev_sectors: 65535, max_segments: 168, ..base.clone() };
-        match self {
+        let mut d = match self {
             // nvme_set_queue_limits, nvme_config_discard: MDTS 7 (512 KiB),
             // segments min(MDTS pages + 1, NVME_MAX_SEGS) (set in
             // derive_driver_limits), a controller-page virt boundary unless
@@ -274,7 +274,9 @@ impl DiskKind {
                 ..base
             },
             DiskKind::Md | DiskKind::Dm => base,
-        }
+        };
+        self.derive_driver_limits(&mut d, beh, |_| false);
+        d
     }
 }
 

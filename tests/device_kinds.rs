@@ -302,6 +302,8 @@ fn loop_errors_name_file_line_and_key() {
     assert!(e.contains("kinds.toml:9: disks.loop0.size: the file"), "{e}");
     let e = error("[disks.loop0]\nkind = \"loop\"\nbacking = \"sdz\"\ndirect_io = true\n");
     assert!(e.contains("kinds.toml:3: disks.loop0.backing: 'sdz' is not a disk"), "{e}");
+    let e = error(&loop_over_nvme("6.12", "direct_io = true\nmodel = { read_latency_us = 5 }", ""));
+    assert!(e.contains("kinds.toml:9: disks.loop0.model: a loop device has no service model"), "{e}");
     let e = error("[disks.sda]\nkind = \"sata\"\nsize = \"1GiB\"\nbacking = \"sdb\"\n");
     assert!(e.contains("kinds.toml:4: disks.sda.backing: only for kind = \"loop\""), "{e}");
 }

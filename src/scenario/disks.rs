@@ -125,20 +125,8 @@ fn read_disk(name: &str, d: &Obj, beh: &Behaviour, cpus: Option<u32>, disks: &[D
     let (kind_s, kind_n) = d.opt_str("kind")?.ok_or_else(|| d.err("kind", &d.at, format!("missing (one of {})", DiskKind::DISK_NAMES.join(", "))))?;
     let kind = DiskKind::from_name(&kind_s)
         .ok_or_else(|| d.err("kind", &kind_n.at, format!("unknown kind '{kind_s}' (one of {})", DiskKind::DISK_NAMES.join(", "))))?;
-    let null_blk = match kind {
-        DiskKind::NullBlk => Some(read_null_blk(d, cpus)?),
-        _ => {
-            if let Some(n) = d.node("null_blk") {
-                return Err(d.err("null_blk", &n.at, "module parameters are for kind = \"null_blk\" only"));
-            }
-            None
-        }
-    };
-    if kind != DiskKind::Loop {
-        if let Some(key) = LOOP_KEYS.iter().find(|k| d.has(k)) {
-            return Err(d.err(key, &d.node(key).expect("has").at, "only for kind = \"loop\""));
-        }
-    }
+    check_kind_keys(d, kind)?;
+    let mut null_blk = if kind == DiskKind::NullBlk { Some(read_null_blk(d, cpus)?) } else { None };
     let mut drv = kind.driver_limits(beh);
     if let Some(n) = cpus.and_then(|c| kind.nr_hw_queues_for_cpus(c)) {
         drv.nr_hw_queues = n;
@@ -156,7 +144,6 @@ fn read_disk(name: &str, d: &Obj, beh: &Behaviour, cpus: Option<u32>, disks: &[D
         (None, Some(_)) => (crate::nullb::DEFAULT_SIZE, None),
         (None, None) => return Err(d.err("size", &d.at, "missing (e.g. size = \"1TiB\")")),
     };
-    let mut null_blk = null_blk;
     if let Some(p) = null_blk.as_mut() {
         clamp_conv_zones(p, size >> SECTOR_SHIFT);
         p.apply(&mut drv, beh.null_blk_no_sched);
@@ -172,17 +159,33 @@ fn read_disk(name: &str, d: &Obj, beh: &Behaviour, cpus: Option<u32>, disks: &[D
         return Err(d.err("size", &at, format!("{size} bytes is not a positive multiple of the logical block size ({})", limits.logical_block_size)));
     }
     let nr_sectors = size >> SECTOR_SHIFT;
-    if let (DiskKind::Loop, Some(n)) = (kind, d.node("model")) {
-        return Err(d.err("model", &n.at, "a loop device has no service model: its requests complete with their I/O on the backing device"));
-    }
     let base = null_blk.as_ref().map_or_else(|| ServiceModel::for_kind(kind), |p| p.service_model());
     let model = read_model(d, base)?;
-    if let (DiskKind::Loop, Some(n)) = (kind, d.node("partitions")) {
-        return Err(d.err("partitions", &n.at, "loop devices have no partitions (max_part = 0)"));
-    }
     let partitions = read_partitions(d, nr_sectors, limits.lbs_sectors())?;
     d.finish(DISK_KEYS)?;
     Ok(DiskSpec { name: name.to_string(), kind, nr_sectors, queue: Queue { limits, attrs }, model, partitions, loop_file })
+}
+
+/// Keys that belong to one kind only: null_blk's parameters, a loop
+/// device's file; and what a loop device does not have (a service model,
+/// partitions: `max_part` 0).
+fn check_kind_keys(d: &Obj, kind: DiskKind) -> Result<(), ScenarioError> {
+    let refuse = |key: &str, msg: &str| match d.node(key) {
+        Some(n) => Err(d.err(key, &n.at, msg)),
+        None => Ok(()),
+    };
+    if kind != DiskKind::NullBlk {
+        refuse("null_blk", "module parameters are for kind = \"null_blk\" only")?;
+    }
+    if kind == DiskKind::Loop {
+        refuse("model", "a loop device has no service model: its requests complete with their I/O on the backing device")?;
+        refuse("partitions", "loop devices have no partitions (max_part = 0)")?;
+    } else {
+        for key in LOOP_KEYS {
+            refuse(key, "only for kind = \"loop\"")?;
+        }
+    }
+    Ok(())
 }
 
 fn u32_of(q: &Obj, key: &str, v: u64, n: &Node) -> Result<u32, ScenarioError> {
