@@ -342,3 +342,15 @@ fn steps_errors_name_the_step() {
     let e = error(&two_steps(dd, &format!("{dd}\ntrace = 2")));
     assert!(e.contains("kinds.toml:20: steps[1].trace: expected true/false"), "{e}");
 }
+
+#[test]
+fn loop_file_in_the_json_summary() {
+    // As /sys/block/loop0/loop/{backing_file,offset,dio}: offset in bytes.
+    let sc = load(&loop_over_nvme("6.12", "direct_io = true\noffset = \"1MiB\"", "")).unwrap();
+    let mut e = sc.build();
+    let st = e.run();
+    let v = blkstack::run::summary(&sc, &e, &st);
+    assert_eq!(v["devices"]["loop0"]["loop"], serde_json::json!({"backing_device": "nvme0n1", "offset": 1048576, "direct_io": true}));
+    assert_eq!(v["devices"]["loop0"]["kind"], "loop");
+    assert_eq!((v["devices"]["loop0"]["major"].as_u64(), v["devices"]["loop0"]["minor"].as_u64()), (Some(7), Some(0)));
+}
