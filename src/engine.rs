@@ -15,6 +15,7 @@ use std::time::Instant;
 use crate::bio::{req, Bio, BioId, BioVecs, Op};
 use crate::disk::{DiskModel, ServiceModel};
 use crate::genhd::{DevId, DiskKind, Driver, Queue, Topology};
+use crate::loopdev::{do_req_filebacked, LoopBacking, LoopCmd};
 use crate::mq::{self, blk_mq_complete_request, blk_mq_submit_bio, RequestQueue, Submit};
 use crate::profile::{Behaviour, CryptoFallback};
 use crate::source::{BioSpec, IoUnit, Source, UnitKind};
@@ -123,6 +124,8 @@ struct TaskState {
     /// thread holds the plug it runs in.
     thread: Option<usize>,
     thread_plug: bool,
+    /// A loop device's worker: the loop queue's index.
+    loop_worker: Option<u32>,
 }
 
 /// Builds the device stack before a run.
@@ -131,11 +134,18 @@ pub struct EngineBuilder {
     beh: Behaviour,
     queues: Vec<(DevId, ServiceModel)>,
     drivers: Vec<Option<Box<dyn BioDriver>>>,
+    /// Loop devices and their files.
+    loops: Vec<(DevId, LoopBacking)>,
 }
 
 impl EngineBuilder {
     pub fn new(beh: Behaviour) -> Self {
-        EngineBuilder { topo: Topology::default(), beh, queues: Vec::new(), drivers: Vec::new() }
+        EngineBuilder { topo: Topology::default(), beh, queues: Vec::new(), drivers: Vec::new(), loops: Vec::new() }
+    }
+
+    /// Make request-based disk `dev` a loop device over `backing`.
+    pub fn set_loop_backing(&mut self, dev: DevId, backing: LoopBacking) {
+        self.loops.push((dev, backing));
     }
 
     pub fn topo(&self) -> &Topology {
@@ -162,7 +172,7 @@ impl EngineBuilder {
     }
 
     pub fn build(self) -> Engine {
-        let queues = self
+        let mut queues: Vec<RequestQueue> = self
             .queues
             .into_iter()
             .enumerate()
@@ -172,6 +182,12 @@ impl EngineBuilder {
                 RequestQueue::new(i as u32, dev, d.kind, q.limits.clone(), q.attrs.clone(), DiskModel::new(model, d.nr_sectors))
             })
             .collect();
+        let mut loop_queues = Vec::new();
+        for (dev, backing) in self.loops {
+            let q = queues.iter_mut().find(|q| q.dev == dev).expect("a loop device is request-based");
+            q.backing = Some(backing);
+            loop_queues.push(q.index);
+        }
         // Drivers' threads, named after their device (`md0_raid5`).
         let threads: Vec<(usize, String)> = (0..self.drivers.len())
             .filter_map(|d| {
@@ -182,11 +198,16 @@ impl EngineBuilder {
             .collect();
         let core = BlockCore::new(self.topo, self.beh);
         let tasks = (0..core.tasks.len()).map(|_| TaskState::default()).collect();
-        let mut e = Engine { core, queues, drivers: self.drivers, jobs: Vec::new(), tasks, threads: Vec::new(), sample_every: None, samples: Vec::new(), reaped: Reaped::default(), crypt_pending: Vec::new(), submissions: 0, tick_due: false };
+        let mut e = Engine { core, queues, drivers: self.drivers, jobs: Vec::new(), tasks, threads: Vec::new(), sample_every: None, samples: Vec::new(), reaped: Reaped::default(), crypt_pending: Vec::new(), submissions: 0, tick_due: false, phases: VecDeque::new(), caches: Default::default() };
         for (i, (d, comm)) in threads.into_iter().enumerate() {
             let t = e.add_task(THREAD_PID + i as u32, &comm);
             e.tasks[t as usize].thread = Some(d);
             e.threads.push(t);
+        }
+        // loop_process_work runs in a kworker of the unbound `loopN` workqueue.
+        for (i, qi) in loop_queues.into_iter().enumerate() {
+            let t = e.add_task(LOOP_WORKER_PID + i as u32, &format!("kworker/u8:{}", i + 2));
+            e.tasks[t as usize].loop_worker = Some(qi);
         }
         e
     }
@@ -216,7 +237,15 @@ pub struct Engine {
     submissions: u64,
     /// [`TICK_EVENTS`] submissions happened: the event loop ticks now.
     tick_due: bool,
+    /// Work for after the jobs so far are done and the stack is idle
+    /// (a scenario's later steps), in order: each adds jobs.
+    pub phases: VecDeque<Phase>,
+    /// The page caches of the run's jobs, kept from one phase to the next.
+    pub caches: crate::source::pagecache::SharedCaches,
 }
+
+/// A later phase of a run: sets up the engine (jobs, tracing) for it.
+pub type Phase = Box<dyn FnOnce(&mut Engine)>;
 
 /// What one round of [`Engine::reap`] handles: woken tasks, finished roots,
 /// and the jobs that may go on.
@@ -264,6 +293,10 @@ impl Stack for Engine {
 
 /// The pid of the first driver thread.
 const THREAD_PID: u32 = 180;
+/// The pid of the first loop worker.
+const LOOP_WORKER_PID: u32 = 210;
+/// Root bios a loop worker submits are owned by `LOOP_OWNER - queue`.
+const LOOP_OWNER: u32 = u32::MAX;
 
 /// How often (in timed events) a run reports progress.
 pub const TICK_EVENTS: u64 = 1 << 16;
@@ -608,7 +641,7 @@ impl Engine {
     /// Report finished root bios to their jobs, wake tasks that got tags,
     /// and let the jobs go on.
     fn reap(&mut self) {
-        while !(self.core.woken.is_empty() && self.core.done_roots.is_empty()) {
+        while !(self.core.woken.is_empty() && self.core.done_roots.is_empty()) || self.loop_work_ready() {
             // This round's lists are swapped out of the core, which collects
             // the next round's in the emptied buffers. (Nothing called from
             // here reaps, so `self.reaped` stays put while it is walked.)
@@ -623,6 +656,7 @@ impl Engine {
                 let d = self.reaped.done[i];
                 let j = d.owner as usize;
                 if j >= self.jobs.len() {
+                    self.lo_rw_aio_complete(d);
                     continue;
                 }
                 self.jobs[j].errors += (d.status != 0) as u64;
@@ -637,7 +671,56 @@ impl Engine {
                 self.run_job(j);
             }
             self.reaped.ready.clear();
+            if !self.core.loop_work.is_empty() {
+                self.run_loop_workers();
+            }
         }
+    }
+
+    /// A loop worker that is awake has a request to take.
+    fn loop_work_ready(&self) -> bool {
+        self.core.loop_work.iter().any(|&(qi, _)| !self.tasks[self.loop_worker_task(qi) as usize].blocked)
+    }
+
+    fn loop_worker_task(&self, qi: u32) -> u32 {
+        self.tasks.iter().position(|t| t.loop_worker == Some(qi)).expect("a loop queue has a worker") as u32
+    }
+
+    /// Each loop worker that is awake handles its requests in order
+    /// (`loop_process_work` → `loop_handle_cmd` → `do_req_filebacked`);
+    /// one that falls asleep for a tag on the backing device keeps the rest.
+    #[cold]
+    #[inline(never)]
+    fn run_loop_workers(&mut self) {
+        let mut i = 0;
+        while i < self.core.loop_work.len() {
+            let (qi, rq) = self.core.loop_work[i];
+            let task = self.loop_worker_task(qi);
+            if self.tasks[task as usize].blocked {
+                i += 1;
+                continue;
+            }
+            self.core.loop_work.remove(i);
+            let q = &self.queues[qi as usize];
+            let backing = q.backing.as_ref().expect("a loop queue");
+            match do_req_filebacked(&self.core, backing, q.rqs.get(rq)) {
+                LoopCmd::Complete => self.core.schedule(self.core.now, SimEvent::RqComplete { queue: qi, rq }),
+                LoopCmd::Submit(spec) => {
+                    self.submit_root(task, spec, LOOP_OWNER - qi, rq);
+                }
+            }
+        }
+    }
+
+    /// The backing bio of a loop request ended: the request completes with
+    /// its status (`lo_rw_aio_complete` → `blk_mq_complete_request`).
+    fn lo_rw_aio_complete(&mut self, d: RootDone) {
+        let qi = LOOP_OWNER - d.owner;
+        if self.queues.get(qi as usize).is_none_or(|q| q.backing.is_none()) {
+            return;
+        }
+        self.queues[qi as usize].rqs.get_mut(d.cookie).error = d.status;
+        blk_mq_complete_request(&mut self.queues, &mut self.core, qi as usize, d.cookie);
     }
 
     /// Handle one timed event.
@@ -693,6 +776,17 @@ impl Engine {
         }
         if !self.drain(wall, tick) {
             return None;
+        }
+        // Later phases start once everything before them is done.
+        while let Some(phase) = self.phases.pop_front() {
+            let first = self.jobs.len();
+            phase(self);
+            for j in first..self.jobs.len() {
+                self.run_job(j);
+            }
+            if !self.drain(wall, tick) {
+                return None;
+            }
         }
         // A trailing sample must not stretch the run.
         self.core.now = self.core.now.min(self.core.last_activity.max(self.samples.last().map_or(0, |s| s.0)));

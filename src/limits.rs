@@ -53,6 +53,23 @@ impl Elevator {
     }
 }
 
+/// What a driver's tag set says about the I/O scheduler.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ElevatorPolicy {
+    /// `elevator_get_default`: mq-deadline for a single hardware queue,
+    /// none otherwise (the same rule in 6.1, 6.12 and 7.x).
+    Default,
+    /// `BLK_MQ_F_NO_SCHED_BY_DEFAULT` (loop): none unless one is written.
+    NoneByDefault,
+    /// `BLK_MQ_F_NO_SCHED` (null_blk's `no_sched`): none, and no scheduler
+    /// can be set (`elv_support_iosched`).
+    NoSched,
+    /// Up to 6.9, a host-managed sd or null_blk disk requires
+    /// `ELEVATOR_F_ZBD_SEQ_WRITE` (`elevator_get_by_features`):
+    /// mq-deadline however many queues.
+    ZonedDeadline,
+}
+
 /// Zoned model (`/sys/block/X/queue/zoned`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Zoned {
@@ -199,6 +216,8 @@ pub struct DriverLimits {
     /// Zones at the start of a zoned disk without a write pointer
     /// (null_blk's `zone_nr_conv`); sysfs shows no such file.
     pub nr_conv_zones: u32,
+    /// The tag set's scheduler flags.
+    pub elevator: ElevatorPolicy,
 }
 
 /// Sysfs writes the scenario makes after the driver set its limits.
@@ -469,8 +488,13 @@ fn queue_attrs(d: &DriverLimits, w: &SysfsWrites) -> Result<QueueAttrs, LimitErr
     if d.queue_depth == 0 {
         return err("queue_depth", "must be at least 1");
     }
-    // elevator_get_default: mq-deadline for a single hardware queue, none otherwise.
-    let scheduler = w.scheduler.unwrap_or(if d.nr_hw_queues <= 1 { Elevator::MqDeadline } else { Elevator::None });
+    if d.nr_hw_queues == 0 {
+        return err("nr_hw_queues", "must be at least 1");
+    }
+    if d.elevator == ElevatorPolicy::NoSched && w.scheduler == Some(Elevator::MqDeadline) {
+        return err("scheduler", "the driver's tag set has BLK_MQ_F_NO_SCHED (null_blk no_sched): only none");
+    }
+    let scheduler = w.scheduler.unwrap_or_else(|| elevator_default(d));
     // blk_mq_init_sched: 2 * min(queue_depth, BLKDEV_DEFAULT_RQ=128) with a scheduler.
     let default_nr = match scheduler {
         Elevator::None => d.queue_depth,
@@ -497,13 +521,22 @@ fn queue_attrs(d: &DriverLimits, w: &SysfsWrites) -> Result<QueueAttrs, LimitErr
     })
 }
 
+/// The scheduler a queue starts with (`elevator_init_mq`).
+fn elevator_default(d: &DriverLimits) -> Elevator {
+    match d.elevator {
+        ElevatorPolicy::Default if d.nr_hw_queues == 1 => Elevator::MqDeadline,
+        ElevatorPolicy::ZonedDeadline => Elevator::MqDeadline,
+        _ => Elevator::None,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::genhd::DiskKind;
 
     fn sata() -> DriverLimits {
-        DiskKind::Sata.driver_limits(false)
+        DiskKind::Sata.driver_limits(&crate::profile::profile("6.12").unwrap().behaviour)
     }
 
     #[test]
@@ -941,6 +974,9 @@ pub struct StackingBehaviour {
     pub raid5_chunk_sectors: bool,
     /// dm-stripe sets `chunk_sectors` = chunk (6.12.y via stable; not 6.1).
     pub dm_stripe_chunk_sectors: bool,
+    /// md raid456 advertises discard (`max_hw_discard_sectors` `UINT_MAX`)
+    /// even when it is unsafe, and fails the bios instead (7.x).
+    pub raid5_discard_always: bool,
 }
 
 impl StackingBehaviour {
@@ -959,6 +995,7 @@ impl StackingBehaviour {
             raid5_max_hw: Raid5MaxHwSectors::Fixed,
             raid5_chunk_sectors: false,
             dm_stripe_chunk_sectors: false,
+            raid5_discard_always: false,
         }
     }
 
@@ -973,6 +1010,7 @@ impl StackingBehaviour {
             raid0_chunk_sectors: true,
             raid5_max_hw: Raid5MaxHwSectors::AtLeastIoOpt,
             raid5_chunk_sectors: true,
+            raid5_discard_always: true,
             ..StackingBehaviour::v6_12()
         }
     }
@@ -1055,6 +1093,18 @@ pub fn raid5_limits(
     devices_handle_discard_safely: bool,
     beh: &StackingBehaviour,
 ) -> Result<StackedLimits, LimitError> {
+    raid5_set_limits(chunk, data_disks, members, devices_handle_discard_safely, beh).map(|(t, _)| t)
+}
+
+/// [`raid5_limits`], and whether discard is unsupported on the array
+/// (`conf->raid5_discard_unsupported`: 7.x fails discard bios then).
+pub fn raid5_set_limits(
+    chunk: u32,
+    data_disks: u32,
+    members: &[StackMember],
+    devices_handle_discard_safely: bool,
+    beh: &StackingBehaviour,
+) -> Result<(StackedLimits, bool), LimitError> {
     let mut t = blk_set_stacking_limits(beh.legacy());
     let chunk_bytes = chunk << SECTOR_SHIFT;
     let stripe = raid5_discard_stripe(chunk_bytes, data_disks);
@@ -1070,8 +1120,12 @@ pub fn raid5_limits(
     t.lim.discard_granularity = stripe;
     t.lim.max_write_zeroes_sectors = 0;
     stack_members(&mut t, members, beh.legacy());
-    let whole_stripes = t.lim.max_discard_sectors >= stripe >> SECTOR_SHIFT && t.lim.discard_granularity >= stripe;
-    if !devices_handle_discard_safely || !whole_stripes {
+    let unsafe_discard = raid5_discard_unsupported(&t.lim, stripe, devices_handle_discard_safely);
+    if beh.raid5_discard_always {
+        // 7.x: every array shows discard; make_discard_request fails the
+        // bios of one where it is unsafe (raid5_discard_limits).
+        t.lim.max_hw_discard_sectors = u32::MAX;
+    } else if unsafe_discard {
         t.lim.max_hw_discard_sectors = 0;
         if beh.legacy() {
             t.lim.max_discard_sectors = 0;
@@ -1087,7 +1141,15 @@ pub fn raid5_limits(
         t.lim.max_hw_sectors = max_hw;
     }
     t.lim.max_segments = u16::MAX as u32;
-    commit(t, beh)
+    commit(t, beh).map(|t| (t, unsafe_discard))
+}
+
+/// `raid5_set_limits`' test (`conf->raid5_discard_unsupported` in 7.x):
+/// discard is unsafe without `devices_handle_discard_safely`, or when the
+/// stacked members cannot discard a whole `stripe` (bytes) at once.
+pub fn raid5_discard_unsupported(stacked: &QueueLimits, stripe: u32, devices_handle_discard_safely: bool) -> bool {
+    let whole_stripes = stacked.max_discard_sectors >= stripe >> SECTOR_SHIFT && stacked.discard_granularity >= stripe;
+    !devices_handle_discard_safely || !whole_stripes
 }
 
 /// raid5's discard unit: the data stripe in bytes, rounded up to a power of

@@ -152,6 +152,9 @@ pub struct RequestQueue {
     /// only: other disks pay one test of this in `blk_mq_submit_bio` and
     /// one at issue.
     pub zones: Option<Box<Zones>>,
+    /// A loop device's file ([`crate::loopdev`]): its requests go to the
+    /// loop worker instead of a device model.
+    pub backing: Option<crate::loopdev::LoopBacking>,
 }
 
 impl RequestQueue {
@@ -175,6 +178,7 @@ impl RequestQueue {
             last_merge: None,
             flush: Default::default(),
             zones,
+            backing: None,
         }
     }
 
@@ -755,6 +759,11 @@ fn device_submit(q: &mut RequestQueue, core: &mut BlockCore, id: u32) {
     // Data and discards complete in time order within their own class.
     let stream = q.index as usize * 2 + (op.is_discard() || op == Op::WriteZeroes) as usize;
     if q.zones.is_some() && zone_refuses(q, core, id, stream) {
+        return;
+    }
+    if q.backing.is_some() {
+        // loop_queue_rq → loop_queue_work: the worker takes it.
+        core.loop_work.push((q.index, id));
         return;
     }
     let done = q.disk.service(core.now, op, sector, bytes, fua);

@@ -290,6 +290,55 @@ choice!(
     }
 );
 
+choice!(
+    /// When nvme-pci sets a virt boundary of one controller page.
+    NvmeVirtBoundary {
+        /// Up to 6.x: always (`blk_queue_virt_boundary(q, NVME_CTRL_PAGE_SIZE - 1)`
+        /// in `nvme_set_queue_limits`).
+        Always = "always",
+        /// 7.x `nvme_pci_get_virt_boundary`: only for a controller without
+        /// SGL support (the I/O queues of one with SGLs have none).
+        PrpOnly = "prp_only",
+    }
+);
+
+choice!(
+    /// Where nvme's `discard_granularity` comes from (`nvme_config_discard`).
+    NvmeDiscardGranularity {
+        /// Up to 6.x: the logical block size.
+        Lba = "lba",
+        /// 7.x: max(NPDG, NPDA) logical blocks (NPDGL/NPDAL when reported),
+        /// the logical block size when the namespace reports neither.
+        Npdg = "npdg",
+    }
+);
+
+choice!(
+    /// What md raid456 does when discard is not safe (no
+    /// `devices_handle_discard_safely`, or members that cannot discard a
+    /// whole stripe).
+    Raid5Discard {
+        /// Up to 6.x `raid5_set_limits`/`raid5_run`: `max_hw_discard_sectors`
+        /// 0, so the array shows no discard and the block layer refuses it.
+        HideUnsafe = "hide_unsafe",
+        /// 7.x: `max_hw_discard_sectors` is `UINT_MAX` on every array and
+        /// `raid5_discard_limits` fails each discard bio with -EOPNOTSUPP
+        /// when discard is not safe.
+        FailUnsafe = "fail_unsafe",
+    }
+);
+
+choice!(
+    /// What null_blk's `no_sched` parameter puts on its tag set.
+    NullBlkNoSched {
+        /// Up to 6.x: `BLK_MQ_F_NO_SCHED`: no scheduler can be set.
+        NoSched = "no_sched",
+        /// 7.x (`BLK_MQ_F_NO_SCHED` removed): `BLK_MQ_F_NO_SCHED_BY_DEFAULT`,
+        /// `none` until one is written.
+        NoneByDefault = "none_by_default",
+    }
+);
+
 /// All behaviour switches in force for a run.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Behaviour {
@@ -345,6 +394,16 @@ pub struct Behaviour {
     /// zone write plugs (6.10+, [`crate::zoned`]).
     pub zone_write_plugging: bool,
     pub crypto_fallback: CryptoFallback,
+    /// nvme-pci's `NVME_MAX_SEGS`: the driver's segment cap besides
+    /// `max_hw_sectors / 8 + 1` (`nvme_max_drv_segments`).
+    pub nvme_max_segs: u32,
+    pub nvme_virt_boundary: NvmeVirtBoundary,
+    pub nvme_discard_granularity: NvmeDiscardGranularity,
+    /// `nvme_update_disk_info` sets `io_opt` from NOWS even when NOWS is 0
+    /// (one logical block; up to 6.1).
+    pub nvme_io_opt_nows_zero: bool,
+    pub raid5_discard: Raid5Discard,
+    pub null_blk_no_sched: NullBlkNoSched,
 }
 
 /// A named kernel version.
@@ -400,6 +459,12 @@ pub fn profiles() -> Vec<Profile> {
         flush_data_path: FlushDataPath::Requeue,
         zone_write_plugging: false,
         crypto_fallback: CryptoFallback::InSubmitBio,
+        nvme_max_segs: 127,
+        nvme_virt_boundary: NvmeVirtBoundary::Always,
+        nvme_discard_granularity: NvmeDiscardGranularity::Lba,
+        nvme_io_opt_nows_zero: true,
+        raid5_discard: Raid5Discard::HideUnsafe,
+        null_blk_no_sched: NullBlkNoSched::NoSched,
     };
     let v6_12 = Behaviour {
         limits_model: LimitsModel::Validate,
@@ -420,6 +485,8 @@ pub fn profiles() -> Vec<Profile> {
         dd_next: DdNext::LatestPos,
         flush_data_path: FlushDataPath::Normal,
         zone_write_plugging: true,
+        nvme_max_segs: 128,
+        nvme_io_opt_nows_zero: false,
         ..v6_1.clone()
     };
     // Mainline 6.15: tail add without the tail-first merge fix (seed 001).
@@ -433,6 +500,11 @@ pub fn profiles() -> Vec<Profile> {
         raid5_chunk_sectors: true,
         dio_bvec_merge: DioBvecMerge::FolioOnly,
         crypto_fallback: CryptoFallback::AboveBlockLayer,
+        nvme_max_segs: 256,
+        nvme_virt_boundary: NvmeVirtBoundary::PrpOnly,
+        nvme_discard_granularity: NvmeDiscardGranularity::Npdg,
+        raid5_discard: Raid5Discard::FailUnsafe,
+        null_blk_no_sched: NullBlkNoSched::NoneByDefault,
         ..v6_12.clone()
     };
     let mut all = pre_6_profiles(&v6_1);
@@ -617,6 +689,18 @@ pub const SWITCHES: &[SwitchDef] = &[
         "where the blk-crypto fallback encrypts writes: in_submit_bio (up to 6.x: blk_crypto_bio_prep in __submit_bio cuts the bio after 256 pages and resubmits the rest at the tail of current->bio_list) or above_block_layer (bb8e2019ad61 \"blk-crypto: handle the fallback above the block layer\", 7.0: blk_crypto_submit_bio submits encrypted bios of at most 256 pages in order); seed 000's zoned variant"),
     switch!(choice iov_align, "off|max_io",
         "direct I/O bio sizing: off (every released kernel) or max_io (Ed Tsai's proposal \"block: limit the extract size to align queue limit\", seed 003: every bio but the last is cut to a multiple of max_sectors)"),
+    switch!(number nvme_max_segs, 1, "127|128|256",
+        "nvme-pci's NVME_MAX_SEGS: max_segments is min(max_hw_sectors / 8 + 1, this) (nvme_max_drv_segments); 127 (6.1), 128 (6.12), 256 (7.x: one page of SGL descriptors)"),
+    switch!(choice nvme_virt_boundary, "always|prp_only",
+        "nvme-pci's virt boundary: always one controller page (up to 6.x nvme_set_queue_limits) or only on controllers without SGL support (7.x nvme_pci_get_virt_boundary; the preset device, like qemu's, supports SGLs)"),
+    switch!(choice nvme_discard_granularity, "lba|npdg",
+        "nvme discard_granularity: the logical block size (up to 6.x) or max(NPDG, NPDA) blocks (7.x nvme_config_discard; the preset device, like qemu's, reports 4 KiB)"),
+    switch!(flag nvme_io_opt_nows_zero,
+        "nvme_update_disk_info sets optimal_io_size to (1 + NOWS) blocks even when NOWS is 0 (up to 6.1: one logical block); 6.12+ only when NOWS is set"),
+    switch!(choice raid5_discard, "hide_unsafe|fail_unsafe",
+        "md raid456 without safe discard (devices_handle_discard_safely, members discarding whole stripes): hide_unsafe (up to 6.x: discard_max_bytes 0) or fail_unsafe (7.x: discard_max_hw_bytes UINT_MAX sectors on every array, raid5_discard_limits fails each discard with -EOPNOTSUPP)"),
+    switch!(choice null_blk_no_sched, "no_sched|none_by_default",
+        "null_blk's no_sched parameter: no_sched (up to 6.x: BLK_MQ_F_NO_SCHED, no scheduler can be set) or none_by_default (7.x null_setup_tagset: BLK_MQ_F_NO_SCHED_BY_DEFAULT, none until one is written)"),
 ];
 
 pub fn switch(name: &str) -> Option<&'static SwitchDef> {
@@ -641,6 +725,7 @@ impl Behaviour {
             },
             raid5_chunk_sectors: self.raid5_chunk_sectors,
             dm_stripe_chunk_sectors: self.dm_stripe_chunk_sectors,
+            raid5_discard_always: self.raid5_discard == Raid5Discard::FailUnsafe,
         }
     }
 

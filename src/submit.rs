@@ -220,6 +220,8 @@ pub struct BlockCore {
     pub errors_total: u64,
     /// Bounce pages the blk-crypto fallback took so far ([`crate::crypto`]).
     pub bounce_pages: u64,
+    /// (queue, request) issued to a loop device, for its worker.
+    pub loop_work: Vec<(u32, u32)>,
 }
 
 impl BlockCore {
@@ -251,6 +253,7 @@ impl BlockCore {
             check: Checker::new(),
             errors_total: 0,
             bounce_pages: 0,
+            loop_work: Vec::new(),
         }
     }
 

@@ -141,7 +141,7 @@ impl BioDriver for BrokenMirror {
 fn broken(read_from_b: bool, skew: u64, oracle: bool) -> Engine {
     let beh = profile("6.12").unwrap().behaviour;
     let mut b = EngineBuilder::new(beh.clone());
-    let drv = DiskKind::Sata.driver_limits(false);
+    let drv = DiskKind::Sata.driver_limits(&blkstack::profile::profile("6.12").unwrap().behaviour);
     let (limits, attrs) = resolve(&drv, &SysfsWrites::default(), beh.limits_model, beh.def_max_sectors_cap).unwrap();
     let q = Queue { limits, attrs: attrs.clone() };
     let a = b.add_disk("sda", DiskKind::Sata, 1 << 20, q.clone(), ServiceModel::for_kind(DiskKind::Sata));

@@ -44,7 +44,7 @@ impl BioDriver for ChunkedReadDriver {
 
 fn engine(beh: Behaviour) -> Engine {
     let mut b = EngineBuilder::new(beh.clone());
-    let drv = DiskKind::Sata.driver_limits(false);
+    let drv = DiskKind::Sata.driver_limits(&blkstack::profile::profile("6.12").unwrap().behaviour);
     let (limits, attrs) = resolve(&drv, &SysfsWrites::default(), beh.limits_model, beh.def_max_sectors_cap).unwrap();
     let member = b.add_disk("sdb", DiskKind::Sata, 1 << 24, Queue { limits, attrs: attrs.clone() }, ServiceModel::for_kind(DiskKind::Sata));
     let md_limits = QueueLimits { max_sectors: 2048, max_hw_sectors: 2048, ..QueueLimits::stacking() };

@@ -112,12 +112,17 @@ def disk_kind(r: Reader, name: str, rotational: bool) -> Optional[str]:
         return "nvme"
     if name.startswith("vd"):
         return "virtio"
+    if name.startswith("nullb"):
+        return "null_blk"
     if name.startswith("sd"):
         vendor = (r.text("sys/block", name, "device/vendor") or "").strip()
         if vendor == "ATA":
             return "hdd" if rotational else "sata"
         if vendor == "Msft":
             return "hyperv"
+        if vendor == "QEMU":
+            # QEMU's scsi-hd, nearly always behind virtio-scsi.
+            return "virtio-scsi"
         return "scsi"
     return None
 

@@ -47,6 +47,10 @@ impl ServiceModel {
         let name = match kind {
             DiskKind::Nvme => "nvme",
             DiskKind::Sata | DiskKind::Scsi => "sata-ssd",
+            DiskKind::VirtioScsi => "virtio",
+            // Replaced by crate::nullb's completion timing; a loop device's
+            // requests complete with the I/O on its backing device.
+            DiskKind::NullBlk | DiskKind::Loop => "nvme",
             DiskKind::Hdd => "hdd-7200",
             DiskKind::Virtio => "virtio",
             DiskKind::Ufs => "ufs4",

@@ -51,7 +51,13 @@ pub enum Personality {
     Raid1 { sectors: u64 },
     Raid10(R10Conf),
     /// raid4/5/6 (`conf.level` says which), with the `rmw_level` sysfs value.
-    Raid456 { conf: R5Conf, rmw_level: RmwLevel },
+    Raid456 {
+        conf: R5Conf,
+        rmw_level: RmwLevel,
+        /// `conf->raid5_discard_unsupported` on a kernel that shows discard
+        /// on every array (7.x): discard bios fail with -EOPNOTSUPP.
+        fail_discards: bool,
+    },
 }
 
 /// Per-member state of `read_balance` (`struct raid1_info` /

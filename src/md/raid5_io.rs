@@ -14,7 +14,7 @@
 //! own ([`stripe_page`]).
 
 use crate::bio::{req, BioId, Op};
-use crate::submit::BlockCore;
+use crate::submit::{BlockCore, EOPNOTSUPP};
 
 use super::personality::{alloc_bio, alloc_bio_at, clone_part, md_account_bio, md_remap, md_split, member_discards, Mddev, Personality};
 use super::raid5::{R5Conf, RmwLevel, StripeHeadWrite, StripeWriteMode, STRIPE_SECTORS};
@@ -65,7 +65,7 @@ pub(crate) fn stripe_batches(plan: &[StripeHeadWrite], chunk_sectors: u64) -> Ve
 impl Mddev {
     fn r5conf(&self) -> (&R5Conf, RmwLevel) {
         match &self.pers {
-            Personality::Raid456 { conf, rmw_level } => (conf, *rmw_level),
+            Personality::Raid456 { conf, rmw_level, .. } => (conf, *rmw_level),
             _ => unreachable!("raid456 path on another personality"),
         }
     }
@@ -167,12 +167,18 @@ impl Mddev {
         self.queue_for_raid5d(core, bio, wb, logical);
     }
 
-    /// `make_discard_request` (only reached with
-    /// `devices_handle_discard_safely`, else md has no discard): the bio is
+    /// `make_discard_request` (reached up to 6.x only with
+    /// `devices_handle_discard_safely`, else md has no discard; 7.x fails
+    /// the bio there when discard is unsafe): the bio is
     /// rounded in to whole data stripes; each stripe_head of those rows
     /// discards its 4 KiB unit on every member, data and parity, submitted
     /// by raid5d (stripe_head by stripe_head: discards are not batched).
     fn make_discard_request(&mut self, core: &mut BlockCore, bio: BioId) {
+        if matches!(self.pers, Personality::Raid456 { fail_discards: true, .. }) {
+            // raid5_discard_limits (7.x): BLK_STS_NOTSUPP.
+            core.bio_endio(bio, EOPNOTSUPP);
+            return;
+        }
         let b = core.bio(bio);
         let (start, end) = (b.iter.sector, b.end_sector());
         let conf = self.r5conf().0;

@@ -7,9 +7,11 @@ use crate::limits::{resolve, DriverLimits, Elevator, LimitError, SysfsWrites, Zo
 use crate::profile::Behaviour;
 use crate::bio::SECTOR_SHIFT;
 
+use super::loopdev::{read_loop_file, LoopFile, LOOP_KEYS};
+use super::nullb::{clamp_conv_zones, read_null_blk};
 use super::tree::{Node, Obj, Origin, ScenarioError, Value};
 
-const DISK_KEYS: &[&str] = &["kind", "size", "queue", "partitions", "model"];
+const DISK_KEYS: &[&str] = &["kind", "size", "queue", "partitions", "model", "null_blk", "backing", "offset", "direct_io"];
 const PART_KEYS: &[&str] = &["start", "size"];
 /// Keys of `[disks.NAME.queue]`: sysfs names, plus driver values sysfs
 /// does not show but a scenario may need (`queue_depth` lives in
@@ -61,6 +63,8 @@ pub struct DiskSpec {
     pub queue: Queue,
     pub model: ServiceModel,
     pub partitions: Vec<PartSpec>,
+    /// A loop device's file.
+    pub loop_file: Option<LoopFile>,
 }
 
 fn limit_err(q: &Obj, disk: &Obj, e: LimitError) -> ScenarioError {
@@ -71,13 +75,22 @@ fn limit_err(q: &Obj, disk: &Obj, e: LimitError) -> ScenarioError {
     }
 }
 
-pub(crate) fn read_disks(o: &Obj, beh: &Behaviour) -> Result<Vec<DiskSpec>, ScenarioError> {
+/// The `[disks]` tables; `cpus` is the scenario's CPU count, if given.
+pub(crate) fn read_disks(o: &Obj, beh: &Behaviour, cpus: Option<u32>) -> Result<Vec<DiskSpec>, ScenarioError> {
     let Some(t) = o.table("disks")? else { return Ok(Vec::new()) };
-    let mut disks = Vec::new();
-    for name in t.keys() {
-        let d = t.table(&name)?.expect("key listed");
-        disks.push(read_disk(&name, &d, beh)?);
+    // Loop devices last: their files are on the other disks.
+    let names = t.keys();
+    let is_loop = |n: &String| t.table(n).ok().flatten().and_then(|d| d.opt_str("kind").ok().flatten()).is_some_and(|(k, _)| k == "loop");
+    let mut order: Vec<usize> = (0..names.len()).filter(|&i| !is_loop(&names[i])).collect();
+    order.extend((0..names.len()).filter(|&i| is_loop(&names[i])));
+    let mut read: Vec<(usize, DiskSpec)> = Vec::new();
+    for i in order {
+        let d = t.table(&names[i])?.expect("key listed");
+        let so_far: Vec<DiskSpec> = read.iter().map(|x| x.1.clone()).collect();
+        read.push((i, read_disk(&names[i], &d, beh, cpus, &so_far)?));
     }
+    read.sort_by_key(|x| x.0);
+    let disks: Vec<DiskSpec> = read.into_iter().map(|x| x.1).collect();
     t.finish(&[])?;
     let mut seen: Vec<&str> = Vec::new();
     for d in &disks {
@@ -91,25 +104,71 @@ pub(crate) fn read_disks(o: &Obj, beh: &Behaviour) -> Result<Vec<DiskSpec>, Scen
     Ok(disks)
 }
 
-fn read_disk(name: &str, d: &Obj, beh: &Behaviour) -> Result<DiskSpec, ScenarioError> {
+fn read_disk(name: &str, d: &Obj, beh: &Behaviour, cpus: Option<u32>, disks: &[DiskSpec]) -> Result<DiskSpec, ScenarioError> {
     let (kind_s, kind_n) = d.opt_str("kind")?.ok_or_else(|| d.err("kind", &d.at, format!("missing (one of {})", DiskKind::DISK_NAMES.join(", "))))?;
     let kind = DiskKind::from_name(&kind_s)
         .ok_or_else(|| d.err("kind", &kind_n.at, format!("unknown kind '{kind_s}' (one of {})", DiskKind::DISK_NAMES.join(", "))))?;
-    let (size, size_n) = d.opt_size("size")?.ok_or_else(|| d.err("size", &d.at, "missing (e.g. size = \"1TiB\")"))?;
-    let mut drv = kind.driver_limits(beh.limits_model == crate::limits::LimitsModel::Legacy);
+    check_kind_keys(d, kind)?;
+    let mut null_blk = if kind == DiskKind::NullBlk { Some(read_null_blk(d, cpus)?) } else { None };
+    let mut drv = kind.driver_limits(beh);
+    if let Some(n) = cpus.and_then(|c| kind.nr_hw_queues_for_cpus(c)) {
+        drv.nr_hw_queues = n;
+    }
+    let given = d.opt_size("size")?;
+    let mut loop_file = None;
+    let (size, size_n) = match (given, &null_blk) {
+        (g, _) if kind == DiskKind::Loop => {
+            let (f, size) = read_loop_file(d, disks, &mut drv, g.map(|x| x.0))?;
+            loop_file = Some(f);
+            (size, g.map(|x| x.1))
+        }
+        (Some((v, n)), _) => (v, Some(n)),
+        // null_blk's gb=250.
+        (None, Some(_)) => (crate::nullb::DEFAULT_SIZE, None),
+        (None, None) => return Err(d.err("size", &d.at, "missing (e.g. size = \"1TiB\")")),
+    };
+    if let Some(p) = null_blk.as_mut() {
+        clamp_conv_zones(p, size >> SECTOR_SHIFT);
+        p.apply(&mut drv, beh.null_blk_no_sched);
+    }
     let mut writes = SysfsWrites::default();
     let q = d.table("queue")?.unwrap_or_else(|| d.empty("queue"));
     read_queue(&q, &mut drv, &mut writes)?;
+    kind.derive_driver_limits(&mut drv, beh, |k| q.has(k));
     q.finish(QUEUE_KEYS)?;
     let (limits, attrs) = resolve(&drv, &writes, beh.limits_model, beh.def_max_sectors_cap).map_err(|e| limit_err(&q, d, e))?;
     if size == 0 || size % limits.logical_block_size as u64 != 0 {
-        return Err(d.err("size", &size_n.at, format!("{size} bytes is not a positive multiple of the logical block size ({})", limits.logical_block_size)));
+        let at = size_n.map_or(d.at.clone(), |n| n.at.clone());
+        return Err(d.err("size", &at, format!("{size} bytes is not a positive multiple of the logical block size ({})", limits.logical_block_size)));
     }
     let nr_sectors = size >> SECTOR_SHIFT;
-    let model = super::model::read_model(d, kind)?;
+    let base = null_blk.as_ref().map_or_else(|| ServiceModel::for_kind(kind), |p| p.service_model());
+    let model = super::model::read_model(d, base)?;
     let partitions = read_partitions(d, nr_sectors, limits.lbs_sectors())?;
     d.finish(DISK_KEYS)?;
-    Ok(DiskSpec { name: name.to_string(), kind, nr_sectors, queue: Queue { limits, attrs }, model, partitions })
+    Ok(DiskSpec { name: name.to_string(), kind, nr_sectors, queue: Queue { limits, attrs }, model, partitions, loop_file })
+}
+
+/// Keys that belong to one kind only: null_blk's parameters, a loop
+/// device's file; and what a loop device does not have (a service model,
+/// partitions: `max_part` 0).
+fn check_kind_keys(d: &Obj, kind: DiskKind) -> Result<(), ScenarioError> {
+    let refuse = |key: &str, msg: &str| match d.node(key) {
+        Some(n) => Err(d.err(key, &n.at, msg)),
+        None => Ok(()),
+    };
+    if kind != DiskKind::NullBlk {
+        refuse("null_blk", "module parameters are for kind = \"null_blk\" only")?;
+    }
+    if kind == DiskKind::Loop {
+        refuse("model", "a loop device has no service model: its requests complete with their I/O on the backing device")?;
+        refuse("partitions", "loop devices have no partitions (max_part = 0)")?;
+    } else {
+        for key in LOOP_KEYS {
+            refuse(key, "only for kind = \"loop\"")?;
+        }
+    }
+    Ok(())
 }
 
 fn u32_of(q: &Obj, key: &str, v: u64, n: &Node) -> Result<u32, ScenarioError> {

@@ -45,12 +45,14 @@ impl std::fmt::Debug for JobSpec {
 /// Add `jobs` to `engine`, in order (engine job i is `jobs[i]` when the
 /// engine had none before).
 pub fn add_jobs(engine: &mut Engine, jobs: &[JobSpec], beh: &Behaviour) {
-    let mut shared = SharedCaches::default();
+    // The run's page caches: shared by its jobs, kept across steps.
+    let mut shared = std::mem::take(&mut engine.caches);
     for s in jobs {
         let source = (s.make)(&engine.core.topo, beh, &mut shared);
         let j = engine.add_job(s.pid, &s.comm, source, s.iodepth, s.batch);
         engine.jobs[j].complete_min = s.complete_min.max(1);
     }
+    engine.caches = shared;
 }
 
 /// A scenario device as a workload sees it before the stack is built.

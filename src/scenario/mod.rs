@@ -11,7 +11,10 @@ pub mod compare;
 pub mod disks;
 pub mod jobs;
 pub mod model;
+pub mod loopdev;
+pub mod nullb;
 pub mod stack;
+pub mod steps;
 pub mod tree;
 pub mod workload;
 pub mod workload_discard;
@@ -30,7 +33,7 @@ pub use tree::ScenarioError;
 use tree::{apply_set, Doc, Obj, Value};
 pub use workload::{BioEntry, DdSpec, DdTarget, Workload, WorkloadKind};
 
-const ROOT_KEYS: &[&str] = &["name", "description", "kernel", "seed", "behaviour", "disks", "md", "dm", "workload", "compare"];
+const ROOT_KEYS: &[&str] = &["name", "description", "kernel", "seed", "cpus", "behaviour", "disks", "md", "dm", "workload", "steps", "compare"];
 
 #[derive(Clone, Debug)]
 pub struct Scenario {
@@ -43,7 +46,10 @@ pub struct Scenario {
     pub disks: Vec<DiskSpec>,
     /// md arrays and dm devices, each after the devices it is built on.
     pub stacked: Vec<StackSpec>,
+    /// The `[workload]` (none when the scenario has steps).
     pub workload: Workload,
+    /// `[[steps]]`: workloads run one after the other on the same stack.
+    pub steps: Vec<steps::Step>,
     /// The `[compare]` table's two sides, when given.
     pub compare: Option<compare::Compare>,
 }
@@ -62,15 +68,29 @@ pub fn load(file: &str, text: &str, kernel: Option<&str>, sets: &[String]) -> Re
     let seed = o.opt_u64("seed")?.map(|x| x.0).unwrap_or(1);
     let profile = read_profile(&o, kernel)?;
     let beh = read_behaviour(&o, &profile)?;
-    let disks = disks::read_disks(&o, &beh)?;
+    let cpus = read_cpus(&o)?;
+    let disks = disks::read_disks(&o, &beh, cpus)?;
     let stacked = stack::read_stack(&o, &disks, &beh)?;
     // Stacked devices are workload targets too.
     let targets: Vec<DiskSpec> = disks.iter().cloned().chain(stacked.iter().map(StackSpec::as_target)).collect();
     let ctx = workload::WorkloadCtx { targets: &targets, nr_disks: disks.len(), stacked: &stacked, seed, beh: &beh };
-    let workload = workload::read_workload(&o, &ctx)?;
+    let steps = steps::read_steps(&o, &ctx)?;
+    let mut workload = workload::read_workload(&o, &ctx)?;
+    // The steps' warnings are the run's.
+    workload.warnings.extend(steps.iter().flat_map(|s| s.workload.warnings.iter().cloned()));
     let compare = compare::read_compare(&o)?;
     o.finish(ROOT_KEYS)?;
-    Ok(Scenario { file: file.to_string(), name, description, profile, beh, seed, disks, stacked, workload, compare })
+    Ok(Scenario { file: file.to_string(), name, description, profile, beh, seed, disks, stacked, workload, steps, compare })
+}
+
+/// `cpus`: the machine's CPU count (`nr_cpu_ids`), which drivers size
+/// their hardware queues by; absent, each kind keeps its preset's queues.
+fn read_cpus(o: &Obj) -> Result<Option<u32>, ScenarioError> {
+    match o.opt_u64("cpus")? {
+        None => Ok(None),
+        Some((c @ 1..=8192, _)) => Ok(Some(c as u32)),
+        Some((c, n)) => Err(o.err("cpus", &n.at, format!("{c} is not a CPU count from 1 to 8192 (NR_CPUS)"))),
+    }
 }
 
 fn profile_names() -> String {
@@ -131,6 +151,13 @@ impl Scenario {
                 b.add_partition(id, &p.name, i as u32 + 1, p.start, p.nr_sectors);
             }
         }
+        for d in &self.disks {
+            if let Some(f) = &d.loop_file {
+                let (dev, backing) = (b.topo().by_name(&d.name), b.topo().by_name(&f.backing));
+                let backing = crate::loopdev::LoopBacking { dev: backing.expect("validated"), start: f.offset };
+                b.set_loop_backing(dev.expect("built"), backing);
+            }
+        }
         for s in &self.stacked {
             let driver = s.driver(b.topo());
             b.add_bio_device(&s.name, s.kind, s.nr_sectors, s.queue.clone(), driver);
@@ -141,33 +168,51 @@ impl Scenario {
             let layout = s.layout(&engine.core.topo);
             engine.core.check.set_layout(dev, layout);
         }
-        let dev = |e: &Engine, name: &str| -> DevId { e.core.topo.by_name(name).expect("validated device") };
-        match &self.workload.kind {
-            WorkloadKind::None => {}
-            WorkloadKind::Dd(dd) => {
-                let job = dd.job(self.seed, self.workload.pid, &self.workload.comm);
-                jobs::add_jobs(&mut engine, &[job], &self.beh);
+        add_workload(&mut engine, &self.workload, &self.beh, self.seed);
+        // Steps: the first now, each later one once the stack is idle.
+        for (i, step) in self.steps.iter().enumerate() {
+            let (step, beh, seed) = (step.clone(), self.beh.clone(), self.seed);
+            let setup = move |e: &mut Engine| {
+                e.core.tracer.pause(!step.trace);
+                add_workload(e, &step.workload, &beh, seed);
+            };
+            if i == 0 {
+                setup(&mut engine);
+            } else {
+                engine.phases.push_back(Box::new(setup));
             }
-            WorkloadKind::Bios { bios, iodepth, batch, plug } => {
-                let specs = bios
-                    .iter()
-                    .map(|e| {
-                        let spec = BioSpec { dev: dev(&engine, &e.device), op: e.op, flags: e.flags, sector: e.sector, bvecs: e.bvecs.clone(), size: e.size };
-                        (spec, e.repeat, e.stride)
-                    })
-                    .collect();
-                // A data write is the O_DIRECT pwritev2 (iodepth 1) or AIO
-                // iocb it stands for: in blkdev_write_iter's plug up to 6.4.
-                let write_plug = match (self.beh.blkdev_write_plug, *iodepth) {
-                    (false, _) => WritePlug::None,
-                    (true, 1) => WritePlug::Sleeps,
-                    (true, _) => WritePlug::Finished,
-                };
-                let source = BioList::new(specs, *plug).with_write_plug(write_plug);
-                engine.add_job(self.workload.pid, &self.workload.comm, Box::new(source), *iodepth, *batch);
-            }
-            WorkloadKind::Jobs(jobs) => jobs::add_jobs(&mut engine, jobs, &self.beh),
         }
         engine
+    }
+}
+
+/// Add a workload's jobs to the engine.
+fn add_workload(engine: &mut Engine, w: &Workload, beh: &Behaviour, seed: u64) {
+    let dev = |e: &Engine, name: &str| -> DevId { e.core.topo.by_name(name).expect("validated device") };
+    match &w.kind {
+        WorkloadKind::None => {}
+        WorkloadKind::Dd(dd) => {
+            let job = dd.job(seed, w.pid, &w.comm);
+            jobs::add_jobs(engine, &[job], beh);
+        }
+        WorkloadKind::Bios { bios, iodepth, batch, plug } => {
+            let specs = bios
+                .iter()
+                .map(|e| {
+                    let spec = BioSpec { dev: dev(engine, &e.device), op: e.op, flags: e.flags, sector: e.sector, bvecs: e.bvecs.clone(), size: e.size };
+                    (spec, e.repeat, e.stride)
+                })
+                .collect();
+            // A data write is the O_DIRECT pwritev2 (iodepth 1) or AIO
+            // iocb it stands for: in blkdev_write_iter's plug up to 6.4.
+            let write_plug = match (beh.blkdev_write_plug, *iodepth) {
+                (false, _) => WritePlug::None,
+                (true, 1) => WritePlug::Sleeps,
+                (true, _) => WritePlug::Finished,
+            };
+            let source = BioList::new(specs, *plug).with_write_plug(write_plug);
+            engine.add_job(w.pid, &w.comm, Box::new(source), *iodepth, *batch);
+        }
+        WorkloadKind::Jobs(jobs) => jobs::add_jobs(engine, jobs, beh),
     }
 }

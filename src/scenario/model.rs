@@ -2,7 +2,6 @@
 //! its parameters overridden (docs/scenario.md lists them with defaults).
 
 use crate::disk::{Rotation, SeekCurve, ServiceModel, PRESETS};
-use crate::genhd::DiskKind;
 
 use super::tree::{Obj, ScenarioError};
 
@@ -36,10 +35,10 @@ const MODEL_KEYS: &[&str] = &[
 /// cylinders and `c + e·d` from it (Ruemmler and Wilkes' form).
 const CURVE_KEYS: &[&str] = &["short_ms", "short_sqrt_ms", "boundary_cyl", "long_ms", "long_per_cyl_ms"];
 
-pub fn read_model(d: &Obj, kind: DiskKind) -> Result<ServiceModel, ScenarioError> {
-    let Some(t) = d.table("model")? else { return Ok(ServiceModel::for_kind(kind)) };
+pub fn read_model(d: &Obj, base: ServiceModel) -> Result<ServiceModel, ScenarioError> {
+    let Some(t) = d.table("model")? else { return Ok(base) };
     let mut m = match t.opt_str("preset")? {
-        None => ServiceModel::for_kind(kind),
+        None => base,
         Some((name, n)) => ServiceModel::preset(&name).ok_or_else(|| {
             let names: Vec<&str> = PRESETS.iter().map(|p| p.0).collect();
             t.err("preset", &n.at, format!("unknown preset '{name}' (one of {})", names.join(", ")))

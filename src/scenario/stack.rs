@@ -19,7 +19,7 @@ use crate::disk::ServiceModel;
 use crate::dm::{parse_table, DmTarget, TargetKind};
 use crate::genhd::{DiskKind, Queue, Topology};
 use crate::limits::{
-    dm_calculate_queue_limits, raid0_limits, raid10_limits, raid5_limits, store_queue_writes, DmTargetLimits, Elevator, LimitError, QueueAttrs,
+    dm_calculate_queue_limits, raid0_limits, raid10_limits, raid5_set_limits, store_queue_writes, DmTargetLimits, Elevator, LimitError, QueueAttrs,
     QueueLimits, StackMember, StackedLimits, SysfsWrites,
 };
 use crate::check::layout::Layout;
@@ -75,6 +75,7 @@ impl StackSpec {
             queue: self.queue.clone(),
             model: ServiceModel::for_kind(self.kind),
             partitions: Vec::new(),
+            loop_file: None,
         }
     }
 
@@ -391,11 +392,15 @@ fn read_md(p: &Pending, known: &mut Known, beh: &Behaviour) -> Result<StackSpec,
         lowers.iter().zip(&offsets).map(|((_, _, l), o)| StackMember { limits: StackedLimits::from(l.limits.clone()), start: l.start + o.0 }).collect();
     let safe = a.opt_bool("devices_handle_discard_safely")?.map(|x| x.0).unwrap_or(false);
     let sb = beh.stacking();
-    let stacked = match &pers {
+    let mut pers = pers;
+    let stacked = match &mut pers {
         Personality::Raid0(c) => raid0_limits(c.chunk_sectors, members.len() as u32, &members, &sb),
         Personality::Raid1 { .. } => raid1_limits(&members, &sb),
         Personality::Raid10(c) => raid10_limits(c.geo.chunk_sectors, c.geo.raid10_nr_stripes(), &members, &sb),
-        Personality::Raid456 { conf, .. } => raid5_limits(conf.chunk_sectors, conf.data_disks(), &members, safe, &sb),
+        Personality::Raid456 { conf, fail_discards, .. } => raid5_set_limits(conf.chunk_sectors, conf.data_disks(), &members, safe, &sb).map(|(l, unsupported)| {
+            *fail_discards = unsupported && sb.raid5_discard_always;
+            l
+        }),
     };
     let limits = stacked.map_err(|e| a.err("members", &a.at, format!("the stacked limits are invalid: {}: {}", e.key, e.msg)))?;
     let queue = stacked_queue(a, limits.lim, lowers.iter().map(|x| &x.2), true, beh)?;
@@ -624,7 +629,7 @@ fn md_geometry(a: &Obj, prm: &MdParams, lowers: &[(String, Origin, Lower)], offs
             })?;
             let size = dev / prm.chunk as u64 * prm.chunk as u64 * conf.data_disks() as u64;
             let rmw_level = read_rmw_level(a)?;
-            Ok((Personality::Raid456 { conf, rmw_level }, size))
+            Ok((Personality::Raid456 { conf, rmw_level, fail_discards: false }, size))
         }
     }
 }

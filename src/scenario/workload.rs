@@ -139,12 +139,24 @@ pub(crate) struct WorkloadCtx<'a> {
 
 const TYPES: &str = "dd, bios, fio, blkdiscard, mkfs.xfs, fstrim or replay";
 
-/// A validated scenario.
+impl Workload {
+    /// No workload: nothing runs.
+    pub fn none() -> Workload {
+        Workload { kind: WorkloadKind::None, pid: 0, comm: String::new(), warnings: Vec::new(), fio: None }
+    }
+}
+
+/// The `[workload]` table, if any.
 pub(crate) fn read_workload(o: &Obj, ctx: &WorkloadCtx) -> Result<Workload, ScenarioError> {
+    match o.table("workload")? {
+        None => Ok(Workload::none()),
+        Some(w) => read_workload_table(&w, ctx),
+    }
+}
+
+/// One workload table (`[workload]` or a `[[steps]]` entry).
+pub(crate) fn read_workload_table(w: &Obj, ctx: &WorkloadCtx) -> Result<Workload, ScenarioError> {
     let disks = ctx.targets;
-    let Some(w) = o.table("workload")? else {
-        return Ok(Workload { kind: WorkloadKind::None, pid: 0, comm: String::new(), warnings: Vec::new(), fio: None });
-    };
     let (ty, tn) = w.opt_str("type")?.ok_or_else(|| w.err("type", &w.at, format!("missing ({TYPES})")))?;
     let (default_comm, keys) = match ty.as_str() {
         "dd" => ("dd", DD_KEYS),
@@ -160,16 +172,16 @@ pub(crate) fn read_workload(o: &Obj, ctx: &WorkloadCtx) -> Result<Workload, Scen
     let comm = w.opt_str("comm")?.map(|x| x.0).unwrap_or_else(|| default_comm.to_string());
     let (mut warnings, mut fio) = (Vec::new(), None);
     let kind = match ty.as_str() {
-        "dd" => WorkloadKind::Dd(read_dd(&w, disks, ctx.seed)?),
-        "bios" => read_bios(&w, disks)?,
+        "dd" => WorkloadKind::Dd(read_dd(w, disks, ctx.seed)?),
+        "bios" => read_bios(w, disks)?,
         "fio" => {
             let devs = FioDevices { targets: disks, nr_disks: ctx.nr_disks, stacked: ctx.stacked };
-            let f = workload_fio::read(&w, &devs, ctx.beh, ctx.seed, pid, &comm)?;
+            let f = workload_fio::read(w, &devs, ctx.beh, ctx.seed, pid, &comm)?;
             (warnings, fio) = (f.warnings, Some(f.meta));
             WorkloadKind::Jobs(f.jobs)
         }
-        "replay" => WorkloadKind::Jobs(workload_replay::read(&w, disks, ctx.nr_disks)?),
-        t => WorkloadKind::Jobs(workload_discard::read(&w, t, disks, ctx.beh, ctx.seed, pid, &comm)?),
+        "replay" => WorkloadKind::Jobs(workload_replay::read(w, disks, ctx.nr_disks)?),
+        t => WorkloadKind::Jobs(workload_discard::read(w, t, disks, ctx.beh, ctx.seed, pid, &comm)?),
     };
     w.finish(keys)?;
     Ok(Workload { kind, pid, comm, warnings, fio })

@@ -236,14 +236,18 @@ impl PageCache {
         [wb, flush]
     }
 
-    /// Close one opener; the last close syncs the device: every dirty page
-    /// written back (WB_SYNC_ALL) and waited for, no flush.
+    /// Close one opener; the last close (`blkdev_flush_mapping`) syncs the
+    /// device — every dirty page written back (WB_SYNC_ALL) and waited
+    /// for, no flush — and drops its cached pages (`kill_bdev`), so a later
+    /// opener reads them again.
     pub fn release(&mut self) -> Option<IoUnit> {
         self.openers = self.openers.saturating_sub(1);
-        if self.openers > 0 || self.dirty.is_empty() {
+        if self.openers > 0 {
             return None;
         }
-        Some(IoUnit { bios: self.writeback(WbRange::All), plug: true, sync: true, drain: true, ..IoUnit::default() })
+        let sync = (!self.dirty.is_empty()).then(|| IoUnit { bios: self.writeback(WbRange::All), plug: true, sync: true, drain: true, ..IoUnit::default() });
+        self.uptodate = Uptodate::default();
+        sync
     }
 
     /// The background writeback unit, when dirty pages exceed the threshold.

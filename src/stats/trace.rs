@@ -188,7 +188,7 @@ pub fn rwbs_op(rwbs: &str) -> (Op, u32) {
 }
 
 /// The name Linux gives device `d` when its major is one of the fixed
-/// ones (SCSI disks `sdX[N]`, md `mdN`); else `maj,min`.
+/// ones (SCSI disks `sdX[N]`, md `mdN`, loop `loopN`); else `maj,min`.
 pub fn device_name(d: DevNo) -> String {
     let sd_base = match d.major {
         8 => Some(0),
@@ -216,6 +216,8 @@ pub fn device_name(d: DevNo) -> String {
             }
         }
         (None, 9) => format!("md{}", d.minor),
+        // LOOP_MAJOR, with max_part 0: one minor per device.
+        (None, 7) => format!("loop{}", d.minor),
         _ => d.to_string(),
     }
 }
@@ -556,6 +558,7 @@ mod tests {
         assert_eq!(n(65, 0), "sdq");
         assert_eq!(n(65, 160), "sdaa");
         assert_eq!(n(9, 127), "md127");
+        assert_eq!(n(7, 3), "loop3");
         assert_eq!(n(259, 3), "259,3");
     }
 

@@ -184,24 +184,32 @@ pub struct Tracer {
     /// btt-style analysis and histograms of the events.
     pub analysis: Option<crate::stats::analysis::Analysis>,
     pub error: Option<io::Error>,
+    /// Tracing is stopped for now (an untraced scenario step).
+    paused: bool,
 }
 
 impl Tracer {
     pub fn add_sink(&mut self, sink: Box<dyn TraceSink>) {
         self.sinks.push(sink);
-        self.on = true;
+        self.on = !self.paused;
     }
 
     /// Keep events in memory too (see [`Tracer::log`]).
     pub fn keep_log(&mut self) {
         self.log = Some(EventLog::default());
-        self.on = true;
+        self.on = !self.paused;
     }
 
     /// Analyse events (btt stages, merge information, histograms).
     pub fn keep_analysis(&mut self) {
         self.analysis = Some(Default::default());
-        self.on = true;
+        self.on = !self.paused;
+    }
+
+    /// Stop (`true`) or resume tracing: nobody hears events meanwhile.
+    pub fn pause(&mut self, paused: bool) {
+        self.paused = paused;
+        self.on = !paused && (!self.sinks.is_empty() || self.log.is_some() || self.analysis.is_some());
     }
 
     /// Whether anyone listens; callers skip building events otherwise.

@@ -720,7 +720,7 @@ mod tests {
     use proptest::prelude::*;
 
     fn queue() -> Queue {
-        let (limits, attrs) = resolve(&DiskKind::Sata.driver_limits(false), &SysfsWrites::default(), LimitsModel::Legacy, 2560).unwrap();
+        let (limits, attrs) = resolve(&DiskKind::Sata.driver_limits(&crate::profile::profile("6.12").unwrap().behaviour), &SysfsWrites::default(), LimitsModel::Legacy, 2560).unwrap();
         Queue { limits, attrs }
     }
 

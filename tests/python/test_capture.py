@@ -107,7 +107,7 @@ def test_dm_linear_over_a_disk(tmp_path):
     assert 'kernel = "6.12"' in text and "0 2097152 linear /dev/sdb 2048" in text
     # sdb's 20 files, dm-0's 10.
     assert assert_limits_match("sysfs-dm-linear", s, ["sdb", "vg-data"]) == 20 + 10
-    assert s["devices"]["sdb"]["kind"] == "scsi"
+    assert s["devices"]["sdb"]["kind"] == "virtio-scsi"  # vendor QEMU: a scsi-hd
     assert s["devices"]["vg-data"]["size_bytes"] == 2097152 * 512
 
 
