@@ -14,7 +14,9 @@ use crate::profile::Behaviour;
 use crate::source::dio::DioRules;
 use crate::source::discard_tool::{DiscardCall, DiscardTarget};
 use crate::source::fio::{self, BlockSize, Ddir, FioError, FioJob, FioParse, FsJobFiles, IoEngine, Location, Size, ZoneMode};
-use crate::source::fio_job::{FioJobSource, FioPlan, FioTarget};
+use crate::source::fio_io_u::{check_lfsr, FioSeeds};
+use crate::source::fio_job::{random_map, FioJobSource, FioPlan, FioTarget};
+use crate::source::fio_rand::{distribution_seed, setup_random_seeds, SeedOptions, SeedRules};
 use crate::source::pagecache::SharedCaches;
 use crate::source::rng::Rng;
 use crate::stats::fio::{FioDisk, FioJobMeta, FioMeta};
@@ -26,7 +28,10 @@ use super::tree::{Obj, Origin, ScenarioError, Value};
 use super::workload::soft_blocksize;
 use super::workload_discard::describe_call;
 
-pub const FIO_KEYS: &[&str] = &["type", "job", "jobfile", "args", "buffer_fragmentation", "blocksize", "dirty_background_bytes", "pid", "comm"];
+pub const FIO_KEYS: &[&str] = &["type", "job", "jobfile", "args", "buffer_fragmentation", "blocksize", "dirty_background_bytes", "fio_version", "pid", "comm"];
+
+/// The fio release whose seed rules `fio_version` defaults to (Debian 12's).
+const DEFAULT_FIO_VERSION: &str = "3.33";
 
 /// Most blocks a random map may track (a 32 MiB bitmap); beyond, the job
 /// runs as with `norandommap`, with a warning.
@@ -51,6 +56,8 @@ struct Extra {
     fragmentation: f64,
     blocksize: Option<u32>,
     dirty_background: Option<u64>,
+    /// Whose seed rules the jobs follow (`fio_version`).
+    seed_rules: SeedRules,
 }
 
 pub fn read(w: &Obj, devs: &FioDevices, beh: &Behaviour, seed: u64, pid: u32, comm: &str) -> Result<FioWorkload, ScenarioError> {
@@ -65,15 +72,19 @@ pub fn read(w: &Obj, devs: &FioDevices, beh: &Behaviour, seed: u64, pid: u32, co
     for (section, job) in parse.jobs.iter().enumerate() {
         let t = job_target(w, key, job, devs)?;
         let job = adjust_engine(job, &mut warnings);
-        let plan = resolve(&job, &t, seed, section).map_err(|m| w.err(key, &at(w, key), format!("job '{}': {m}", job.name)))?;
-        check_job(&job, &t, beh, &plan).map_err(|m| w.err(key, &at(w, key), format!("job '{}': {m}", job.name)))?;
-        if job.rw.is_random() && !job.norandommap && plan.region_len / job.block_align(Ddir::Write).max(1) > MAX_MAP_BLOCKS {
+        let job_err = |m: String| w.err(key, &at(w, key), format!("job '{}': {m}", job.name));
+        let plan = resolve(&job, &t, seed, section).map_err(job_err)?;
+        check_job(&job, &t, beh, &plan).map_err(job_err)?;
+        if random_map(&job, plan.region_len, u64::MAX) && !random_map(&job, plan.region_len, MAX_MAP_BLOCKS) {
             warnings.push(format!("job '{}': the random map would track more than {MAX_MAP_BLOCKS} blocks: runs as norandommap", job.name));
         }
         add_disk(&mut meta, &t, devs);
         for clone in 0..job.numjobs.max(1) {
             let mut p = plan.clone();
             p.seed = clone_seed(&job, seed, section, clone);
+            // thread_number: 1-based over every job and clone so far.
+            p.seeds = fio_seeds(&job, &t.name, jobs.len() as u64 + 1, extra.seed_rules, seed);
+            check_lfsr(&job, &p.seeds, p.region_len).map_err(job_err)?;
             jobs.push(clone_spec(p, &t.name, &extra, pid + jobs.len() as u32, comm));
             meta.jobs.push(FioJobMeta { name: job.name.clone(), section, group_reporting: job.group_reporting, kb_base: job.kb_base });
         }
@@ -159,7 +170,27 @@ fn read_extra(w: &Obj) -> Result<Extra, ScenarioError> {
     };
     let blocksize = soft_blocksize(w, "blocksize", None)?;
     let dirty_background = w.opt_size("dirty_background_bytes")?.map(|x| x.0);
-    Ok(Extra { fragmentation, blocksize, dirty_background })
+    let seed_rules = match w.opt_str("fio_version")? {
+        None => SeedRules::of_version(DEFAULT_FIO_VERSION).expect("a modelled version"),
+        Some((v, n)) => SeedRules::of_version(&v).ok_or_else(|| w.err("fio_version", &n.at, format!("'{v}': the seed rules of fio 3.31 and later are modelled; give \"3.N\" with N >= 31, e.g. \"3.33\"")))?,
+    };
+    Ok(Extra { fragmentation, blocksize, dirty_background, seed_rules })
+}
+
+/// The clone's seeds: fio's for thread `thread_number`, the scenario's
+/// `seed` standing in for /dev/urandom. A non-uniform distribution hashes
+/// the job's `filename` as written (`/dev/NAME` without one).
+fn fio_seeds(job: &FioJob, dev: &str, thread_number: u64, rules: SeedRules, seed: u64) -> FioSeeds {
+    let o = SeedOptions {
+        randrepeat: if rules == SeedRules::Fio331 { job.randrepeat_own } else { job.randrepeat },
+        allrandrepeat: job.allrandrepeat,
+        randseed: job.randseed,
+        randseed_set: job.randseed_set,
+        thread_number,
+    };
+    let seeds = setup_random_seeds(&o, rules, seed);
+    let file_name = job.filename.clone().unwrap_or_else(|| format!("/dev/{dev}"));
+    FioSeeds { dist_seed: distribution_seed(&file_name, &o, rules, &seeds), seeds }
 }
 
 /// The job's device: `filename`, else the top of the stack.
@@ -230,7 +261,7 @@ fn resolve(job: &FioJob, t: &Target, seed: u64, section: usize) -> Result<FioPla
         return Err("time_based needs a runtime (the job would never end)".to_string());
     }
     let end_ns = (job.runtime_us > 0).then(|| job.runtime_us.saturating_mul(1000));
-    Ok(FioPlan { job: job.clone(), region_start: start, region_len: len, io_limit, end_ns, zone_bytes, seed: clone_seed(job, seed, section, 0), max_map_blocks: MAX_MAP_BLOCKS })
+    Ok(FioPlan { job: job.clone(), region_start: start, region_len: len, io_limit, end_ns, zone_bytes, seed: clone_seed(job, seed, section, 0), seeds: FioSeeds::default(), max_map_blocks: MAX_MAP_BLOCKS })
 }
 
 /// What the kernel (or this model) refuses before the job starts.

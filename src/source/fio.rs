@@ -229,6 +229,23 @@ const ENGINE_NAMES: &[(&str, IoEngine)] = &[
     ("io_uring", IoEngine::IoUring),
 ];
 
+/// `random_generator=`: which generator draws random offsets.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RandomGenerator {
+    /// 32-bit combined Tausworthe (taus88), fio's default.
+    Tausworthe,
+    /// fio's LFSR: each block once per pass, no random map.
+    Lfsr,
+    /// 64-bit combined Tausworthe (taus258).
+    Tausworthe64,
+}
+
+const GENERATOR_NAMES: &[(&str, RandomGenerator)] = &[
+    ("tausworthe", RandomGenerator::Tausworthe),
+    ("lfsr", RandomGenerator::Lfsr),
+    ("tausworthe64", RandomGenerator::Tausworthe64),
+];
+
 /// `random_distribution=` (`str_random_distribution_cb`).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum RandomDistribution {
@@ -294,8 +311,17 @@ pub struct FioJob {
     /// 0 = no limit.
     pub number_ios: u64,
     pub io_size: Option<Size>,
+    /// `randrepeat` or its fio ≥ 3.35 alias `allrandrepeat`, whichever
+    /// came last.
     pub randrepeat: bool,
+    /// fio < 3.35, where the two are separate options: `randrepeat` alone,
+    /// and `allrandrepeat` (default off).
+    pub randrepeat_own: bool,
+    pub allrandrepeat: bool,
     pub randseed: u64,
+    /// `randseed` was given (`fio_option_is_set`): it overrides `randrepeat`.
+    pub randseed_set: bool,
+    pub random_generator: RandomGenerator,
     pub random_distribution: RandomDistribution,
     pub norandommap: bool,
     pub invalidate: bool,
@@ -336,7 +362,11 @@ impl Default for FioJob {
             number_ios: 0,
             io_size: None,
             randrepeat: true,
+            randrepeat_own: true,
+            allrandrepeat: false,
             randseed: 0x89,
+            randseed_set: false,
+            random_generator: RandomGenerator::Tausworthe,
             random_distribution: RandomDistribution::Random,
             norandommap: false,
             invalidate: true,
@@ -1023,11 +1053,25 @@ fn set_number_ios(j: &mut FioJob, v: Option<&str>) -> SetResult {
 
 fn set_randrepeat(j: &mut FioJob, v: Option<&str>) -> SetResult {
     j.randrepeat = bool_value(v)?;
+    j.randrepeat_own = j.randrepeat;
+    Ok(())
+}
+
+fn set_allrandrepeat(j: &mut FioJob, v: Option<&str>) -> SetResult {
+    j.randrepeat = bool_value(v)?;
+    j.allrandrepeat = j.randrepeat;
     Ok(())
 }
 
 fn set_randseed(j: &mut FioJob, v: Option<&str>) -> SetResult {
     j.randseed = parse_bytes(single(v)?, j.kb_base)?;
+    j.randseed_set = true;
+    Ok(())
+}
+
+fn set_random_generator(j: &mut FioJob, v: Option<&str>) -> SetResult {
+    let s = need(v)?;
+    j.random_generator = lookup(GENERATOR_NAMES, s).ok_or_else(|| format!("'{s}' is not one of {}", names(GENERATOR_NAMES)))?;
     Ok(())
 }
 
@@ -1172,8 +1216,10 @@ const OPTIONS: &[Opt] = &[
     flag("time_based", set_time_based),
     opt("number_ios", &[], set_number_ios),
     opt("io_size", &["io_limit"], set_io_size),
-    opt("randrepeat", &["allrandrepeat"], set_randrepeat),
+    opt("randrepeat", &[], set_randrepeat),
+    opt("allrandrepeat", &[], set_allrandrepeat),
     opt("randseed", &[], set_randseed),
+    opt("random_generator", &[], set_random_generator),
     opt("random_distribution", &[], set_random_distribution),
     flag("norandommap", set_norandommap),
     opt("invalidate", &[], set_invalidate),
@@ -1838,6 +1884,7 @@ group_reporting
             filename: Some("/dev/nvme1n1".to_string()),
             ioengine: IoEngine::Psync,
             randrepeat: false,
+            randrepeat_own: false,
             iodepth: 1,
             fsync: 64,
             invalidate: true,
@@ -2015,6 +2062,25 @@ group_reporting
         assert_eq!(one("random_distribution=zipf").random_distribution, RandomDistribution::Zipf { theta: 1.1, center: None });
         assert!(bad("random_distribution=zipf:1").msg.contains("different than 1.0"));
         assert!(bad("random_distribution=pareto:1.5").msg.contains("out of range"));
+    }
+
+    #[test]
+    fn random_generators_and_seed_options() {
+        assert_eq!(one("rw=randread").random_generator, RandomGenerator::Tausworthe);
+        assert_eq!(one("random_generator=lfsr").random_generator, RandomGenerator::Lfsr);
+        assert_eq!(one("random_generator=tausworthe64").random_generator, RandomGenerator::Tausworthe64);
+        let e = bad("random_generator=mt19937");
+        assert_eq!(e.kind, FioErrorKind::BadValue);
+        assert!(e.msg.contains("tausworthe, lfsr, tausworthe64"), "{}", e.msg);
+        // randseed is "set" even at its default value (fio_option_is_set).
+        let j = one("randseed=0x89");
+        assert!(j.randseed_set && j.randseed == 0x89);
+        assert!(!one("rw=read").randseed_set);
+        // allrandrepeat: fio 3.35's alias of randrepeat, fio 3.33's own option.
+        let j = one("allrandrepeat=1\nrandrepeat=0");
+        assert!(j.allrandrepeat && !j.randrepeat && !j.randrepeat_own);
+        let j = one("randrepeat=0\nallrandrepeat=1");
+        assert!(j.allrandrepeat && j.randrepeat && !j.randrepeat_own);
     }
 
     #[test]
