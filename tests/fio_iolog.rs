@@ -143,3 +143,14 @@ fn fio_3_35_seeds_differently() {
     let got = run(&blkstack_args(&opts, &[]), "fio_version = \"3.39\"\n");
     assert!(got == want, "{}", first_difference(&want, &got));
 }
+
+#[test]
+fn bad_fio_version_and_generator_name_file_line_and_key() {
+    let text = format!("{DISKS}[workload]\ntype = \"fio\"\nfio_version = \"3.20\"\nargs = [\"--name=x\", \"--filename=sda\", \"--rw=randread\", \"--direct=1\"]\n");
+    let e = scenario::load("v.toml", &text, None, &[]).unwrap_err().to_string();
+    // DISKS is 7 lines: fio_version is line 10.
+    assert!(e.starts_with("v.toml:10: workload.fio_version: '3.20'"), "{e}");
+    let text = format!("{DISKS}[workload]\ntype = \"fio\"\nargs = [\"--name=x\", \"--filename=sda\", \"--rw=randread\", \"--random_generator=mt\"]\n");
+    let e = scenario::load("g.toml", &text, None, &[]).unwrap_err().to_string();
+    assert!(e.contains("g.toml:10: workload.args") && e.contains("random_generator") && e.contains("tausworthe, lfsr, tausworthe64"), "{e}");
+}
