@@ -4,6 +4,7 @@
 //! same options; every I/O the job queues must be the iolog's line: same
 //! direction, offset and length, in the same order.
 
+use blkstack::bio::Op;
 use blkstack::engine::Engine;
 use blkstack::scenario;
 use blkstack::trace::Action;
@@ -78,8 +79,17 @@ fn run_task(args: &[String], workload_extra: &str, pid: u32) -> Vec<Io> {
     events
         .iter()
         .filter(|e| e.action == Action::Queue && tasks[e.task as usize].pid == pid)
-        .map(|e| (if e.op.is_write() { "write" } else { "read" }.to_string(), e.sector * 512, e.bytes as u64))
+        .map(|e| (fio_ddir(e.op).to_string(), e.sector * 512, e.bytes as u64))
         .collect()
+}
+
+/// The iolog's name of a bio's direction.
+fn fio_ddir(op: Op) -> &'static str {
+    match op {
+        Op::Read => "read",
+        Op::Discard => "trim",
+        _ => "write",
+    }
 }
 
 /// The first line where two I/O lists differ, for the failure message.

@@ -102,7 +102,8 @@ pub struct FioJobSource {
     zone_cur: usize,
     buffers: Vec<UserBuffer>,
     next_buf: usize,
-    issued_bytes: u64,
+    /// Bytes issued per direction (read, write, trim).
+    issued_bytes: [u64; 3],
     issued_ios: u64,
     writes: u64,
     /// fsyncs, background writeback and the close, before the next I/O.
@@ -131,7 +132,7 @@ impl FioJobSource {
             zone_cur: 0,
             buffers,
             next_buf: 0,
-            issued_bytes: 0,
+            issued_bytes: [0; 3],
             issued_ios: 0,
             writes: 0,
             follow: VecDeque::new(),
@@ -147,7 +148,21 @@ impl FioJobSource {
         let j = self.job();
         self.plan.end_ns.is_some_and(|e| now >= e)
             || (j.number_ios > 0 && self.issued_ios >= j.number_ios)
-            || (!j.time_based && self.issued_bytes >= self.plan.io_limit)
+            || (!j.time_based && self.counted_bytes() >= self.plan.io_limit)
+    }
+
+    /// The bytes fio's `io_bytes_exceeded` holds against `io_size`: reads
+    /// and writes of a mixed job, else its one direction — the writes of a
+    /// `trimwrite` job, whose trims do not count.
+    fn counted_bytes(&self) -> u64 {
+        let [r, w, t] = self.issued_bytes;
+        let rw = self.job().rw;
+        match (rw.reads(), rw.writes()) {
+            (true, true) => r + w,
+            (false, true) => w,
+            (true, false) => r,
+            _ => t,
+        }
     }
 
     /// The job is done: `end_fsync`, then the close.
@@ -334,7 +349,7 @@ impl Source for FioJobSource {
         self.gen.issued(d);
         let unit = self.io_unit(d, off, bs);
         self.issued_ios += 1;
-        self.issued_bytes += bs;
+        self.issued_bytes[d as usize] += bs;
         if d == Ddir::Write {
             self.after_write(now);
         }
@@ -352,7 +367,7 @@ impl Source for FioJobSource {
         [
             self.plan.end_ns.and_then(|e| share(now, e)),
             share(self.issued_ios, j.number_ios),
-            if j.time_based { None } else { share(self.issued_bytes, self.plan.io_limit) },
+            if j.time_based { None } else { share(self.counted_bytes(), self.plan.io_limit) },
         ]
         .into_iter()
         .flatten()
@@ -362,9 +377,13 @@ impl Source for FioJobSource {
 
 /// Whether the job keeps fio's random map (`file_randommap`): random I/O
 /// with the uniform distribution and the Tausworthe generator, without
-/// `norandommap`, and within the model's cap on the map's size.
+/// `norandommap` — which `fixup_options` also sets when `blockalign` differs
+/// from a direction's minimum block size ("Any use of blockalign= turns off
+/// randommap") — and within the model's cap on the map's size.
 pub fn random_map(j: &FioJob, region_len: u64, max_blocks: u64) -> bool {
+    let aligned = [Ddir::Read, Ddir::Write, Ddir::Trim].iter().all(|&d| j.block_align(d) == j.min_bs(d));
     j.rw.is_random()
+        && aligned
         && !j.norandommap
         && j.random_distribution == super::fio::RandomDistribution::Random
         && j.random_generator != super::fio::RandomGenerator::Lfsr

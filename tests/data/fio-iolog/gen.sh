@@ -1,6 +1,7 @@
 #!/bin/sh
 # Regenerates the iologs of cases.txt with the real fio (see README.md).
 # Needs root for the loop device that stands for a 64 MiB block device.
+# With arguments, only the cases of those names.
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 work=$(mktemp -d)
@@ -13,6 +14,7 @@ ln -s "$loop" vdb
 fio --version > "$here/FIO-VERSION"
 grep -v '^#' "$here/cases.txt" | while IFS='|' read -r name opts; do
     name=$(echo $name)
+    if [ $# -gt 0 ] && ! echo " $* " | grep -q " $name "; then continue; fi
     case "$opts" in *--ioengine=*) engine= ;; *) engine=--ioengine=null ;; esac
     opts=$(echo "$opts" | sed "s|@IOLOG@|--write_iolog=$name.iolog|")
     # shellcheck disable=SC2086
