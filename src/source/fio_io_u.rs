@@ -7,11 +7,11 @@
 //! Offsets here are relative to the job's region (fio's `file_offset`), and
 //! the region is the file: `min(io_size, real_file_size)`.
 
-use super::fio::{BlockSize, Ddir, FioJob, RandomDistribution, RandomGenerator};
+use super::fio::{BlockSize, Ddir, FioJob, RandomDistribution, RandomGenerator, ZoneSplit};
 use super::fio_axmap::Axmap;
 use super::fio_dist::{GaussState, ZipfState};
 use super::fio_lfsr::FioLfsr;
-use super::fio_rand::{init_rand_seed, FrandState, FIO_RAND_BLOCK_OFF, FIO_RAND_BS_OFF, FIO_RAND_MIX_OFF, FIO_RAND_NR_OFFS};
+use super::fio_rand::{init_rand_seed, FrandState, FIO_RAND_BLOCK_OFF, FIO_RAND_BS_OFF, FIO_RAND_MIX_OFF, FIO_RAND_NR_OFFS, FIO_RAND_ZONE_OFF};
 
 /// A job's seeds, as `setup_random_seeds` leaves them, and the seed of its
 /// non-uniform distribution (`__init_rand_distribution`).
@@ -32,6 +32,45 @@ enum OffsetGen {
     Gauss(GaussState),
 }
 
+/// `struct zone_split_index` for each of the 100 percentiles of a
+/// direction (zone-dist.c `__td_zone_gen_index`): where the zone that
+/// percentile falls in starts and ends, in % of the file or in bytes.
+#[derive(Clone, Copy, Debug, Default)]
+struct ZoneSplitIndex {
+    size_perc_prev: u64,
+    size_perc: u64,
+    size_prev: u64,
+    size: u64,
+}
+
+/// `random_distribution=zoned`/`zoned_abs`: `td->zone_state` and the index.
+#[derive(Clone, Debug)]
+struct Zones {
+    absolute: bool,
+    zone_state: FrandState,
+    /// Per direction; empty: that direction draws uniformly.
+    index: [Vec<ZoneSplitIndex>; 3],
+}
+
+/// `__td_zone_gen_index` for one direction.
+fn td_zone_gen_index(splits: &[ZoneSplit]) -> Vec<ZoneSplitIndex> {
+    if splits.is_empty() {
+        return Vec::new();
+    }
+    let mut index = vec![ZoneSplitIndex::default(); 100];
+    let (mut aprev, mut sprev, mut sprev_sz) = (0usize, 0u64, 0u64);
+    for z in splits {
+        let end = (aprev + z.access_perc as usize).min(100);
+        for zsi in &mut index[aprev..end] {
+            *zsi = ZoneSplitIndex { size_perc: sprev + z.size_perc as u64, size_perc_prev: sprev, size: sprev_sz + z.size, size_prev: sprev_sz };
+        }
+        aprev = end;
+        sprev += z.size_perc as u64;
+        sprev_sz += z.size;
+    }
+    index
+}
+
 /// Most draws `get_next_buflen` makes for one I/O before giving up (fio
 /// would loop for ever when no allowed size fits at the offset).
 const MAX_BUFLEN_TRIES: u32 = 1 << 20;
@@ -42,6 +81,7 @@ pub struct IoUGen {
     bsrange_state: [FrandState; 3],
     rwmix_state: FrandState,
     offset: OffsetGen,
+    zones: Option<Zones>,
     /// `f->io_axmap`: present unless `norandommap`, lfsr or a non-uniform
     /// distribution (`file_randommap`).
     axmap: Option<Axmap>,
@@ -65,7 +105,8 @@ pub fn map_blocks(job: &FioJob, region_len: u64) -> u64 {
 /// fio refuses to start a `random_generator=lfsr` job whose seed is the
 /// LFSR's forbidden all-ones state ("failed initializing LFSR").
 pub fn check_lfsr(job: &FioJob, seeds: &FioSeeds, region_len: u64) -> Result<(), String> {
-    let lfsr = job.rw.is_random() && job.random_generator == RandomGenerator::Lfsr && job.random_distribution == RandomDistribution::Random;
+    let uniform = matches!(job.random_distribution, RandomDistribution::Random | RandomDistribution::Zoned | RandomDistribution::ZonedAbs);
+    let lfsr = job.rw.is_random() && job.random_generator == RandomGenerator::Lfsr && uniform;
     if lfsr && FioLfsr::lfsr_init(map_blocks(job, region_len), seeds.seeds[FIO_RAND_BLOCK_OFF]).is_none() {
         return Err(LFSR_FAILED.to_string());
     }
@@ -89,10 +130,17 @@ impl IoUGen {
         let blocks = map_blocks(job, region_len);
         let offset = Self::offset_gen(job, seeds, region_len, blocks, use64)?;
         let axmap = (map && matches!(offset, OffsetGen::Taus(_))).then(|| Axmap::axmap_new(blocks));
+        let absolute = job.random_distribution == RandomDistribution::ZonedAbs;
+        let zones = matches!(job.random_distribution, RandomDistribution::Zoned | RandomDistribution::ZonedAbs).then(|| Zones {
+            absolute,
+            zone_state: init_rand_seed(s[FIO_RAND_ZONE_OFF], false),
+            index: [Ddir::Read, Ddir::Write, Ddir::Trim].map(|d| td_zone_gen_index(job.zone_split.get(d))),
+        });
         Ok(IoUGen {
             bsrange_state,
             rwmix_state: init_rand_seed(s[FIO_RAND_MIX_OFF], false),
             offset,
+            zones,
             axmap,
             rwmix_ddir: Ddir::Read,
             rwmix_issues: 0,
@@ -112,11 +160,11 @@ impl IoUGen {
             RandomDistribution::Zipf { theta, center } => OffsetGen::Zipf(ZipfState::zipf_init(nranges, theta, center, seed)),
             RandomDistribution::Pareto { h, center } => OffsetGen::Pareto(ZipfState::pareto_init(nranges, h, center, seed)),
             RandomDistribution::Normal { dev, center } => OffsetGen::Gauss(GaussState::gauss_init(nranges, dev, center, seed)),
-            RandomDistribution::Random if job.random_generator == RandomGenerator::Lfsr => {
+            _ if job.random_generator == RandomGenerator::Lfsr => {
                 let seed = seeds.seeds[FIO_RAND_BLOCK_OFF];
                 OffsetGen::Lfsr(FioLfsr::lfsr_init(blocks, seed).ok_or(LFSR_FAILED)?)
             }
-            RandomDistribution::Random => OffsetGen::Taus(init_rand_seed(seeds.seeds[FIO_RAND_BLOCK_OFF], use64)),
+            RandomDistribution::Random | RandomDistribution::Zoned | RandomDistribution::ZonedAbs => OffsetGen::Taus(init_rand_seed(seeds.seeds[FIO_RAND_BLOCK_OFF], use64)),
         })
     }
 
@@ -154,21 +202,54 @@ impl IoUGen {
     pub fn get_next_rand_offset(&mut self, job: &FioJob, ddir: Ddir) -> Option<u64> {
         let lastb = self.last_block(job, ddir);
         match &mut self.offset {
-            OffsetGen::Zipf(z) => Some(z.zipf_next()),
-            OffsetGen::Pareto(z) => Some(z.pareto_next()),
-            OffsetGen::Gauss(g) => Some(g.gauss_next()),
-            OffsetGen::Lfsr(l) => l.lfsr_next(),
-            OffsetGen::Taus(_) if lastb == 0 => None,
-            OffsetGen::Taus(state) => {
-                // __get_next_rand_offset: lastb × r / (rand_max + 1), then
-                // the next free block when the map says it is used.
-                let r = state.__rand();
-                let b = (lastb as f64 * state.unit(r)) as u64;
-                match &self.axmap {
-                    Some(map) if map.axmap_isset(b) => map.axmap_next_free(b),
-                    _ => Some(b),
-                }
+            OffsetGen::Zipf(z) => return Some(z.zipf_next()),
+            OffsetGen::Pareto(z) => return Some(z.pareto_next()),
+            OffsetGen::Gauss(g) => return Some(g.gauss_next()),
+            _ if lastb == 0 => return None,
+            _ => {}
+        }
+        if self.zones.as_ref().is_some_and(|z| !z.index[ddir as usize].is_empty()) {
+            return self.get_next_rand_offset_zoned(job, ddir, lastb);
+        }
+        self.__get_next_rand_offset(lastb)
+    }
+
+    /// `__get_next_rand_offset_zoned` / `_zoned_abs`: a percentile picks the
+    /// zone, then a uniform block inside it.
+    fn get_next_rand_offset_zoned(&mut self, job: &FioJob, ddir: Ddir, lastb: u64) -> Option<u64> {
+        let zones = self.zones.as_mut().expect("zoned");
+        let v = zones.zone_state.rand_between(1, 100);
+        let zsi = zones.index[ddir as usize][v as usize - 1];
+        if zones.absolute {
+            let ba = job.block_align(ddir).max(1);
+            let (stotal, send) = (zsi.size_prev / ba, zsi.size / ba);
+            // fio: "zoned_abs sizes exceed file size", the job ends.
+            if send > lastb {
+                return None;
             }
+            return Some(self.__get_next_rand_offset(send - stotal)? + stotal);
+        }
+        let offset = zsi.size_perc_prev * lastb / 100;
+        let lastb = lastb * (zsi.size_perc - zsi.size_perc_prev) / 100;
+        Some(self.__get_next_rand_offset(lastb)? + offset)
+    }
+
+    /// `__get_next_rand_offset`: `lastb × r / (rand_max + 1)` (or the
+    /// LFSR's next block), then the next free block when the map says it is
+    /// used.
+    #[inline]
+    fn __get_next_rand_offset(&mut self, lastb: u64) -> Option<u64> {
+        let b = match &mut self.offset {
+            OffsetGen::Lfsr(l) => l.lfsr_next()?,
+            OffsetGen::Taus(state) => {
+                let r = state.__rand();
+                (lastb as f64 * state.unit(r)) as u64
+            }
+            _ => unreachable!("non-uniform distributions draw their own ranges"),
+        };
+        match &self.axmap {
+            Some(map) if map.axmap_isset(b) => map.axmap_next_free(b),
+            _ => Some(b),
         }
     }
 

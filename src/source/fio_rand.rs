@@ -18,8 +18,10 @@ pub const FIO_RANDSEED: u64 = 0xb189_9bed;
 pub const FIO_RAND_BS_OFF: usize = 0;
 pub const FIO_RAND_MIX_OFF: usize = 4;
 pub const FIO_RAND_BLOCK_OFF: usize = 6;
-/// `FIO_RAND_NR_OFFS`: how many seeds a job has (20 in fio 3.33 – 3.42).
-pub const FIO_RAND_NR_OFFS: usize = 20;
+pub const FIO_RAND_ZONE_OFF: usize = 16;
+/// `FIO_RAND_NR_OFFS`: how many seeds a job has in fio 3.33 (later
+/// releases append more, which leaves these unchanged).
+pub const FIO_RAND_NR_OFFS: usize = 21;
 
 /// `FRAND32_MAX_PLUS_ONE` as fio computes it.
 const FRAND32_MAX_PLUS_ONE: f64 = 4294967296.0;
