@@ -7,15 +7,15 @@
 
 use std::rc::Rc;
 
-use crate::bio::SECTOR_SHIFT;
+use crate::bio::{PAGE_SIZE, SECTOR_SHIFT};
 use crate::genhd::Topology;
 use crate::limits::Zoned;
 use crate::profile::Behaviour;
-use crate::source::dio::DioRules;
+use crate::source::dio::{BufferLayout, DioRules};
 use crate::source::discard_tool::{DiscardCall, DiscardTarget};
 use crate::source::fio::{self, BlockSize, Ddir, FioError, FioJob, FioParse, FsJobFiles, IoEngine, Location, Size, ZoneMode};
 use crate::source::fio_io_u::{check_lfsr, FioSeeds};
-use crate::source::fio_job::{random_map, FioJobSource, FioPlan, FioTarget};
+use crate::source::fio_job::{io_buffer_bs, random_map, FioJobSource, FioPlan, FioTarget};
 use crate::source::fio_rand::{distribution_seed, setup_random_seeds, SeedOptions, SeedRules};
 use crate::source::pagecache::SharedCaches;
 use crate::source::rng::Rng;
@@ -25,10 +25,10 @@ use super::disks::dev_names;
 use super::jobs::{find_target, scenario_relative, top_device, JobSpec, Target};
 use super::stack::StackSpec;
 use super::tree::{Obj, Origin, ScenarioError, Value};
-use super::workload::soft_blocksize;
+use super::workload::{buffer_layout, soft_blocksize};
 use super::workload_discard::describe_call;
 
-pub const FIO_KEYS: &[&str] = &["type", "job", "jobfile", "args", "buffer_fragmentation", "blocksize", "dirty_background_bytes", "fio_version", "pid", "comm"];
+pub const FIO_KEYS: &[&str] = &["type", "job", "jobfile", "args", "buffer_fragmentation", "buffer_segments", "blocksize", "dirty_background_bytes", "fio_version", "pid", "comm"];
 
 /// The fio release whose seed rules `fio_version` defaults to (Debian 12's).
 const DEFAULT_FIO_VERSION: &str = "3.33";
@@ -53,7 +53,8 @@ pub struct FioDevices<'a> {
 
 /// Options of the workload table that are not fio's.
 struct Extra {
-    fragmentation: f64,
+    /// The user buffers' physical pages.
+    layout: BufferLayout,
     blocksize: Option<u32>,
     dirty_background: Option<u64>,
     /// Whose seed rules the jobs follow (`fio_version`).
@@ -67,7 +68,7 @@ pub fn read(w: &Obj, devs: &FioDevices, beh: &Behaviour, seed: u64, pid: u32, co
     if parse.jobs.is_empty() {
         return Err(w.err(key, &at(w, key), "the job file defines no job"));
     }
-    let extra = read_extra(w)?;
+    let extra = read_extra(w, &parse.jobs)?;
     let (mut jobs, mut meta) = (Vec::new(), FioMeta::default());
     for (section, job) in parse.jobs.iter().enumerate() {
         let t = job_target(w, key, job, devs)?;
@@ -162,19 +163,17 @@ fn warning_text(w: &Obj, first: Option<usize>, x: &fio::FioWarning) -> String {
     }
 }
 
-fn read_extra(w: &Obj) -> Result<Extra, ScenarioError> {
-    let fragmentation = match w.opt_f64("buffer_fragmentation")? {
-        None => 0.0,
-        Some((p, n)) if !(0.0..=1.0).contains(&p) => return Err(w.err("buffer_fragmentation", &n.at, format!("{p} is not a probability between 0 and 1"))),
-        Some((p, _)) => p,
-    };
+fn read_extra(w: &Obj, jobs: &[FioJob]) -> Result<Extra, ScenarioError> {
+    // Given pieces must hold the largest job's I/O buffer.
+    let bytes = jobs.iter().map(|j| adjust_engine(j, &mut Vec::new()).iodepth.max(1) as u64 * io_buffer_bs(j)).max().unwrap_or(0);
+    let layout = buffer_layout(w, bytes.div_ceil(PAGE_SIZE))?;
     let blocksize = soft_blocksize(w, "blocksize", None)?;
     let dirty_background = w.opt_size("dirty_background_bytes")?.map(|x| x.0);
     let seed_rules = match w.opt_str("fio_version")? {
         None => SeedRules::of_version(DEFAULT_FIO_VERSION).expect("a modelled version"),
         Some((v, n)) => SeedRules::of_version(&v).ok_or_else(|| w.err("fio_version", &n.at, format!("'{v}': the seed rules of fio 3.31 and later are modelled; give \"3.N\" with N >= 31, e.g. \"3.33\"")))?,
     };
-    Ok(Extra { fragmentation, blocksize, dirty_background, seed_rules })
+    Ok(Extra { layout, blocksize, dirty_background, seed_rules })
 }
 
 /// The clone's seeds: fio's for thread `thread_number`, the scenario's
@@ -309,13 +308,13 @@ fn clone_seed(job: &FioJob, seed: u64, section: usize, clone: u32) -> u64 {
 fn clone_spec(plan: FioPlan, dev: &str, extra: &Extra, pid: u32, comm: &str) -> JobSpec {
     let (iodepth, batch, complete_min) = (plan.job.iodepth.max(1), plan.job.iodepth_batch().max(1), plan.job.iodepth_batch_complete_min);
     let direct = plan.job.direct;
-    let (dev, frag, bsize, bg) = (dev.to_string(), extra.fragmentation, extra.blocksize, extra.dirty_background);
+    let (dev, layout, bsize, bg) = (dev.to_string(), extra.layout.clone(), extra.blocksize, extra.dirty_background);
     let make = Rc::new(move |topo: &Topology, beh: &Behaviour, shared: &mut SharedCaches| {
         let id = topo.by_name(&dev).expect("a validated device");
         let l = topo.limits(id);
         let cache = if direct { None } else { shared.open(topo, id, bsize, bg).ok() };
         let target = FioTarget { dev: id, rules: DioRules::new(beh, l.logical_block_size, l.max_sectors), discard: DiscardTarget::new(topo, id, beh), cache };
-        Box::new(FioJobSource::new(plan.clone(), target, frag)) as Box<dyn crate::source::Source>
+        Box::new(FioJobSource::new(plan.clone(), target, &layout)) as Box<dyn crate::source::Source>
     });
     JobSpec { pid, comm: comm.to_string(), iodepth, batch, complete_min, make }
 }

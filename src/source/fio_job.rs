@@ -43,7 +43,7 @@ use std::collections::VecDeque;
 use crate::bio::{req, Op};
 use crate::genhd::DevId;
 
-use super::dio::{direct_io_unit, DioRules, UserBuffer};
+use super::dio::{direct_io_unit, BufferLayout, DioRules, UserBuffer};
 use super::discard_tool::DiscardTarget;
 use super::fio::{Ddir, FioJob, IoEngine, ReadWrite};
 use super::fio_io_u::{FioSeeds, IoUGen};
@@ -112,11 +112,20 @@ pub struct FioJobSource {
 }
 
 impl FioJobSource {
-    /// `fragmentation` and `buffer_seed` shape the `iodepth` user buffers.
-    pub fn new(plan: FioPlan, target: FioTarget, fragmentation: f64) -> Self {
+    /// `layout` shapes the `iodepth` user buffers: fragmented ones each on
+    /// their own, or given pieces holding fio's whole I/O buffer, io_u i at
+    /// `i × max_bs` of it (`init_io_u`).
+    pub fn new(plan: FioPlan, target: FioTarget, layout: &BufferLayout) -> Self {
         let j = &plan.job;
-        let max_bs = [Ddir::Read, Ddir::Write].iter().map(|&d| j.max_bs(d)).max().unwrap_or(4096);
-        let buffers = (0..j.iodepth.max(1)).map(|i| UserBuffer::new(max_bs, 0, fragmentation, plan.seed ^ ((i as u64 + 1) * 0x9e37_79b9))).collect();
+        let max_bs = io_buffer_bs(j);
+        let depth = j.iodepth.max(1) as u64;
+        let buffers = match layout {
+            BufferLayout::Fragmented(p) => (0..depth).map(|i| UserBuffer::new(max_bs, 0, *p, plan.seed ^ ((i + 1) * 0x9e37_79b9))).collect(),
+            BufferLayout::Segments(_) => {
+                let whole = UserBuffer::with_layout(depth * max_bs, 0, layout, plan.seed);
+                (0..depth).map(|i| whole.slice(i * max_bs, max_bs)).collect()
+            }
+        };
         let zones = plan.region_len.checked_div(plan.zone_bytes).unwrap_or(0) as usize;
         let rng = Rng::new(plan.seed);
         let gen = IoUGen::new(j, &plan.seeds, plan.region_len, random_map(j, plan.region_len, plan.max_map_blocks)).expect("checked by the scenario reader");
@@ -373,6 +382,11 @@ impl Source for FioJobSource {
         .flatten()
         .reduce(f64::max)
     }
+}
+
+/// The size of each io_u's buffer: the largest read or write block size.
+pub fn io_buffer_bs(j: &FioJob) -> u64 {
+    [Ddir::Read, Ddir::Write].iter().map(|&d| j.max_bs(d)).max().unwrap_or(4096)
 }
 
 /// Whether the job keeps fio's random map (`file_randommap`): random I/O
