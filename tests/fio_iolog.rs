@@ -56,14 +56,24 @@ fn iolog_in(dir: &str, name: &str) -> Option<Vec<Io>> {
 
 /// The options as blkstack runs them: the iolog placeholder dropped, and
 /// O_DIRECT psync unless the case names an engine (fio ran `ioengine=null`,
-/// which draws the same offsets).
+/// which draws the same offsets). fio paces the `time_based` cases with
+/// `rate_iops`, which does not change the offsets; blkstack, which does not
+/// model rate limits, stops after as many I/Os as fio logged (`ios`).
 fn blkstack_args(opts: &[String], extra: &[&str]) -> Vec<String> {
+    blkstack_args_for(opts, extra, 0)
+}
+
+fn blkstack_args_for(opts: &[String], extra: &[&str], ios: usize) -> Vec<String> {
     let mut args: Vec<String> = Vec::new();
     if !opts.iter().any(|a| a.starts_with("--ioengine=")) {
         // Global: before the first --name.
         args.extend(["--ioengine=psync".to_string(), "--direct=1".to_string()]);
     }
-    args.extend(opts.iter().filter(|o| *o != "@IOLOG@").cloned());
+    let rate = |o: &String| o.starts_with("--rate_iops=");
+    args.extend(opts.iter().filter(|o| *o != "@IOLOG@" && !rate(o)).cloned());
+    if opts.iter().any(rate) {
+        args.push(format!("--number_ios={ios}"));
+    }
     args.extend(extra.iter().map(|s| s.to_string()));
     args
 }
@@ -115,7 +125,7 @@ fn compare_all(dir: &str, fio_version: &str) -> usize {
     for (name, opts) in &all {
         let Some(want) = iolog_in(dir, name) else { continue };
         assert!(!want.is_empty(), "{name}: empty iolog");
-        let got = run(&blkstack_args(opts, &[]), &format!("fio_version = \"{fio_version}\"\n"));
+        let got = run(&blkstack_args_for(opts, &[], want.len()), &format!("fio_version = \"{fio_version}\"\n"));
         if got != want {
             failed.push(format!("{name}: {}", first_difference(&want, &got)));
         }
