@@ -14,7 +14,7 @@ use crate::profile::Behaviour;
 use crate::source::dio::{BufferLayout, DioRules};
 use crate::source::discard_tool::{DiscardCall, DiscardTarget};
 use crate::source::fio::{self, BlockSize, Ddir, FioError, FioJob, FioParse, FsJobFiles, IoEngine, Location, Size, ZoneMode};
-use crate::source::fio_io_u::{check_lfsr, FioSeeds};
+use crate::source::fio_io_u::{check_lfsr, rw_min_bs, FioSeeds};
 use crate::source::fio_job::{io_buffer_bs, random_map, FioJobSource, FioPlan, FioTarget};
 use crate::source::fio_rand::{distribution_seed, setup_random_seeds, SeedOptions, SeedRules};
 use crate::source::pagecache::SharedCaches;
@@ -189,7 +189,7 @@ fn fio_seeds(job: &FioJob, dev: &str, thread_number: u64, rules: SeedRules, seed
     };
     let seeds = setup_random_seeds(&o, rules, seed);
     let file_name = job.filename.clone().unwrap_or_else(|| format!("/dev/{dev}"));
-    FioSeeds { dist_seed: distribution_seed(&file_name, &o, rules, &seeds), seeds }
+    FioSeeds { dist_seed: distribution_seed(&file_name, &o, rules, &seeds), seeds, rand_repeatable: o.rand_repeatable() }
 }
 
 /// The job's device: `filename`, else the top of the stack.
@@ -240,16 +240,24 @@ fn resolve(job: &FioJob, t: &Target, seed: u64, section: usize) -> Result<FioPla
         ZoneMode::Zbd => (t.limits().chunk_sectors as u64) << SECTOR_SHIFT,
         ZoneMode::None => 0,
     };
-    let min_bs = job.min_bs(Ddir::Read).min(job.min_bs(Ddir::Write)).max(1);
+    // td_min_bs: the smallest block size of any direction.
+    let min_bs = rw_min_bs(job);
     let mut start = bytes_of(job.offset, dev_bytes, zone_bytes);
     if matches!(job.offset, Size::Percent(_)) {
-        start -= start % min_bs;
+        // get_start_offset: up to the next block boundary.
+        start = start.div_ceil(min_bs).saturating_mul(min_bs);
     }
     if start >= dev_bytes {
         return Err(format!("offset {start} is at or beyond the end of {} ({dev_bytes} bytes)", t.name));
     }
     let len = match job.size {
         None => dev_bytes - start,
+        // setup_files: a share of the device, at most what follows the
+        // offset, down to a whole block.
+        Some(Size::Percent(p)) => {
+            let len = bytes_of(Size::Percent(p), dev_bytes, zone_bytes).min(dev_bytes - start);
+            len - len % min_bs
+        }
         Some(s) => bytes_of(s, dev_bytes, zone_bytes),
     };
     if len == 0 || start + len > dev_bytes {

@@ -19,6 +19,8 @@ use super::fio_rand::{init_rand_seed, FrandState, FIO_RAND_BLOCK_OFF, FIO_RAND_B
 pub struct FioSeeds {
     pub seeds: [u64; FIO_RAND_NR_OFFS],
     pub dist_seed: u32,
+    /// `rand_repeatable` after `fixup_options`: a new pass re-seeds.
+    pub rand_repeatable: bool,
 }
 
 /// Where random offsets come from (`get_next_rand_offset`).
@@ -88,8 +90,18 @@ pub struct IoUGen {
     rwmix_ddir: Ddir,
     rwmix_issues: u64,
     io_issues: [u64; 3],
-    block_seed: u64,
+    seeds: FioSeeds,
     region_len: u64,
+}
+
+/// `td->bsrange_state`, one per direction; trimwrite trims and writes the
+/// same sizes, so its trim generator takes the write seed.
+fn bsrange_states(job: &FioJob, seeds: &FioSeeds) -> [FrandState; 3] {
+    let s = &seeds.seeds;
+    let use64 = job.random_generator == RandomGenerator::Tausworthe64;
+    let (read, write) = (s[FIO_RAND_BS_OFF], s[FIO_RAND_BS_OFF + 1]);
+    let trim = if job.rw.trims() && job.rw.writes() { write } else { s[FIO_RAND_BS_OFF + 2] };
+    [read, write, trim].map(|x| init_rand_seed(x, use64))
 }
 
 /// `rw_min_bs`: the smallest block size of any direction.
@@ -123,10 +135,7 @@ impl IoUGen {
     pub fn new(job: &FioJob, seeds: &FioSeeds, region_len: u64, map: bool) -> Result<IoUGen, String> {
         let s = &seeds.seeds;
         let use64 = job.random_generator == RandomGenerator::Tausworthe64;
-        let (read, write) = (s[FIO_RAND_BS_OFF], s[FIO_RAND_BS_OFF + 1]);
-        // trimwrite trims and writes the same sizes: one seed for both.
-        let trim = if job.rw.trims() && job.rw.writes() { write } else { s[FIO_RAND_BS_OFF + 2] };
-        let bsrange_state = [read, write, trim].map(|x| init_rand_seed(x, use64));
+        let bsrange_state = bsrange_states(job, seeds);
         let blocks = map_blocks(job, region_len);
         let offset = Self::offset_gen(job, seeds, region_len, blocks, use64)?;
         let axmap = (map && matches!(offset, OffsetGen::Taus(_))).then(|| Axmap::axmap_new(blocks));
@@ -145,9 +154,32 @@ impl IoUGen {
             rwmix_ddir: Ddir::Read,
             rwmix_issues: 0,
             io_issues: [0; 3],
-            block_seed: s[FIO_RAND_BLOCK_OFF],
+            seeds: seeds.clone(),
             region_len,
         })
+    }
+
+    /// A new pass over the region after the last one ended (fio's
+    /// `keep_running` loop while `io_size` is not done): `clear_io_state`
+    /// resets the read/write share count, reopening the file resets it
+    /// (`fio_file_reset`), and a repeatable job (`randrepeat` without
+    /// `randseed`) re-seeds its generators (`td_fill_rand_seeds`), so the
+    /// pass repeats the first one's sequence.
+    pub fn new_pass(&mut self, job: &FioJob) {
+        self.rwmix_issues = 0;
+        self.fio_file_reset();
+        if !self.seeds.rand_repeatable {
+            return;
+        }
+        let s = &self.seeds.seeds;
+        self.bsrange_state = bsrange_states(job, &self.seeds);
+        self.rwmix_state = init_rand_seed(s[FIO_RAND_MIX_OFF], false);
+        if let OffsetGen::Taus(state) = &mut self.offset {
+            *state = init_rand_seed(s[FIO_RAND_BLOCK_OFF], job.random_generator == RandomGenerator::Tausworthe64);
+        }
+        if let Some(z) = &mut self.zones {
+            z.zone_state = init_rand_seed(s[FIO_RAND_ZONE_OFF], false);
+        }
     }
 
     /// `__init_rand_distribution` (ranges of the smaller of the read and
@@ -260,7 +292,7 @@ impl IoUGen {
             map.axmap_reset();
         }
         if let OffsetGen::Lfsr(l) = &mut self.offset {
-            l.lfsr_reset(self.block_seed);
+            l.lfsr_reset(self.seeds.seeds[FIO_RAND_BLOCK_OFF]);
         }
     }
 

@@ -228,6 +228,25 @@ impl FioJobSource {
         Some((off, bs))
     }
 
+    /// The region is used up but `io_size` is not (`keep_running`: more
+    /// than the largest block size left): a new pass from the region's
+    /// start, and its first I/O.
+    fn new_pass(&mut self) -> Option<(Ddir, (u64, u64))> {
+        let j = &self.plan.job;
+        if j.time_based || j.io_size.is_none() {
+            return None;
+        }
+        let max_bs = [Ddir::Read, Ddir::Write, Ddir::Trim].iter().map(|&d| j.max_bs(d)).max().unwrap_or(0);
+        if self.plan.io_limit.saturating_sub(self.counted_bytes()) < max_bs.max(1) {
+            return None;
+        }
+        self.gen.new_pass(&self.plan.job);
+        self.seq_pos = [0; 3];
+        self.trimmed = None;
+        let d = self.pick_ddir();
+        self.next_io(d).map(|io| (d, io))
+    }
+
     /// `get_next_buflen` at `off`; `None` when nothing fits there.
     fn buflen(&mut self, d: Ddir, off: u64) -> Option<u64> {
         Some(self.gen.get_next_buflen(&self.plan.job, d, off)).filter(|&b| b > 0)
@@ -351,7 +370,7 @@ impl Source for FioJobSource {
             return self.follow.pop_front();
         }
         let d = self.pick_ddir();
-        let Some((off, bs)) = self.next_io(d) else {
+        let Some((d, (off, bs))) = self.next_io(d).map(|io| (d, io)).or_else(|| self.new_pass()) else {
             self.stop(now);
             return self.follow.pop_front();
         };
