@@ -20,7 +20,8 @@
 //!   an I/O that runs into a used block is cut short (`mark_random_map`).
 //! * **stop** (`runtime`, `time_based`, `size`/`io_size`, `number_ios`): the
 //!   job issues no I/O after `runtime`; without `time_based` it also stops
-//!   after `io_size` (default `size`) bytes, one pass over the region.
+//!   after `io_size` (default `size`) bytes: one pass over the region, or
+//!   more when `io_size` is larger (`keep_running`).
 //!
 //! How each I/O reaches the block layer: `direct=1` reads and writes go
 //! through `blkdev_direct_IO` ([`super::dio`]) from one of `iodepth` user
@@ -90,7 +91,7 @@ pub struct FioJobSource {
     /// Zone choices of `zonemode=zbd`.
     rng: Rng,
     /// fio's generators: direction, offset, length.
-    gen: IoUGen,
+    io_u_gen: IoUGen,
     /// Next sequential offset per direction (read, write, trim), region-relative.
     seq_pos: [u64; 3],
     /// I/Os left in the current `rw=…:N` sequential run.
@@ -128,12 +129,12 @@ impl FioJobSource {
         };
         let zones = plan.region_len.checked_div(plan.zone_bytes).unwrap_or(0) as usize;
         let rng = Rng::new(plan.seed);
-        let gen = IoUGen::new(j, &plan.seeds, plan.region_len, random_map(j, plan.region_len, plan.max_map_blocks)).expect("checked by the scenario reader");
+        let io_u_gen = IoUGen::new(j, &plan.seeds, plan.region_len, random_map(j, plan.region_len, plan.max_map_blocks)).expect("checked by the scenario reader");
         FioJobSource {
             plan,
             target,
             rng,
-            gen,
+            io_u_gen,
             seq_pos: [0; 3],
             seq_left: 0,
             trimmed: None,
@@ -202,7 +203,7 @@ impl FioJobSource {
             }
             Rw | RandRw => {
                 let mix = [self.plan.job.rwmix_read, self.plan.job.rwmix_write];
-                self.gen.get_rw_ddir(mix)
+                self.io_u_gen.get_rw_ddir(mix)
             }
         }
     }
@@ -240,7 +241,7 @@ impl FioJobSource {
         if self.plan.io_limit.saturating_sub(self.counted_bytes()) < max_bs.max(1) {
             return None;
         }
-        self.gen.new_pass(&self.plan.job);
+        self.io_u_gen.new_pass(&self.plan.job);
         self.seq_pos = [0; 3];
         self.trimmed = None;
         let d = self.pick_ddir();
@@ -249,7 +250,7 @@ impl FioJobSource {
 
     /// `get_next_buflen` at `off`; `None` when nothing fits there.
     fn buflen(&mut self, d: Ddir, off: u64) -> Option<u64> {
-        Some(self.gen.get_next_buflen(&self.plan.job, d, off)).filter(|&b| b > 0)
+        Some(self.io_u_gen.get_next_buflen(&self.plan.job, d, off)).filter(|&b| b > 0)
     }
 
     fn seq_io(&mut self, d: Ddir) -> Option<(u64, u64)> {
@@ -272,11 +273,11 @@ impl FioJobSource {
     /// `mark_random_map`.
     fn random_io(&mut self, d: Ddir) -> Option<(u64, u64)> {
         let job = &self.plan.job;
-        let b = match self.gen.get_next_rand_offset(job, d) {
+        let b = match self.io_u_gen.get_next_rand_offset(job, d) {
             Some(b) => b,
             None if job.time_based => {
-                self.gen.fio_file_reset();
-                self.gen.get_next_rand_offset(job, d)?
+                self.io_u_gen.fio_file_reset();
+                self.io_u_gen.get_next_rand_offset(job, d)?
             }
             None => return None,
         };
@@ -285,7 +286,7 @@ impl FioJobSource {
             return None;
         }
         let bs = self.buflen(d, off)?;
-        Some((off, self.gen.mark_random_map(&self.plan.job, d, off, bs)))
+        Some((off, self.io_u_gen.mark_random_map(&self.plan.job, d, off, bs)))
     }
 
     /// zonemode=zbd: the write pointer of the current (sequential) or a
@@ -374,7 +375,7 @@ impl Source for FioJobSource {
             self.stop(now);
             return self.follow.pop_front();
         };
-        self.gen.issued(d);
+        self.io_u_gen.issued(d);
         let unit = self.io_unit(d, off, bs);
         self.issued_ios += 1;
         self.issued_bytes[d as usize] += bs;
