@@ -355,7 +355,7 @@ fn buffer_segment(o: &Obj) -> Result<BufferSegment, ScenarioError> {
     let pfn = match o.opt_u64("addr")? {
         None => None,
         Some((a, n)) if a % PAGE_SIZE != 0 => return Err(o.err("addr", &n.at, format!("{a:#x} is not page aligned ({PAGE_SIZE})"))),
-        Some((a, n)) if (a / PAGE_SIZE).checked_add(pages).is_none_or(|end| end > u64::MAX / PAGE_SIZE) => return Err(o.err("addr", &n.at, format!("{a:#x} + {pages} pages passes the end of the physical address space"))),
+        Some((a, n)) if (a / PAGE_SIZE).checked_add(pages).map_or(true, |end| end > u64::MAX / PAGE_SIZE) => return Err(o.err("addr", &n.at, format!("{a:#x} + {pages} pages passes the end of the physical address space"))),
         Some((a, _)) => Some(a / PAGE_SIZE),
     };
     Ok(BufferSegment { pages, pfn })

@@ -120,7 +120,7 @@ impl GaussState {
         for _ in 0..GAUSS_ITERS {
             sum = sum.wrapping_add(self.r.__rand() % (self.nranges + 1));
         }
-        sum = (sum + GAUSS_ITERS - 1) / GAUSS_ITERS;
+        sum = sum.div_ceil(GAUSS_ITERS);
         if self.stddev != 0 {
             let mut dev = self.gauss_dev();
             // `dev + sum` in unsigned 64-bit arithmetic.

@@ -85,7 +85,7 @@ mod tests {
         // 100 blocks: a 7-bit LFSR (2^7 = 128 > 100), 128 − 1 states, the
         // 27 beyond block 99 are skipped; 100 values, then the end.
         let mut l = FioLfsr::lfsr_init(100, 12345).unwrap();
-        let mut seen = vec![false; 100];
+        let mut seen = [false; 100];
         for _ in 0..100 {
             let b = l.lfsr_next().unwrap() as usize;
             assert!(!seen[b], "block {b} twice");
