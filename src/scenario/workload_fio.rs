@@ -33,9 +33,12 @@ pub const FIO_KEYS: &[&str] = &["type", "job", "jobfile", "args", "buffer_fragme
 /// The fio release whose seed rules `fio_version` defaults to (Debian 12's).
 const DEFAULT_FIO_VERSION: &str = "3.33";
 
-/// Most blocks a random map may track (a 32 MiB bitmap); beyond, the job
-/// runs as with `norandommap`, with a warning.
-const MAX_MAP_BLOCKS: u64 = 1 << 28;
+/// Most blocks a random map may track: 8 TiB of 4 KiB blocks, a 256 MiB
+/// bitmap as fio's own would be (allocated zeroed, so only the pages the
+/// job touches take memory); beyond, the job runs as with `norandommap`,
+/// with a warning, and its offsets part from fio's at the first block
+/// drawn twice.
+const MAX_MAP_BLOCKS: u64 = 1 << 31;
 
 /// What the fio workload adds to the scenario.
 pub struct FioWorkload {
