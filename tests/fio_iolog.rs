@@ -183,3 +183,33 @@ fn bad_fio_version_and_generator_name_file_line_and_key() {
     let e = scenario::load("g.toml", &text, None, &[]).unwrap_err().to_string();
     assert!(e.contains("g.toml:10: workload.args") && e.contains("random_generator") && e.contains("tausworthe, lfsr, tausworthe64"), "{e}");
 }
+
+#[test]
+fn fio_3_42_draws_offsets_of_huge_regions_with_tausworthe64() {
+    // A 20 TiB disk of 4 KiB blocks: 5 × 2^30 blocks, more than taus88's
+    // 2^32 values. fio 3.39 still draws with taus88 (its switch came after
+    // seeding); its first draw on this seed, measured on 64 MiB (16384
+    // blocks, randread-4k under 3.39), is block 16007: r / 2^32 lies in
+    // [16007, 16008) / 16384, so here the block lies in
+    // [5 × 2^30 × 16007 / 16384, 5 × 2^30 × 16008 / 16384) =
+    // [5245173760, 5245501440). fio 3.42 draws with tausworthe64 instead,
+    // unless the job names its generator.
+    let text = |version: &str, generator: &str| {
+        format!(
+            "[disks.big]\nkind = \"nvme\"\nsize = \"20TiB\"\n[workload]\ntype = \"fio\"\nfio_version = \"{version}\"\npid = {PID}\n\
+             args = [\"--name=x\", \"--filename=big\", \"--rw=randread\", \"--direct=1\", \"--number_ios=1\"{generator}]\n"
+        )
+    };
+    let first_block = |version: &str, generator: &str| {
+        let sc = scenario::load("big.toml", &text(version, generator), None, &[]).unwrap_or_else(|e| panic!("{e}"));
+        let mut engine: Engine = sc.build();
+        engine.core.tracer.keep_log();
+        engine.run();
+        let events = engine.core.tracer.log.take().unwrap().events;
+        events.iter().find(|e| e.action == Action::Queue).map(|e| e.sector * 512 / 4096).unwrap()
+    };
+    let taus88 = 5245173760..5245501440;
+    assert!(taus88.contains(&first_block("3.39", "")));
+    assert!(taus88.contains(&first_block("3.42", ", \"--random_generator=tausworthe\"")));
+    assert!(!taus88.contains(&first_block("3.42", "")));
+}

@@ -14,9 +14,9 @@ use crate::profile::Behaviour;
 use crate::source::dio::{BufferLayout, DioRules};
 use crate::source::discard_tool::{DiscardCall, DiscardTarget};
 use crate::source::fio::{self, BlockSize, Ddir, FioError, FioJob, FioParse, FsJobFiles, IoEngine, Location, Size, ZoneMode};
-use crate::source::fio_io_u::{check_lfsr, rw_min_bs, FioSeeds};
+use crate::source::fio_io_u::{check_lfsr, map_blocks, rw_min_bs, FioSeeds};
 use crate::source::fio_job::{io_buffer_bs, random_map, FioJobSource, FioPlan, FioTarget};
-use crate::source::fio_rand::{distribution_seed, setup_random_seeds, SeedOptions, SeedRules};
+use crate::source::fio_rand::{distribution_seed, fio_minor, setup_random_seeds, SeedOptions, SeedRules, TAUSWORTHE64_SWITCH_MINOR};
 use crate::source::pagecache::SharedCaches;
 use crate::source::rng::Rng;
 use crate::stats::fio::{FioDisk, FioJobMeta, FioMeta};
@@ -60,8 +60,9 @@ struct Extra {
     layout: BufferLayout,
     blocksize: Option<u32>,
     dirty_background: Option<u64>,
-    /// Whose seed rules the jobs follow (`fio_version`).
+    /// Whose seed rules the jobs follow (`fio_version`), and its N of 3.N.
     seed_rules: SeedRules,
+    fio_minor: u32,
 }
 
 pub fn read(w: &Obj, devs: &FioDevices, beh: &Behaviour, seed: u64, pid: u32, comm: &str) -> Result<FioWorkload, ScenarioError> {
@@ -88,6 +89,7 @@ pub fn read(w: &Obj, devs: &FioDevices, beh: &Behaviour, seed: u64, pid: u32, co
             p.seed = clone_seed(&job, seed, section, clone);
             // thread_number: 1-based over every job and clone so far.
             p.seeds = fio_seeds(&job, &t.name, jobs.len() as u64 + 1, extra.seed_rules, seed);
+            p.seeds.offset_use64 = tausworthe64_switch(&job, p.region_len, extra.fio_minor);
             check_lfsr(&job, &p.seeds, p.region_len).map_err(job_err)?;
             jobs.push(clone_spec(p, &t.name, &extra, pid + jobs.len() as u32, comm));
             meta.jobs.push(FioJobMeta { name: job.name.clone(), section, group_reporting: job.group_reporting, kb_base: job.kb_base });
@@ -172,11 +174,23 @@ fn read_extra(w: &Obj, jobs: &[FioJob]) -> Result<Extra, ScenarioError> {
     let layout = buffer_layout(w, bytes.div_ceil(PAGE_SIZE))?;
     let blocksize = soft_blocksize(w, "blocksize", None)?;
     let dirty_background = w.opt_size("dirty_background_bytes")?.map(|x| x.0);
-    let seed_rules = match w.opt_str("fio_version")? {
-        None => SeedRules::of_version(DEFAULT_FIO_VERSION).expect("a modelled version"),
-        Some((v, n)) => SeedRules::of_version(&v).ok_or_else(|| w.err("fio_version", &n.at, format!("'{v}': the seed rules of fio 3.31 and later are modelled; give \"3.N\" with N >= 31, e.g. \"3.33\"")))?,
+    let (version, at) = match w.opt_str("fio_version")? {
+        None => (DEFAULT_FIO_VERSION.to_string(), None),
+        Some((v, n)) => (v, Some(n)),
     };
-    Ok(Extra { layout, blocksize, dirty_background, seed_rules })
+    let Some(seed_rules) = SeedRules::of_version(&version) else {
+        let at = at.map_or(w.at.clone(), |n| n.at.clone());
+        return Err(w.err("fio_version", &at, format!("'{version}': the seed rules of fio 3.31 and later are modelled; give \"3.N\" with N >= 31, e.g. \"3.33\"")));
+    };
+    let fio_minor = fio_minor(&version).expect("a modelled version");
+    Ok(Extra { layout, blocksize, dirty_background, seed_rules, fio_minor })
+}
+
+/// `check_rand_gen_limits`: a region of more blocks than the 32-bit
+/// generator covers, with no generator chosen, draws offsets with
+/// tausworthe64 from fio 3.42 on.
+fn tausworthe64_switch(job: &FioJob, region_len: u64, minor: u32) -> bool {
+    minor >= TAUSWORTHE64_SWITCH_MINOR && !job.random_generator_set && map_blocks(job, region_len) > u32::MAX as u64
 }
 
 /// The clone's seeds: fio's for thread `thread_number`, the scenario's
@@ -192,7 +206,7 @@ fn fio_seeds(job: &FioJob, dev: &str, thread_number: u64, rules: SeedRules, seed
     };
     let seeds = setup_random_seeds(&o, rules, seed);
     let file_name = job.filename.clone().unwrap_or_else(|| format!("/dev/{dev}"));
-    FioSeeds { dist_seed: distribution_seed(&file_name, &o, rules, &seeds), seeds, rand_repeatable: o.rand_repeatable() }
+    FioSeeds { dist_seed: distribution_seed(&file_name, &o, rules, &seeds), seeds, rand_repeatable: o.rand_repeatable(), offset_use64: false }
 }
 
 /// The job's device: `filename`, else the top of the stack.

@@ -336,6 +336,9 @@ pub struct FioJob {
     /// `randseed` was given (`fio_option_is_set`): it overrides `randrepeat`.
     pub randseed_set: bool,
     pub random_generator: RandomGenerator,
+    /// `random_generator` was given: fio then keeps it even where the
+    /// region outgrows it.
+    pub random_generator_set: bool,
     pub random_distribution: RandomDistribution,
     /// The zones of `random_distribution=zoned`/`zoned_abs`, per direction
     /// (none: that direction draws uniformly).
@@ -384,6 +387,7 @@ impl Default for FioJob {
             randseed: 0x89,
             randseed_set: false,
             random_generator: RandomGenerator::Tausworthe,
+            random_generator_set: false,
             random_distribution: RandomDistribution::Random,
             zone_split: PerDir::default(),
             norandommap: false,
@@ -1090,6 +1094,7 @@ fn set_randseed(j: &mut FioJob, v: Option<&str>) -> SetResult {
 fn set_random_generator(j: &mut FioJob, v: Option<&str>) -> SetResult {
     let s = need(v)?;
     j.random_generator = lookup(GENERATOR_NAMES, s).ok_or_else(|| format!("'{s}' is not one of {}", names(GENERATOR_NAMES)))?;
+    j.random_generator_set = true;
     Ok(())
 }
 

@@ -21,6 +21,9 @@ pub struct FioSeeds {
     pub dist_seed: u32,
     /// `rand_repeatable` after `fixup_options`: a new pass re-seeds.
     pub rand_repeatable: bool,
+    /// The offset generator is tausworthe64 although the job did not ask
+    /// (`check_rand_gen_limits`, fio 3.42 on).
+    pub offset_use64: bool,
 }
 
 /// Where random offsets come from (`get_next_rand_offset`).
@@ -175,7 +178,7 @@ impl IoUGen {
         self.bsrange_state = bsrange_states(job, &self.seeds);
         self.rwmix_state = init_rand_seed(s[FIO_RAND_MIX_OFF], false);
         if let OffsetGen::Taus(state) = &mut self.offset {
-            *state = init_rand_seed(s[FIO_RAND_BLOCK_OFF], job.random_generator == RandomGenerator::Tausworthe64);
+            *state = init_rand_seed(s[FIO_RAND_BLOCK_OFF], job.random_generator == RandomGenerator::Tausworthe64 || self.seeds.offset_use64);
         }
         if let Some(z) = &mut self.zones {
             z.zone_state = init_rand_seed(s[FIO_RAND_ZONE_OFF], false);
@@ -196,7 +199,7 @@ impl IoUGen {
                 let seed = seeds.seeds[FIO_RAND_BLOCK_OFF];
                 OffsetGen::Lfsr(FioLfsr::lfsr_init(blocks, seed).ok_or(LFSR_FAILED)?)
             }
-            RandomDistribution::Random | RandomDistribution::Zoned | RandomDistribution::ZonedAbs => OffsetGen::Taus(init_rand_seed(seeds.seeds[FIO_RAND_BLOCK_OFF], use64)),
+            RandomDistribution::Random | RandomDistribution::Zoned | RandomDistribution::ZonedAbs => OffsetGen::Taus(init_rand_seed(seeds.seeds[FIO_RAND_BLOCK_OFF], use64 || seeds.offset_use64)),
         })
     }
 

@@ -203,14 +203,24 @@ impl SeedRules {
     /// The rules of fio `3.N` ("3.33", "3.39", ...); `None` for a version
     /// whose rules are not modelled.
     pub fn of_version(v: &str) -> Option<SeedRules> {
-        let minor: u32 = v.strip_prefix("3.")?.parse().ok()?;
-        match minor {
+        match fio_minor(v)? {
             31..=34 => Some(SeedRules::Fio331),
             35.. => Some(SeedRules::Fio335),
             _ => None,
         }
     }
 }
+
+/// N of a fio version "3.N".
+pub fn fio_minor(v: &str) -> Option<u32> {
+    v.strip_prefix("3.")?.parse().ok()
+}
+
+/// fio 3.42 (commit 7a1b6f44) really switches the offset generator to
+/// tausworthe64 when a region has more blocks than the 32-bit generator
+/// covers and the job did not choose a generator; before, the switch was
+/// made after the generator was seeded and changed nothing.
+pub const TAUSWORTHE64_SWITCH_MINOR: u32 = 42;
 
 /// What decides a job's seeds (the job's options, as fio keeps them).
 #[derive(Clone, Copy, Debug)]
