@@ -80,6 +80,18 @@ sector = 0
 size = 4096
 repeat = 2000000
 """,
+    # fio randread of 4-64 KiB through the random map, libaio at depth 32:
+    # fio's generators (offset, length, axmap) run for every I/O.
+    "fio-randread-bsrange": """
+kernel = "6.12"
+[disks.nvme0n1]
+kind = "nvme"
+size = "64GiB"
+[workload]
+type = "fio"
+args = ["--name=r", "--filename=nvme0n1", "--rw=randread", "--bsrange=4k-64k", "--direct=1",
+        "--ioengine=libaio", "--iodepth=32", "--size=16G", "--number_ios=1000000"]
+""",
 }
 
 # Targets in bios per second, for the workloads that have one.

@@ -9,7 +9,7 @@ use std::rc::Rc;
 use crate::genhd::Topology;
 use crate::profile::Behaviour;
 use crate::source::dd::{Dd, DdSide};
-use crate::source::dio::{DioRules, UserBuffer};
+use crate::source::dio::{BufferLayout, BufferSegment, DioRules, UserBuffer};
 use crate::source::pagecache::SharedCaches;
 
 use super::disks::{dev_names, find_dev, DiskSpec};
@@ -36,6 +36,7 @@ const DD_KEYS: &[&str] = &[
     "dirty_background_bytes",
     "buffer_offset",
     "buffer_fragmentation",
+    "buffer_segments",
     "pid",
     "comm",
 ];
@@ -59,7 +60,8 @@ pub struct DdSpec {
     pub bs: u64,
     pub total: u64,
     pub buffer_offset: u32,
-    pub fragmentation: f64,
+    /// The user buffer's physical pages.
+    pub layout: BufferLayout,
     /// The output is written through the page cache (no `oflag=direct`).
     pub out_buffered: bool,
     /// `conv=fsync` or `conv=fdatasync`.
@@ -85,7 +87,7 @@ impl DdSpec {
             };
             let input = side(&dd.input, shared, false);
             let output = side(&dd.output, shared, dd.out_buffered);
-            let buffer = UserBuffer::new(dd.bs, dd.buffer_offset, dd.fragmentation, seed);
+            let buffer = UserBuffer::with_layout(dd.bs, dd.buffer_offset, &dd.layout, seed);
             let mut source = Dd::new(input, output, dd.bs, dd.total, buffer);
             source.conv_fsync = dd.conv_fsync;
             Box::new(source) as Box<dyn crate::source::Source>
@@ -291,11 +293,8 @@ fn read_dd(w: &Obj, disks: &[DiskSpec], seed: u64) -> Result<DdSpec, ScenarioErr
             v as u32
         }
     };
-    let fragmentation = match w.opt_f64("buffer_fragmentation")? {
-        None => 0.0,
-        Some((p, n)) if !(0.0..=1.0).contains(&p) => return Err(w.err("buffer_fragmentation", &n.at, format!("{p} is not a probability between 0 and 1"))),
-        Some((p, _)) => p,
-    };
+    let pages = (buffer_offset as u64 + bs).div_ceil(PAGE_SIZE);
+    let layout = buffer_layout(w, pages)?;
     let _ = seed;
     let conv_fsync = dd_conv(w)?;
     let out_buffered = out_dev.is_some() && !odirect;
@@ -303,7 +302,7 @@ fn read_dd(w: &Obj, disks: &[DiskSpec], seed: u64) -> Result<DdSpec, ScenarioErr
     let blocksize = soft_blocksize(w, "blocksize", lbs)?;
     let dirty_background = w.opt_size("dirty_background_bytes")?.map(|x| x.0);
     let output = output.map(|t| DdTarget { flags: oflags, ..t });
-    Ok(DdSpec { input, output, bs, total, buffer_offset, fragmentation, out_buffered, conv_fsync, blocksize, dirty_background })
+    Ok(DdSpec { input, output, bs, total, buffer_offset, layout, out_buffered, conv_fsync, blocksize, dirty_background })
 }
 
 /// `conv=`: `fsync`/`fdatasync` (one fsync before exit); `notrunc` and
@@ -319,6 +318,59 @@ fn dd_conv(w: &Obj) -> Result<bool, ScenarioError> {
         }
     }
     Ok(fsync)
+}
+
+/// The user buffer's layout: `buffer_fragmentation` (a probability) or
+/// `buffer_segments`, its physically contiguous pieces — each a number of
+/// pages, or `{ pages = N, addr = PHYS }` at a page-aligned physical
+/// address — holding at least the `pages` the buffer spans.
+pub(crate) fn buffer_layout(w: &Obj, pages: u64) -> Result<BufferLayout, ScenarioError> {
+    let frag = w.opt_f64("buffer_fragmentation")?;
+    let Some((items, n)) = w.opt_array("buffer_segments")? else {
+        return match frag {
+            None => Ok(BufferLayout::Fragmented(0.0)),
+            Some((p, n)) if !(0.0..=1.0).contains(&p) => Err(w.err("buffer_fragmentation", &n.at, format!("{p} is not a probability between 0 and 1"))),
+            Some((p, _)) => Ok(BufferLayout::Fragmented(p)),
+        };
+    };
+    if frag.is_some() {
+        return Err(w.err("buffer_segments", &n.at, "give buffer_segments or buffer_fragmentation, not both"));
+    }
+    let key = |i: usize| format!("buffer_segments[{i}]");
+    let mut segs = Vec::with_capacity(items.len());
+    for (i, item) in items.iter().enumerate() {
+        let seg = match &item.value {
+            Value::Int(p) if *p > 0 => BufferSegment { pages: *p as u64, pfn: None },
+            Value::Table(t) => {
+                let o = Obj::child(w.doc, format!("{}.{}", w.path, key(i)), item.at.clone(), t);
+                let seg = buffer_segment(&o)?;
+                o.finish(&["pages", "addr"])?;
+                seg
+            }
+            _ => return Err(w.err(&key(i), &item.at, "a piece is a number of pages (> 0) or { pages = N, addr = PHYSICAL_ADDRESS }")),
+        };
+        segs.push(seg);
+    }
+    let have: u64 = segs.iter().map(|s| s.pages).sum();
+    if have < pages {
+        return Err(w.err("buffer_segments", &n.at, format!("the pieces hold {have} pages, the buffer spans {pages}")));
+    }
+    Ok(BufferLayout::Segments(segs))
+}
+
+/// One `{ pages = N, addr = A }` piece of `buffer_segments`.
+fn buffer_segment(o: &Obj) -> Result<BufferSegment, ScenarioError> {
+    let Some((pages, n)) = o.opt_u64("pages")? else { return Err(o.err("pages", &o.at, "missing: the piece's size in pages")) };
+    if pages == 0 {
+        return Err(o.err("pages", &n.at, "a piece holds at least one page"));
+    }
+    let pfn = match o.opt_u64("addr")? {
+        None => None,
+        Some((a, n)) if a % PAGE_SIZE != 0 => return Err(o.err("addr", &n.at, format!("{a:#x} is not page aligned ({PAGE_SIZE})"))),
+        Some((a, n)) if (a / PAGE_SIZE).checked_add(pages).map_or(true, |end| end > u64::MAX / PAGE_SIZE) => return Err(o.err("addr", &n.at, format!("{a:#x} + {pages} pages passes the end of the physical address space"))),
+        Some((a, _)) => Some(a / PAGE_SIZE),
+    };
+    Ok(BufferSegment { pages, pfn })
 }
 
 /// A soft block size key (`blockdev --setbsz`): a power of two from the

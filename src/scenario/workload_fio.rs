@@ -7,14 +7,16 @@
 
 use std::rc::Rc;
 
-use crate::bio::SECTOR_SHIFT;
+use crate::bio::{PAGE_SIZE, SECTOR_SHIFT};
 use crate::genhd::Topology;
 use crate::limits::Zoned;
 use crate::profile::Behaviour;
-use crate::source::dio::DioRules;
+use crate::source::dio::{BufferLayout, DioRules};
 use crate::source::discard_tool::{DiscardCall, DiscardTarget};
 use crate::source::fio::{self, BlockSize, Ddir, FioError, FioJob, FioParse, FsJobFiles, IoEngine, Location, Size, ZoneMode};
-use crate::source::fio_job::{FioJobSource, FioPlan, FioTarget};
+use crate::source::fio_io_u::{check_lfsr, map_blocks, rw_min_bs, FioSeeds};
+use crate::source::fio_job::{io_buffer_bs, random_map, FioJobSource, FioPlan, FioTarget};
+use crate::source::fio_rand::{distribution_seed, fio_minor, setup_random_seeds, SeedOptions, SeedRules, TAUSWORTHE64_SWITCH_MINOR};
 use crate::source::pagecache::SharedCaches;
 use crate::source::rng::Rng;
 use crate::stats::fio::{FioDisk, FioJobMeta, FioMeta};
@@ -23,14 +25,20 @@ use super::disks::dev_names;
 use super::jobs::{find_target, scenario_relative, top_device, JobSpec, Target};
 use super::stack::StackSpec;
 use super::tree::{Obj, Origin, ScenarioError, Value};
-use super::workload::soft_blocksize;
+use super::workload::{buffer_layout, soft_blocksize};
 use super::workload_discard::describe_call;
 
-pub const FIO_KEYS: &[&str] = &["type", "job", "jobfile", "args", "buffer_fragmentation", "blocksize", "dirty_background_bytes", "pid", "comm"];
+pub const FIO_KEYS: &[&str] = &["type", "job", "jobfile", "args", "buffer_fragmentation", "buffer_segments", "blocksize", "dirty_background_bytes", "fio_version", "pid", "comm"];
 
-/// Most blocks a random map may track (a 32 MiB bitmap); beyond, the job
-/// runs as with `norandommap`, with a warning.
-const MAX_MAP_BLOCKS: u64 = 1 << 28;
+/// The fio release whose seed rules `fio_version` defaults to (Debian 12's).
+const DEFAULT_FIO_VERSION: &str = "3.33";
+
+/// Most blocks a random map may track: 8 TiB of 4 KiB blocks, a 256 MiB
+/// bitmap as fio's own would be (allocated zeroed, so only the pages the
+/// job touches take memory); beyond, the job runs as with `norandommap`,
+/// with a warning, and its offsets part from fio's at the first block
+/// drawn twice.
+const MAX_MAP_BLOCKS: u64 = 1 << 31;
 
 /// What the fio workload adds to the scenario.
 pub struct FioWorkload {
@@ -48,9 +56,13 @@ pub struct FioDevices<'a> {
 
 /// Options of the workload table that are not fio's.
 struct Extra {
-    fragmentation: f64,
+    /// The user buffers' physical pages.
+    layout: BufferLayout,
     blocksize: Option<u32>,
     dirty_background: Option<u64>,
+    /// Whose seed rules the jobs follow (`fio_version`), and its N of 3.N.
+    seed_rules: SeedRules,
+    fio_minor: u32,
 }
 
 pub fn read(w: &Obj, devs: &FioDevices, beh: &Behaviour, seed: u64, pid: u32, comm: &str) -> Result<FioWorkload, ScenarioError> {
@@ -60,7 +72,7 @@ pub fn read(w: &Obj, devs: &FioDevices, beh: &Behaviour, seed: u64, pid: u32, co
     if parse.jobs.is_empty() {
         return Err(w.err(key, &at(w, key), "the job file defines no job"));
     }
-    let extra = read_extra(w)?;
+    let extra = read_extra(w, &parse.jobs)?;
     let total: u64 = parse.jobs.iter().map(|j| j.numjobs as u64).sum();
     if total > fio::FIO_MAX_JOBS as u64 {
         return Err(w.err(key, &at(w, key), format!("numjobs: {total} jobs in all; fio runs at most {} (maximum number of jobs reached)", fio::FIO_MAX_JOBS)));
@@ -73,15 +85,20 @@ pub fn read(w: &Obj, devs: &FioDevices, beh: &Behaviour, seed: u64, pid: u32, co
         }
         let t = job_target(w, key, job, devs)?;
         let job = adjust_engine(job, &mut warnings);
-        let plan = resolve(&job, &t, seed, section).map_err(|m| w.err(key, &at(w, key), format!("job '{}': {m}", job.name)))?;
-        check_job(&job, &t, beh, &plan).map_err(|m| w.err(key, &at(w, key), format!("job '{}': {m}", job.name)))?;
-        if job.rw.is_random() && !job.norandommap && plan.region_len / job.block_align(Ddir::Write).max(1) > MAX_MAP_BLOCKS {
+        let job_err = |m: String| w.err(key, &at(w, key), format!("job '{}': {m}", job.name));
+        let plan = resolve(&job, &t, seed, section).map_err(job_err)?;
+        check_job(&job, &t, beh, &plan).map_err(job_err)?;
+        if random_map(&job, plan.region_len, u64::MAX) && !random_map(&job, plan.region_len, MAX_MAP_BLOCKS) {
             warnings.push(format!("job '{}': the random map would track more than {MAX_MAP_BLOCKS} blocks: runs as norandommap", job.name));
         }
         add_disk(&mut meta, &t, devs);
         for clone in 0..job.numjobs.max(1) {
             let mut p = plan.clone();
             p.seed = clone_seed(&job, seed, section, clone);
+            // thread_number: 1-based over every job and clone so far.
+            p.seeds = fio_seeds(&job, &t.name, jobs.len() as u64 + 1, extra.seed_rules, seed);
+            p.seeds.offset_use64 = tausworthe64_switch(&job, p.region_len, extra.fio_minor);
+            check_lfsr(&job, &p.seeds, p.region_len).map_err(job_err)?;
             jobs.push(clone_spec(p, &t.name, &extra, pid + jobs.len() as u32, comm));
             meta.jobs.push(FioJobMeta { name: job.name.clone(), section, group_reporting: job.group_reporting, kb_base: job.kb_base });
         }
@@ -159,15 +176,45 @@ fn warning_text(w: &Obj, first: Option<usize>, x: &fio::FioWarning) -> String {
     }
 }
 
-fn read_extra(w: &Obj) -> Result<Extra, ScenarioError> {
-    let fragmentation = match w.opt_f64("buffer_fragmentation")? {
-        None => 0.0,
-        Some((p, n)) if !(0.0..=1.0).contains(&p) => return Err(w.err("buffer_fragmentation", &n.at, format!("{p} is not a probability between 0 and 1"))),
-        Some((p, _)) => p,
-    };
+fn read_extra(w: &Obj, jobs: &[FioJob]) -> Result<Extra, ScenarioError> {
+    // Given pieces must hold the largest job's I/O buffer.
+    let bytes = jobs.iter().map(|j| adjust_engine(j, &mut Vec::new()).iodepth.max(1) as u64 * io_buffer_bs(j)).max().unwrap_or(0);
+    let layout = buffer_layout(w, bytes.div_ceil(PAGE_SIZE))?;
     let blocksize = soft_blocksize(w, "blocksize", None)?;
     let dirty_background = w.opt_size("dirty_background_bytes")?.map(|x| x.0);
-    Ok(Extra { fragmentation, blocksize, dirty_background })
+    let (version, at) = match w.opt_str("fio_version")? {
+        None => (DEFAULT_FIO_VERSION.to_string(), None),
+        Some((v, n)) => (v, Some(n)),
+    };
+    let Some(seed_rules) = SeedRules::of_version(&version) else {
+        let at = at.map_or(w.at.clone(), |n| n.at.clone());
+        return Err(w.err("fio_version", &at, format!("'{version}': the seed rules of fio 3.31 and later are modelled; give \"3.N\" with N >= 31, e.g. \"3.33\"")));
+    };
+    let fio_minor = fio_minor(&version).expect("a modelled version");
+    Ok(Extra { layout, blocksize, dirty_background, seed_rules, fio_minor })
+}
+
+/// `check_rand_gen_limits`: a region of more blocks than the 32-bit
+/// generator covers, with no generator chosen, draws offsets with
+/// tausworthe64 from fio 3.42 on.
+fn tausworthe64_switch(job: &FioJob, region_len: u64, minor: u32) -> bool {
+    minor >= TAUSWORTHE64_SWITCH_MINOR && !job.random_generator_set && map_blocks(job, region_len) > u32::MAX as u64
+}
+
+/// The clone's seeds: fio's for thread `thread_number`, the scenario's
+/// `seed` standing in for /dev/urandom. A non-uniform distribution hashes
+/// the job's `filename` as written (`/dev/NAME` without one).
+fn fio_seeds(job: &FioJob, dev: &str, thread_number: u64, rules: SeedRules, seed: u64) -> FioSeeds {
+    let o = SeedOptions {
+        randrepeat: if rules == SeedRules::Fio331 { job.randrepeat_own } else { job.randrepeat },
+        allrandrepeat: job.allrandrepeat,
+        randseed: job.randseed,
+        randseed_set: job.randseed_set,
+        thread_number,
+    };
+    let seeds = setup_random_seeds(&o, rules, seed);
+    let file_name = job.filename.clone().unwrap_or_else(|| format!("/dev/{dev}"));
+    FioSeeds { dist_seed: distribution_seed(&file_name, &o, rules, &seeds), seeds, rand_repeatable: o.rand_repeatable(), offset_use64: false }
 }
 
 /// The job's device: `filename`, else the top of the stack.
@@ -218,16 +265,24 @@ fn resolve(job: &FioJob, t: &Target, seed: u64, section: usize) -> Result<FioPla
         ZoneMode::Zbd => (t.limits().chunk_sectors as u64) << SECTOR_SHIFT,
         ZoneMode::None => 0,
     };
-    let min_bs = job.min_bs(Ddir::Read).min(job.min_bs(Ddir::Write)).max(1);
+    // td_min_bs: the smallest block size of any direction.
+    let min_bs = rw_min_bs(job);
     let mut start = bytes_of(job.offset, dev_bytes, zone_bytes);
     if matches!(job.offset, Size::Percent(_)) {
-        start -= start % min_bs;
+        // get_start_offset: up to the next block boundary.
+        start = start.div_ceil(min_bs).saturating_mul(min_bs);
     }
     if start >= dev_bytes {
         return Err(format!("offset {start} is at or beyond the end of {} ({dev_bytes} bytes)", t.name));
     }
     let len = match job.size {
         None => dev_bytes - start,
+        // setup_files: a share of the device, at most what follows the
+        // offset, down to a whole block.
+        Some(Size::Percent(p)) => {
+            let len = bytes_of(Size::Percent(p), dev_bytes, zone_bytes).min(dev_bytes - start);
+            len - len % min_bs
+        }
         Some(s) => bytes_of(s, dev_bytes, zone_bytes),
     };
     if len == 0 || start + len > dev_bytes {
@@ -238,7 +293,7 @@ fn resolve(job: &FioJob, t: &Target, seed: u64, section: usize) -> Result<FioPla
         return Err("time_based needs a runtime (the job would never end)".to_string());
     }
     let end_ns = (job.runtime_us > 0).then(|| job.runtime_us.saturating_mul(1000));
-    Ok(FioPlan { job: job.clone(), region_start: start, region_len: len, io_limit, end_ns, zone_bytes, seed: clone_seed(job, seed, section, 0), max_map_blocks: MAX_MAP_BLOCKS })
+    Ok(FioPlan { job: job.clone(), region_start: start, region_len: len, io_limit, end_ns, zone_bytes, seed: clone_seed(job, seed, section, 0), seeds: FioSeeds::default(), max_map_blocks: MAX_MAP_BLOCKS })
 }
 
 /// What the kernel (or this model) refuses before the job starts.
@@ -286,13 +341,13 @@ fn clone_seed(job: &FioJob, seed: u64, section: usize, clone: u32) -> u64 {
 fn clone_spec(plan: FioPlan, dev: &str, extra: &Extra, pid: u32, comm: &str) -> JobSpec {
     let (iodepth, batch, complete_min) = (plan.job.iodepth.max(1), plan.job.iodepth_batch().max(1), plan.job.iodepth_batch_complete_min);
     let direct = plan.job.direct;
-    let (dev, frag, bsize, bg) = (dev.to_string(), extra.fragmentation, extra.blocksize, extra.dirty_background);
+    let (dev, layout, bsize, bg) = (dev.to_string(), extra.layout.clone(), extra.blocksize, extra.dirty_background);
     let make = Rc::new(move |topo: &Topology, beh: &Behaviour, shared: &mut SharedCaches| {
         let id = topo.by_name(&dev).expect("a validated device");
         let l = topo.limits(id);
         let cache = if direct { None } else { shared.open(topo, id, bsize, bg).ok() };
         let target = FioTarget { dev: id, rules: DioRules::new(beh, l.logical_block_size, l.max_sectors), discard: DiscardTarget::new(topo, id, beh), cache };
-        Box::new(FioJobSource::new(plan.clone(), target, frag)) as Box<dyn crate::source::Source>
+        Box::new(FioJobSource::new(plan.clone(), target, &layout)) as Box<dyn crate::source::Source>
     });
     JobSpec { pid, comm: comm.to_string(), iodepth, batch, complete_min, make }
 }

@@ -2,8 +2,10 @@
 //! block/bio.c `bio_iov_iter_get_pages`) over a model of the user buffer's
 //! physical pages.
 //!
-//! The buffer is a list of page frames; page i+1 follows page i physically
-//! unless a seeded coin with probability `fragmentation` says otherwise.
+//! The buffer is a list of page frames ([`BufferLayout`]): page i+1 follows
+//! page i physically unless a seeded coin with probability `fragmentation`
+//! says otherwise, or the buffer is given as its physically contiguous
+//! pieces (`buffer_segments`).
 //! Bio size then follows from how many physically contiguous runs fit in
 //! `BIO_MAX_VECS` multipage bvecs, exactly as the kernel fills them: pages
 //! are pinned in batches of `max_vecs - vcnt`, each page extends the last
@@ -26,6 +28,24 @@ use super::{BioSpec, IoUnit};
 
 /// Where the first page of a user buffer sits physically (4 GiB).
 const BUFFER_BASE_PFN: u64 = 0x10_0000;
+
+/// How a user buffer's pages lie in physical memory.
+#[derive(Clone, Debug, PartialEq)]
+pub enum BufferLayout {
+    /// Each next page is physically discontiguous with this probability.
+    Fragmented(f64),
+    /// Physically contiguous pieces, in order.
+    Segments(Vec<BufferSegment>),
+}
+
+/// One physically contiguous piece of a user buffer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct BufferSegment {
+    pub pages: u64,
+    /// Frame of its first page; `None`: one frame after the previous piece
+    /// ends (so the two are not contiguous), the first at 4 GiB.
+    pub pfn: Option<u64>,
+}
 
 /// A user buffer: its offset inside the first page and the frame of each page.
 #[derive(Clone, Debug, PartialEq)]
@@ -57,6 +77,33 @@ impl UserBuffer {
             pfns.push(pfn);
         }
         Self::from_pfns(offset, pfns)
+    }
+
+    /// A buffer of `len` bytes from `offset` laid out as `layout`. Given
+    /// segments must hold at least the pages the buffer spans.
+    pub fn with_layout(len: u64, offset: u32, layout: &BufferLayout, seed: u64) -> Self {
+        match layout {
+            BufferLayout::Fragmented(p) => Self::new(len, offset, *p, seed),
+            BufferLayout::Segments(segs) => {
+                let mut pfns = Vec::new();
+                let mut next = BUFFER_BASE_PFN;
+                for s in segs {
+                    let first = s.pfn.unwrap_or(next);
+                    pfns.extend(first..first + s.pages);
+                    next = first + s.pages + 1;
+                }
+                Self::from_pfns(offset, pfns)
+            }
+        }
+    }
+
+    /// Bytes [pos, pos + len) of this buffer as a buffer of their own (one
+    /// io_u's slice of fio's I/O buffer).
+    pub fn slice(&self, pos: u64, len: u64) -> Self {
+        let start = self.offset as u64 + pos;
+        let first = (start / PAGE_SIZE) as usize;
+        let pages = self.pages_spanned(pos, len) as usize;
+        Self::from_pfns((start % PAGE_SIZE) as u32, self.pfns[first..first + pages].to_vec())
     }
 
     /// A buffer over given page frames.
@@ -264,6 +311,23 @@ mod tests {
     /// disk with `lbs`-byte logical blocks.
     fn blkdev_direct_io(op: Op, flags: u32, pos: u64, len: u64, buf: &UserBuffer, lbs: u32, sync: bool) -> (Vec<BioSpec>, bool) {
         blkdev_direct_io_with(0, op, flags, pos, len, buf, &DioRules::merging(lbs), sync)
+    }
+
+    #[test]
+    fn segments_place_pieces_apart_or_where_given() {
+        // [2, 3]: frames B, B+1, then one frame left out: B+3, B+4, B+5.
+        let b = BUFFER_BASE_PFN;
+        let segs = vec![BufferSegment { pages: 2, pfn: None }, BufferSegment { pages: 3, pfn: None }];
+        let buf = UserBuffer::with_layout(5 * PAGE_SIZE, 0, &BufferLayout::Segments(segs), 0);
+        assert_eq!(buf.pfns, [b, b + 1, b + 3, b + 4, b + 5]);
+        assert_eq!(buf.contiguous_from(0), 2 * PAGE_SIZE);
+        // A given address, then an automatic piece after it.
+        let segs = vec![BufferSegment { pages: 1, pfn: Some(7) }, BufferSegment { pages: 1, pfn: None }];
+        assert_eq!(UserBuffer::with_layout(PAGE_SIZE, 0, &BufferLayout::Segments(segs), 0).pfns, [7, 9]);
+        // Bytes 6144..14336 of the first buffer: pages 1-3, from 2048 into page 1.
+        let s = buf.slice(6144, 8192);
+        assert_eq!((s.offset, s.pfns.clone()), (2048, vec![b + 1, b + 3, b + 4]));
+        assert_eq!(s.phys(0), (b + 1) * PAGE_SIZE + 2048);
     }
 
     #[test]

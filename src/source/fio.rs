@@ -229,6 +229,23 @@ const ENGINE_NAMES: &[(&str, IoEngine)] = &[
     ("io_uring", IoEngine::IoUring),
 ];
 
+/// `random_generator=`: which generator draws random offsets.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RandomGenerator {
+    /// 32-bit combined Tausworthe (taus88), fio's default.
+    Tausworthe,
+    /// fio's LFSR: each block once per pass, no random map.
+    Lfsr,
+    /// 64-bit combined Tausworthe (taus258).
+    Tausworthe64,
+}
+
+const GENERATOR_NAMES: &[(&str, RandomGenerator)] = &[
+    ("tausworthe", RandomGenerator::Tausworthe),
+    ("lfsr", RandomGenerator::Lfsr),
+    ("tausworthe64", RandomGenerator::Tausworthe64),
+];
+
 /// `random_distribution=` (`str_random_distribution_cb`).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum RandomDistribution {
@@ -239,6 +256,20 @@ pub enum RandomDistribution {
     Pareto { h: f64, center: Option<f64> },
     /// `normal:dev[:center]`, 0 ≤ dev < 100 (default 0).
     Normal { dev: f64, center: Option<f64> },
+    /// `zoned:access/size%:...` (per direction in [`FioJob::zone_split`]).
+    Zoned,
+    /// `zoned_abs:access/size:...`, sizes in bytes.
+    ZonedAbs,
+}
+
+/// One zone of a `zoned`/`zoned_abs` distribution (`struct zone_split`):
+/// `access_perc` % of the I/Os go to the next `size_perc` % of the file
+/// (`zoned`) or the next `size` bytes (`zoned_abs`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ZoneSplit {
+    pub access_perc: u8,
+    pub size_perc: u8,
+    pub size: u64,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -294,9 +325,24 @@ pub struct FioJob {
     /// 0 = no limit.
     pub number_ios: u64,
     pub io_size: Option<Size>,
+    /// `randrepeat` or its fio ≥ 3.35 alias `allrandrepeat`, whichever
+    /// came last.
     pub randrepeat: bool,
+    /// fio < 3.35, where the two are separate options: `randrepeat` alone,
+    /// and `allrandrepeat` (default off).
+    pub randrepeat_own: bool,
+    pub allrandrepeat: bool,
     pub randseed: u64,
+    /// `randseed` was given (`fio_option_is_set`): it overrides `randrepeat`.
+    pub randseed_set: bool,
+    pub random_generator: RandomGenerator,
+    /// `random_generator` was given: fio then keeps it even where the
+    /// region outgrows it.
+    pub random_generator_set: bool,
     pub random_distribution: RandomDistribution,
+    /// The zones of `random_distribution=zoned`/`zoned_abs`, per direction
+    /// (none: that direction draws uniformly).
+    pub zone_split: PerDir<Vec<ZoneSplit>>,
     pub norandommap: bool,
     pub invalidate: bool,
     pub zonemode: ZoneMode,
@@ -339,8 +385,14 @@ impl Default for FioJob {
             number_ios: 0,
             io_size: None,
             randrepeat: true,
+            randrepeat_own: true,
+            allrandrepeat: false,
             randseed: 0x89,
+            randseed_set: false,
+            random_generator: RandomGenerator::Tausworthe,
+            random_generator_set: false,
             random_distribution: RandomDistribution::Random,
+            zone_split: PerDir::default(),
             norandommap: false,
             invalidate: true,
             zonemode: ZoneMode::None,
@@ -1044,11 +1096,26 @@ fn set_number_ios(j: &mut FioJob, v: Option<&str>) -> SetResult {
 
 fn set_randrepeat(j: &mut FioJob, v: Option<&str>) -> SetResult {
     j.randrepeat = bool_value(v)?;
+    j.randrepeat_own = j.randrepeat;
+    Ok(())
+}
+
+fn set_allrandrepeat(j: &mut FioJob, v: Option<&str>) -> SetResult {
+    j.randrepeat = bool_value(v)?;
+    j.allrandrepeat = j.randrepeat;
     Ok(())
 }
 
 fn set_randseed(j: &mut FioJob, v: Option<&str>) -> SetResult {
     j.randseed = parse_bytes(single(v)?, j.kb_base)?;
+    j.randseed_set = true;
+    Ok(())
+}
+
+fn set_random_generator(j: &mut FioJob, v: Option<&str>) -> SetResult {
+    let s = need(v)?;
+    j.random_generator = lookup(GENERATOR_NAMES, s).ok_or_else(|| format!("'{s}' is not one of {}", names(GENERATOR_NAMES)))?;
+    j.random_generator_set = true;
     Ok(())
 }
 
@@ -1062,10 +1129,74 @@ fn set_random_distribution(j: &mut FioJob, v: Option<&str>) -> SetResult {
         "pareto" => pareto(p)?,
         "normal" => normal(p)?,
         "random" => return Err(format!("'{s}': 'random' takes no value")),
-        "zoned" | "zoned_abs" | "sequence" => return Err(format!("distribution '{word}' is not modelled")),
-        _ => return Err(format!("'{word}' is not one of random, zipf, pareto, normal")),
+        "zoned" | "zoned_abs" => {
+            j.zone_split = zone_splits(s, word == "zoned_abs", j.kb_base)?;
+            if word == "zoned" {
+                RandomDistribution::Zoned
+            } else {
+                RandomDistribution::ZonedAbs
+            }
+        }
+        "sequence" => return Err(format!("distribution '{word}' is not modelled")),
+        _ => return Err(format!("'{word}' is not one of random, zipf, pareto, normal, zoned, zoned_abs")),
     };
     Ok(())
+}
+
+/// `parse_zoned_distribution`: "zoned:A/S:A/S...", the same zones for every
+/// direction. Its per-direction form (lists separated by commas, as for
+/// `bssplit`) is refused: fio's option parser splits the value at the comma
+/// first and then fails on the second piece.
+fn zone_splits(s: &str, absolute: bool, kb_base: u32) -> Result<PerDir<Vec<ZoneSplit>>, String> {
+    let Some((_, list)) = s.trim().split_once(':') else { return Err(format!("'{s}': give the zones, e.g. zoned:60/10:30/20:10/70")) };
+    if list.contains(',') {
+        return Err(format!("'{s}': fio fails to parse zones per direction (a comma in the value)"));
+    }
+    Ok(PerDir::all(zone_split_ddir(list, absolute, kb_base)?))
+}
+
+/// `zone_split_ddir`: access percentages must add up to exactly 100; zones
+/// without a size share what the others leave of 100 %.
+fn zone_split_ddir(list: &str, absolute: bool, kb_base: u32) -> Result<Vec<ZoneSplit>, String> {
+    let mut zones = Vec::new();
+    for item in list.split(':') {
+        if item.is_empty() {
+            break; // split_parse_ddir stops at an empty entry
+        }
+        if zones.len() == 256 {
+            return Err("more than 256 zones (ZONESPLIT_MAX)".to_string());
+        }
+        let (a, size) = item.split_once('/').map_or((item, None), |(a, b)| (a, Some(b)));
+        let access = parse_bytes(a, kb_base)?;
+        if access > 100 {
+            return Err(format!("'{item}': an access percentage above 100"));
+        }
+        let z = match (absolute, size) {
+            (true, sz) => ZoneSplit { access_perc: access as u8, size_perc: 0, size: sz.map(|x| parse_bytes(x, kb_base)).transpose()?.unwrap_or(0) },
+            // atoi capped at 100; 0 or absent is "missing" (fio's 255).
+            (false, sz) => ZoneSplit { access_perc: access as u8, size_perc: sz.map(atoi).transpose()?.filter(|&p| p > 0).map_or(u8::MAX, |p| p as u8), size: 0 },
+        };
+        zones.push(z);
+    }
+    if zones.is_empty() {
+        return Ok(zones);
+    }
+    let perc: u32 = zones.iter().map(|z| z.access_perc as u32).sum();
+    let missing = zones.iter().filter(|z| !absolute && z.size_perc == u8::MAX).count() as u32;
+    let sperc: u32 = zones.iter().filter(|z| !absolute && z.size_perc != u8::MAX).map(|z| z.size_perc as u32).sum();
+    if perc > 100 || sperc > 100 {
+        return Err("zone_split percentages add to more than 100%".to_string());
+    }
+    if perc < 100 {
+        return Err(format!("access percentage don't add up to 100 for zoned random distribution (got={perc})"));
+    }
+    if missing > 0 {
+        let sum = if missing == 1 && zones.len() == 1 { 100 } else { sperc };
+        for z in zones.iter_mut().filter(|z| z.size_perc == u8::MAX) {
+            z.size_perc = ((100 - sum) / missing) as u8;
+        }
+    }
+    Ok(zones)
 }
 
 /// `split_parse_distr`: "value[:center]", center in [0, 1].
@@ -1193,8 +1324,10 @@ const OPTIONS: &[Opt] = &[
     flag("time_based", set_time_based),
     opt("number_ios", &[], set_number_ios),
     opt("io_size", &["io_limit"], set_io_size),
-    opt("randrepeat", &["allrandrepeat"], set_randrepeat),
+    opt("randrepeat", &[], set_randrepeat),
+    opt("allrandrepeat", &[], set_allrandrepeat),
     opt("randseed", &[], set_randseed),
+    opt("random_generator", &[], set_random_generator),
     opt("random_distribution", &[], set_random_distribution),
     flag("norandommap", set_norandommap),
     Opt { name: "stonewall", alias: &["wait_for_previous"], flag: true, set: set_stonewall },
@@ -1874,6 +2007,7 @@ group_reporting
             filename: Some("/dev/nvme1n1".to_string()),
             ioengine: IoEngine::Psync,
             randrepeat: false,
+            randrepeat_own: false,
             iodepth: 1,
             fsync: 64,
             invalidate: true,
@@ -2051,6 +2185,42 @@ group_reporting
         assert_eq!(one("random_distribution=zipf").random_distribution, RandomDistribution::Zipf { theta: 1.1, center: None });
         assert!(bad("random_distribution=zipf:1").msg.contains("different than 1.0"));
         assert!(bad("random_distribution=pareto:1.5").msg.contains("out of range"));
+    }
+
+    #[test]
+    fn zoned_distributions() {
+        // 60 % of I/Os in the first 10 %, the rest in the next 20 % and 70 %;
+        // a zone without a size gets what the others leave (100 − 30 = 70).
+        let j = one("random_distribution=zoned:60/10:30/20:10");
+        assert_eq!(j.random_distribution, RandomDistribution::Zoned);
+        let z = |a, s| ZoneSplit { access_perc: a, size_perc: s, size: 0 };
+        assert_eq!(j.zone_split.write, vec![z(60, 10), z(30, 20), z(10, 70)]);
+        assert_eq!(j.zone_split.read, j.zone_split.trim);
+        let j = one("random_distribution=zoned_abs:60/1M:40/3M");
+        assert_eq!(j.zone_split.read[1], ZoneSplit { access_perc: 40, size_perc: 0, size: 3 << 20 });
+        assert!(bad("random_distribution=zoned:60/10:30/20").msg.contains("don't add up to 100"));
+        assert!(bad("random_distribution=zoned:60/60:40/60").msg.contains("more than 100%"));
+        assert!(bad("random_distribution=zoned:50/50:50/50,100/10").msg.contains("comma"));
+        assert!(bad("random_distribution=sequence:1:2").msg.contains("not modelled"));
+    }
+
+    #[test]
+    fn random_generators_and_seed_options() {
+        assert_eq!(one("rw=randread").random_generator, RandomGenerator::Tausworthe);
+        assert_eq!(one("random_generator=lfsr").random_generator, RandomGenerator::Lfsr);
+        assert_eq!(one("random_generator=tausworthe64").random_generator, RandomGenerator::Tausworthe64);
+        let e = bad("random_generator=mt19937");
+        assert_eq!(e.kind, FioErrorKind::BadValue);
+        assert!(e.msg.contains("tausworthe, lfsr, tausworthe64"), "{}", e.msg);
+        // randseed is "set" even at its default value (fio_option_is_set).
+        let j = one("randseed=0x89");
+        assert!(j.randseed_set && j.randseed == 0x89);
+        assert!(!one("rw=read").randseed_set);
+        // allrandrepeat: fio 3.35's alias of randrepeat, fio 3.33's own option.
+        let j = one("allrandrepeat=1\nrandrepeat=0");
+        assert!(j.allrandrepeat && !j.randrepeat && !j.randrepeat_own);
+        let j = one("randrepeat=0\nallrandrepeat=1");
+        assert!(j.allrandrepeat && j.randrepeat && !j.randrepeat_own);
     }
 
     #[test]

@@ -1,26 +1,27 @@
 //! A fio job as a [`Source`]: one clone of a [`FioJob`] (fio runs `numjobs`
 //! of them, each an independent stream) on one block device.
 //!
-//! What each I/O is, following fio's io_u.c:
-//! * **direction** (`get_rw_ddir`): from `rw`; for `rw`/`randrw` each I/O is
-//!   a read with probability `rwmixread` % (fio switches direction in runs
-//!   of I/Os; the proportion is the same); `trimwrite` trims a block, then
-//!   writes the same block.
-//! * **length** (`get_next_buflen`): `bs`, uniform in `bsrange` aligned down
-//!   to its minimum, or a `bssplit` entry by its percentage.
+//! What each I/O is, following fio's io_u.c, drawn by fio's own generators
+//! from fio's seeds ([`super::fio_io_u`]), so a job issues fio's sequence:
+//! * **direction** (`get_rw_ddir`): from `rw`; `rw`/`randrw` draw a
+//!   direction against `rwmixread` and keep it for the share of I/Os fio
+//!   gives it; `trimwrite` trims a block, then writes the same block.
 //! * **offset**: sequential I/O continues from the direction's last offset
 //!   (plus the `rw=…:N` skip), wrapping to the region's start when
-//!   `time_based`; random I/O picks a block aligned to `blockalign`
-//!   uniformly (`random_distribution=random`), each block once per pass with
-//!   the random map (`norandommap` off: a used block moves on to the next
-//!   free one, as fio's axmap does), or by fio's zipf/pareto/normal
-//!   generators (zipf.c, gauss.c) over `size / min_bs` ranges, scattered by
-//!   fio's hash; `rw=randread:N` issues N sequential I/Os per random offset.
+//!   `time_based`; random I/O (`get_next_rand_offset`) draws a
+//!   `blockalign` block with fio's Tausworthe generator, moving on to the
+//!   next free block of the random map (`norandommap` off), or takes the
+//!   LFSR's next block (`random_generator=lfsr`), or a zipf/pareto/normal
+//!   range; `rw=randread:N` issues N sequential I/Os per random offset.
 //!   `zonemode=zbd`: writes go to a zone's write pointer (random jobs pick a
 //!   random zone that is not full), the region stops when every zone is full.
+//! * **length** (`get_next_buflen`): `bs`, a draw in `bsrange`, or a
+//!   `bssplit` entry, that fits before the region's end; with the random map
+//!   an I/O that runs into a used block is cut short (`mark_random_map`).
 //! * **stop** (`runtime`, `time_based`, `size`/`io_size`, `number_ios`): the
 //!   job issues no I/O after `runtime`; without `time_based` it also stops
-//!   after `io_size` (default `size`) bytes, one pass over the region.
+//!   after `io_size` (default `size`) bytes: one pass over the region, or
+//!   more when `io_size` is larger (`keep_running`).
 //!
 //! How each I/O reaches the block layer: `direct=1` reads and writes go
 //! through `blkdev_direct_IO` ([`super::dio`]) from one of `iodepth` user
@@ -32,19 +33,21 @@
 //! flush. When the job ends it closes the device; the last close writes
 //! back what is still dirty.
 //!
-//! Random numbers come from a seeded generator (not fio's tausworthe), so
-//! the offsets are not fio's own sequence, but the same seed gives the same
-//! run: with `randrepeat=1` (fio's default) the seed is `randseed`,
-//! otherwise the scenario's `seed`, and each clone gets its own stream.
+//! Seeds follow fio's `setup_random_seeds` for the job's `thread_number`
+//! ([`super::fio_rand`]); where fio would read /dev/urandom (`randrepeat=0`
+//! without `randseed`) the scenario's `seed` stands in, so a run is
+//! reproducible. User buffers and `zonemode=zbd` zone choices use the
+//! model's own generator.
 
 use std::collections::VecDeque;
 
 use crate::bio::{req, Op};
 use crate::genhd::DevId;
 
-use super::dio::{direct_io_unit, DioRules, UserBuffer};
+use super::dio::{direct_io_unit, BufferLayout, DioRules, UserBuffer};
 use super::discard_tool::DiscardTarget;
-use super::fio::{BlockSize, Ddir, FioJob, IoEngine, RandomDistribution, ReadWrite};
+use super::fio::{Ddir, FioJob, IoEngine, ReadWrite};
+use super::fio_io_u::{FioSeeds, IoUGen};
 use super::pagecache::{fsync_units, SharedCache, WbRange};
 use super::rng::Rng;
 use super::{IoUnit, Source, UnitKind};
@@ -73,70 +76,22 @@ pub struct FioPlan {
     pub end_ns: Option<u64>,
     /// Zone size in bytes for `zonemode=zbd`.
     pub zone_bytes: u64,
-    /// Seed of this clone's random streams.
+    /// Seed of this clone's user buffers and zone choices.
     pub seed: u64,
+    /// fio's seeds for this clone.
+    pub seeds: FioSeeds,
     /// Most blocks the random map may track (beyond: as `norandommap`).
     pub max_map_blocks: u64,
-}
-
-/// fio's random map: one bit per `blockalign` block of the region.
-struct RandomMap {
-    bits: Vec<u64>,
-    blocks: u64,
-    used: u64,
-}
-
-impl RandomMap {
-    fn new(blocks: u64) -> Self {
-        RandomMap { bits: vec![0; blocks.div_ceil(64) as usize], blocks, used: 0 }
-    }
-
-    fn is_set(&self, b: u64) -> bool {
-        self.bits[(b / 64) as usize] >> (b % 64) & 1 == 1
-    }
-
-    /// The first free block at or after `b` (wrapping), `axmap_next_free`.
-    fn next_free(&self, b: u64) -> Option<u64> {
-        if self.used >= self.blocks {
-            return None;
-        }
-        let mut i = b;
-        for _ in 0..=self.bits.len() {
-            let word = self.bits[(i / 64) as usize] | ((1u64 << (i % 64)) - 1);
-            if word != u64::MAX {
-                let free = (i / 64) * 64 + (!word).trailing_zeros() as u64;
-                if free < self.blocks {
-                    return Some(free);
-                }
-            }
-            i = ((i / 64 + 1) * 64) % (self.bits.len() as u64 * 64);
-        }
-        None
-    }
-
-    fn mark(&mut self, first: u64, n: u64) {
-        for b in first..(first + n).min(self.blocks) {
-            if !self.is_set(b) {
-                self.bits[(b / 64) as usize] |= 1 << (b % 64);
-                self.used += 1;
-            }
-        }
-    }
-
-    fn clear(&mut self) {
-        self.bits.iter_mut().for_each(|w| *w = 0);
-        self.used = 0;
-    }
 }
 
 /// One clone of a fio job.
 pub struct FioJobSource {
     plan: FioPlan,
     target: FioTarget,
+    /// Zone choices of `zonemode=zbd`.
     rng: Rng,
-    map: Option<RandomMap>,
-    /// zipf/pareto/normal offsets.
-    skew: Option<Skew>,
+    /// fio's generators: direction, offset, length.
+    io_u_gen: IoUGen,
     /// Next sequential offset per direction (read, write, trim), region-relative.
     seq_pos: [u64; 3],
     /// I/Os left in the current `rw=…:N` sequential run.
@@ -148,7 +103,8 @@ pub struct FioJobSource {
     zone_cur: usize,
     buffers: Vec<UserBuffer>,
     next_buf: usize,
-    issued_bytes: u64,
+    /// Bytes issued per direction (read, write, trim).
+    issued_bytes: [u64; 3],
     issued_ios: u64,
     writes: u64,
     /// fsyncs, background writeback and the close, before the next I/O.
@@ -162,24 +118,28 @@ pub struct FioJobSource {
 }
 
 impl FioJobSource {
-    /// `fragmentation` and `buffer_seed` shape the `iodepth` user buffers.
-    pub fn new(plan: FioPlan, target: FioTarget, fragmentation: f64) -> Self {
+    /// `layout` shapes the `iodepth` user buffers: fragmented ones each on
+    /// their own, or given pieces holding fio's whole I/O buffer, io_u i at
+    /// `i × max_bs` of it (`init_io_u`).
+    pub fn new(plan: FioPlan, target: FioTarget, layout: &BufferLayout) -> Self {
         let j = &plan.job;
-        let max_bs = [Ddir::Read, Ddir::Write].iter().map(|&d| j.max_bs(d)).max().unwrap_or(4096);
-        let buffers = (0..j.iodepth.max(1)).map(|i| UserBuffer::new(max_bs, 0, fragmentation, plan.seed ^ ((i as u64 + 1) * 0x9e37_79b9))).collect();
-        let random_map = j.rw.is_random() && !j.norandommap && j.random_distribution == RandomDistribution::Random;
-        let blocks = plan.region_len / j.block_align(Ddir::Write).min(j.block_align(Ddir::Read)).max(1);
-        let map = (random_map && blocks <= plan.max_map_blocks).then(|| RandomMap::new(blocks));
+        let max_bs = io_buffer_bs(j);
+        let depth = j.iodepth.max(1) as u64;
+        let buffers = match layout {
+            BufferLayout::Fragmented(p) => (0..depth).map(|i| UserBuffer::new(max_bs, 0, *p, plan.seed ^ ((i + 1) * 0x9e37_79b9))).collect(),
+            BufferLayout::Segments(_) => {
+                let whole = UserBuffer::with_layout(depth * max_bs, 0, layout, plan.seed);
+                (0..depth).map(|i| whole.slice(i * max_bs, max_bs)).collect()
+            }
+        };
         let zones = plan.region_len.checked_div(plan.zone_bytes).unwrap_or(0) as usize;
         let rng = Rng::new(plan.seed);
-        let range = j.min_bs(Ddir::Read).min(j.min_bs(Ddir::Write)).max(1);
-        let skew = (j.random_distribution != RandomDistribution::Random).then(|| Skew::new(j.random_distribution, (plan.region_len / range).max(1), range, plan.seed));
+        let io_u_gen = IoUGen::new(j, &plan.seeds, plan.region_len, random_map(j, plan.region_len, plan.max_map_blocks)).expect("checked by the scenario reader");
         FioJobSource {
             plan,
             target,
             rng,
-            map,
-            skew,
+            io_u_gen,
             seq_pos: [0; 3],
             seq_left: 0,
             trimmed: None,
@@ -187,7 +147,7 @@ impl FioJobSource {
             zone_cur: 0,
             buffers,
             next_buf: 0,
-            issued_bytes: 0,
+            issued_bytes: [0; 3],
             issued_ios: 0,
             writes: 0,
             follow: VecDeque::new(),
@@ -205,7 +165,21 @@ impl FioJobSource {
         let j = self.job();
         self.plan.end_ns.is_some_and(|e| now >= e)
             || (j.number_ios > 0 && self.issued_ios >= j.number_ios)
-            || (!j.time_based && self.issued_bytes >= self.plan.io_limit)
+            || (!j.time_based && self.counted_bytes() >= self.plan.io_limit)
+    }
+
+    /// The bytes fio's `io_bytes_exceeded` holds against `io_size`: reads
+    /// and writes of a mixed job, else its one direction — the writes of a
+    /// `trimwrite` job, whose trims do not count.
+    fn counted_bytes(&self) -> u64 {
+        let [r, w, t] = self.issued_bytes;
+        let rw = self.job().rw;
+        match (rw.reads(), rw.writes()) {
+            (true, true) => r + w,
+            (false, true) => w,
+            (true, false) => r,
+            _ => t,
+        }
     }
 
     /// The job is done: `end_fsync`, then the close.
@@ -235,97 +209,91 @@ impl FioJobSource {
                 }
             }
             Rw | RandRw => {
-                if self.rng.next_u64() % 100 < self.job().rwmix_read as u64 {
-                    Ddir::Read
-                } else {
-                    Ddir::Write
-                }
+                let mix = [self.plan.job.rwmix_read, self.plan.job.rwmix_write];
+                self.io_u_gen.get_rw_ddir(mix)
             }
         }
     }
 
-    /// `get_next_buflen`.
-    fn pick_bs(&mut self, d: Ddir) -> u64 {
-        match self.plan.job.block_size(d) {
-            BlockSize::Fixed(b) => b,
-            BlockSize::Range { min, max } => {
-                let v = min + self.rng.next_u64() % (max - min + 1);
-                if min.is_power_of_two() {
-                    v & !(min - 1)
-                } else {
-                    v
-                }
-            }
-            BlockSize::Split(entries) => {
-                let r = self.rng.next_u64() % 100;
-                let mut acc = 0u64;
-                let last = entries.last().map_or(4096, |e| e.bs);
-                entries.iter().find(|e| {
-                    acc += e.perc as u64;
-                    r < acc
-                })
-                .map_or(last, |e| e.bs)
-            }
-        }
-    }
-
-    /// Region-relative offset of the next I/O of `bs` bytes, or `None` when
-    /// the region is used up (without `time_based`).
-    fn next_offset(&mut self, d: Ddir, bs: u64) -> Option<u64> {
-        if let (Ddir::Write, Some((off, _))) = (d, self.trimmed.take()) {
-            return Some(off);
+    /// The next I/O of direction `d`: region-relative offset and length
+    /// (`get_next_offset`, then `get_next_buflen` at that offset), or `None`
+    /// when the region is used up (without `time_based`).
+    fn next_io(&mut self, d: Ddir) -> Option<(u64, u64)> {
+        if let (Ddir::Write, Some(io)) = (d, self.trimmed.take()) {
+            return Some(io);
         }
         if self.plan.zone_bytes > 0 && d == Ddir::Write {
-            return self.zone_offset(bs);
+            let bs = self.buflen(d, 0)?;
+            return self.zone_offset(bs).map(|off| (off, bs));
         }
-        let random = self.job().rw.is_random() && self.seq_left == 0;
-        let off = if random { self.random_offset(d, bs)? } else { self.seq_offset(d, bs)? };
+        let rw_seq_hit = self.seq_left == 0;
+        let random = self.job().rw.is_random() && rw_seq_hit;
+        let (off, bs) = if random { self.random_io(d)? } else { self.seq_io(d)? };
         if self.job().rw.is_random() {
             self.seq_left = if self.seq_left > 0 { self.seq_left - 1 } else { self.job().rw_seq_nr.saturating_sub(1) };
         }
         self.seq_pos[d as usize] = (off as i64 + bs as i64 + self.job().rw_seq_add).max(0) as u64;
-        Some(off)
+        Some((off, bs))
     }
 
-    fn seq_offset(&mut self, d: Ddir, bs: u64) -> Option<u64> {
-        let pos = self.seq_pos[d as usize];
-        if pos + bs <= self.plan.region_len {
-            return Some(pos);
+    /// The region is used up but `io_size` is not (`keep_running`: more
+    /// than the largest block size left): a new pass from the region's
+    /// start, and its first I/O.
+    fn new_pass(&mut self) -> Option<(Ddir, (u64, u64))> {
+        let j = &self.plan.job;
+        if j.time_based || j.io_size.is_none() {
+            return None;
+        }
+        let max_bs = [Ddir::Read, Ddir::Write, Ddir::Trim].iter().map(|&d| j.max_bs(d)).max().unwrap_or(0);
+        if self.plan.io_limit.saturating_sub(self.counted_bytes()) < max_bs.max(1) {
+            return None;
+        }
+        self.io_u_gen.new_pass(&self.plan.job);
+        self.seq_pos = [0; 3];
+        self.trimmed = None;
+        let d = self.pick_ddir();
+        self.next_io(d).map(|io| (d, io))
+    }
+
+    /// `get_next_buflen` at `off`; `None` when nothing fits there.
+    fn buflen(&mut self, d: Ddir, off: u64) -> Option<u64> {
+        Some(self.io_u_gen.get_next_buflen(&self.plan.job, d, off)).filter(|&b| b > 0)
+    }
+
+    fn seq_io(&mut self, d: Ddir) -> Option<(u64, u64)> {
+        let mut off = self.seq_pos[d as usize];
+        if off >= self.plan.region_len && self.job().time_based {
+            off = 0;
+        }
+        let bs = self.buflen(d, off.min(self.plan.region_len))?;
+        if off + bs <= self.plan.region_len {
+            return Some((off, bs));
         }
         if self.job().time_based && bs <= self.plan.region_len {
-            return Some(0);
+            return Some((0, bs));
         }
         None
     }
 
-    fn random_offset(&mut self, d: Ddir, bs: u64) -> Option<u64> {
-        let align = self.job().block_align(d);
-        let len = self.plan.region_len;
-        if bs > len {
+    /// `get_next_rand_block` (a time_based job starts a new pass when the
+    /// map or the LFSR is used up), the length at that offset, and
+    /// `mark_random_map`.
+    fn random_io(&mut self, d: Ddir) -> Option<(u64, u64)> {
+        let job = &self.plan.job;
+        let b = match self.io_u_gen.get_next_rand_offset(job, d) {
+            Some(b) => b,
+            None if job.time_based => {
+                self.io_u_gen.fio_file_reset();
+                self.io_u_gen.get_next_rand_offset(job, d)?
+            }
+            None => return None,
+        };
+        let off = b * job.block_align(d);
+        if off >= self.plan.region_len {
             return None;
         }
-        let slots = (len - bs) / align + 1;
-        let b = match &self.skew {
-            None => self.rng.next_u64() % slots,
-            Some(s) => {
-                let (u, u2) = (self.rng.next_f64(), self.rng.next_f64());
-                s.next(u, u2) * s.range / align % slots
-            }
-        };
-        let Some(map) = &mut self.map else { return Some(b * align) };
-        // The next free block where the I/O fits, wrapping to the start.
-        let fits = |f: Option<u64>| f.filter(|&f| f < slots);
-        let b = match fits(map.next_free(b)).or_else(|| fits(map.next_free(0))) {
-            Some(free) => free,
-            _ if self.plan.job.time_based => {
-                // A new pass over the region.
-                map.clear();
-                b
-            }
-            _ => return None,
-        };
-        map.mark(b, bs.div_ceil(align));
-        Some(b * align)
+        let bs = self.buflen(d, off)?;
+        Some((off, self.io_u_gen.mark_random_map(&self.plan.job, d, off, bs)))
     }
 
     /// zonemode=zbd: the write pointer of the current (sequential) or a
@@ -427,14 +395,14 @@ impl Source for FioJobSource {
             return self.follow.pop_front();
         }
         let d = self.pick_ddir();
-        let bs = self.pick_bs(d);
-        let Some(off) = self.next_offset(d, bs) else {
+        let Some((d, (off, bs))) = self.next_io(d).map(|io| (d, io)).or_else(|| self.new_pass()) else {
             self.stop(now);
             return self.follow.pop_front();
         };
+        self.io_u_gen.issued(d);
         let unit = self.io_unit(d, off, bs);
         self.issued_ios += 1;
-        self.issued_bytes += bs;
+        self.issued_bytes[d as usize] += bs;
         if d == Ddir::Write {
             self.after_write(now);
         }
@@ -466,7 +434,7 @@ impl Source for FioJobSource {
         [
             self.plan.end_ns.and_then(|e| share(now, e)),
             share(self.issued_ios, j.number_ios),
-            if j.time_based { None } else { share(self.issued_bytes, self.plan.io_limit) },
+            if j.time_based { None } else { share(self.counted_bytes(), self.plan.io_limit) },
         ]
         .into_iter()
         .flatten()
@@ -474,102 +442,22 @@ impl Source for FioJobSource {
     }
 }
 
-/// fio's hash (`__hash_u64`, the golden-ratio multiply of hash.h), which
-/// scatters zipf/pareto ranks over the region.
-fn hash_u64(v: u64) -> u64 {
-    v.wrapping_mul(0x61C8_8646_80B5_83EB)
+/// The size of each io_u's buffer: the largest read or write block size.
+pub fn io_buffer_bs(j: &FioJob) -> u64 {
+    [Ddir::Read, Ddir::Write].iter().map(|&d| j.max_bs(d)).max().unwrap_or(4096)
 }
 
-/// fio's non-uniform offset generators (zipf.c, gauss.c) over `n` ranges
-/// of `range` bytes (`min_bs`), set up once (`zipf_init`, `pareto_init`).
-pub struct Skew {
-    dist: RandomDistribution,
-    n: u64,
-    range: u64,
-    /// ζ(n, θ), summed over at most 10M terms (`ZIPF_MAX_GEN`).
-    zetan: f64,
-    /// Where rank 0 lands: `center × n`, else a random base (`rand_off`).
-    rand_off: u64,
-}
-
-impl Skew {
-    pub fn new(dist: RandomDistribution, n: u64, range: u64, seed: u64) -> Self {
-        let (theta, center) = match dist {
-            RandomDistribution::Zipf { theta, center } => (theta, center),
-            RandomDistribution::Pareto { center, .. } | RandomDistribution::Normal { center, .. } => (0.0, center),
-            RandomDistribution::Random => (0.0, None),
-        };
-        let zetan = match dist {
-            RandomDistribution::Zipf { .. } => (1..=n.min(10_000_000)).map(|i| (i as f64).powf(-theta)).sum(),
-            _ => 0.0,
-        };
-        let rand_off = match center {
-            Some(c) => (c * n as f64) as u64,
-            None => hash_u64(seed) % n,
-        };
-        Skew { dist, n, range, zetan, rand_off }
-    }
-
-    /// A range index in [0, n); `u`, `u2` uniform in [0, 1).
-    pub fn next(&self, u: f64, u2: f64) -> u64 {
-        let (n, nf) = (self.n, self.n as f64);
-        let rank = match self.dist {
-            RandomDistribution::Random => return (u * nf) as u64 % n,
-            RandomDistribution::Zipf { theta, .. } => zipf_rank(theta, n, self.zetan, u),
-            // pareto_next: (n − 1) × u^(ln h / ln(1 − h)).
-            RandomDistribution::Pareto { h, .. } => ((nf - 1.0) * u.powf(h.ln() / (1.0 - h).ln())) as u64,
-            RandomDistribution::Normal { dev, center } => {
-                // gauss: around the middle (or `center`), stdev dev % of n (Box-Muller).
-                let z = (-2.0 * (1.0 - u).ln()).sqrt() * (2.0 * std::f64::consts::PI * u2).cos();
-                let mid = center.unwrap_or(0.5) * nf;
-                return (mid + z * dev / 100.0 * nf).clamp(0.0, nf - 1.0) as u64;
-            }
-        };
-        (hash_u64(rank) % n + self.rand_off) % n
-    }
-}
-
-/// `zipf_next` without the hash: rank − 1 of a zipf(θ) draw over n items.
-fn zipf_rank(theta: f64, n: u64, zetan: f64, u: f64) -> u64 {
-    let zeta2 = 1.0 + 0.5f64.powf(theta);
-    let alpha = 1.0 / (1.0 - theta);
-    let eta = (1.0 - (2.0 / n as f64).powf(1.0 - theta)) / (1.0 - zeta2 / zetan);
-    let z = u * zetan;
-    let val = if z < 1.0 {
-        1
-    } else if z < 1.0 + 0.5f64.powf(theta) {
-        2
-    } else {
-        1 + (n as f64 * (eta * u - eta + 1.0).powf(alpha)) as u64
-    };
-    (val - 1).min(n - 1)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn random_map_hands_out_each_block_once() {
-        let mut m = RandomMap::new(130);
-        m.mark(0, 64);
-        m.mark(65, 10);
-        // 64 is the first free block from 3; from 70 the next free is 75.
-        assert_eq!(m.next_free(3), Some(64));
-        assert_eq!(m.next_free(70), Some(75));
-        m.mark(64, 1);
-        m.mark(75, 55);
-        assert_eq!(m.next_free(100), None, "all 130 used");
-    }
-
-    #[test]
-    fn zipf_favours_low_ranks() {
-        // zipf(1.2) over 1000 ranks: rank 0 takes 1/ζ(1000, 1.2) ≈ 1/4.6 ≈ 22 %
-        // of the draws; uniform draws u < 1/ζ map to it.
-        let n = 1000;
-        let zetan: f64 = (1..=n).map(|i| (i as f64).powf(-1.2)).sum();
-        assert_eq!(zipf_rank(1.2, n, zetan, 0.5 / zetan), 0);
-        let zeros = (0..1000).filter(|i| zipf_rank(1.2, n, zetan, *i as f64 / 1000.0) == 0).count();
-        assert!((200..=240).contains(&zeros), "{zeros}");
-    }
+/// Whether the job keeps fio's random map (`file_randommap`): random I/O
+/// with the uniform distribution and the Tausworthe generator, without
+/// `norandommap` — which `fixup_options` also sets when `blockalign` differs
+/// from a direction's minimum block size ("Any use of blockalign= turns off
+/// randommap") — and within the model's cap on the map's size.
+pub fn random_map(j: &FioJob, region_len: u64, max_blocks: u64) -> bool {
+    let aligned = [Ddir::Read, Ddir::Write, Ddir::Trim].iter().all(|&d| j.block_align(d) == j.min_bs(d));
+    j.rw.is_random()
+        && aligned
+        && !j.norandommap
+        && j.random_distribution == super::fio::RandomDistribution::Random
+        && j.random_generator != super::fio::RandomGenerator::Lfsr
+        && super::fio_io_u::map_blocks(j, region_len) <= max_blocks
 }

@@ -566,6 +566,8 @@ def _workload_job(w: Dict[str, Any], names: Sequence[str], warnings: List[str],
             warnings.append("workload.buffer_offset: the guest's buffer starts on a page boundary")
         if float(w.get("buffer_fragmentation", 0) or 0):
             warnings.append("workload.buffer_fragmentation: the guest's buffer is a huge page, not fragmented")
+        if w.get("buffer_segments"):
+            warnings.append("workload.buffer_segments: the guest's buffer is a huge page, one piece")
         return [" ".join(shlex.quote(a) for a in args)], None
     if ty == "bios":
         depth = int(w.get("iodepth", 0) or 0)
