@@ -8,7 +8,7 @@ import os
 from typing import List, Optional, Sequence
 
 from blkstack.calibrate.fiojson import FioJob, fmt_size
-from blkstack.calibrate.fit import Fit, quality
+from blkstack.calibrate.fit import Fit, Prediction, quality
 
 JOBS_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "jobs")
 
@@ -50,11 +50,11 @@ def _median(values: List[float]) -> float:
     return s[mid] if len(s) % 2 else (s[mid - 1] + s[mid]) / 2
 
 
-def quality_report(f: Fit, jobs: Sequence[FioJob]) -> List[str]:
+def quality_report(jobs: Sequence[FioJob], predictions: Sequence[Prediction], how: str) -> List[str]:
     """Per job: measured against the model's prediction, and the summary."""
     from blkstack.cli.common import table
     rows, errors = [], []
-    for j, q in zip(jobs, quality(f, jobs)):
+    for j, q in zip(jobs, quality(jobs, predictions)):
         errors.append(abs(q["bw_err"]))
         rows.append([j.name, j.label(), f"{q['bw'] / 1e6:,.1f}", f"{q['bw_model'] / 1e6:,.1f}",
                      f"{q['bw_err']:+.1f}%", f"{q['clat'] / 1e3:,.1f}", f"{q['clat_model'] / 1e3:,.1f}",
@@ -62,7 +62,7 @@ def quality_report(f: Fit, jobs: Sequence[FioJob]) -> List[str]:
     headers = ["JOB", "PATTERN", "MB/s", "MODEL MB/s", "ERROR", "CLAT us", "MODEL us", "ERROR"]
     lines = table(headers, rows, [False, False] + [True] * 6)
     lines.append(f"bandwidth error over {len(jobs)} jobs: median {_median(errors):.1f}%, worst {max(errors):.1f}% "
-                 "(model figures: the service model's steady state worked out analytically)")
+                 f"(model: {how})")
     return lines
 
 

@@ -228,11 +228,10 @@ def error_pct(model: float, measured: float) -> float:
     return (model - measured) / measured * 100.0
 
 
-def quality(f: Fit, jobs: Sequence[FioJob]) -> List[Dict[str, float]]:
+def quality(jobs: Sequence[FioJob], predictions: Sequence[Prediction]) -> List[Dict[str, float]]:
     """Per job: measured and predicted bandwidth and latency, % errors."""
     rows = []
-    for j in jobs:
-        p = predict(f, j)
+    for j, p in zip(jobs, predictions):
         rows.append({"bw": j.bw_bytes, "bw_model": p.bw_bytes, "bw_err": error_pct(p.bw_bytes, j.bw_bytes),
                      "clat": j.clat_ns, "clat_model": p.clat_ns, "clat_err": error_pct(p.clat_ns, j.clat_ns)})
     return rows

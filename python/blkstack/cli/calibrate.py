@@ -26,13 +26,15 @@ of the jobs at queue depth >= 8 with blocks >= 64k; read_latency_us from
 the 4k random read at depth 1; seq_read_latency_us from the 4k sequential
 read at depth 1; parallelism from the random reads' IOPS at depth 8 and 32;
 the write parameters the same way from write jobs, when given. Predictions
-are the model's steady state worked out analytically."""
+each job run through 'blkstack fio' for 200 ms of simulated time on a
+one-disk scenario (--kind) with the fitted model, or with --analytic the
+model's steady state worked out by hand (what the fit itself uses)."""
 
 CALIBRATE_EPILOG = """\
 examples:
   blkstack calibrate --jobs                                   # where read.fio and write.fio are
-  blkstack calibrate --from read.json --disk vda              # section on stdout, fit on stderr
-  blkstack calibrate --from read.json --from write.json --disk vda --out vda-model.toml"""
+  blkstack calibrate --from read.json --disk vda --kind virtio   # section on stdout, fit on stderr
+  blkstack calibrate --from read.json --from write.json --disk vda --kind virtio --out vda.toml"""
 
 _DISK_NAME = re.compile(r"^[A-Za-z0-9_-]+$")
 
@@ -52,7 +54,7 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     for path in args.sources:
         check_input(path)
     from blkstack.calibrate import fiojson
-    from blkstack.calibrate.fit import FitError, fit
+    from blkstack.calibrate.fit import FitError, fit, predict
     try:
         jobs = [job for path in args.sources for job in fiojson.load(path)]
         reads, writes = fiojson.split(jobs)
@@ -60,9 +62,15 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     except (fiojson.FioJsonError, FitError) as exc:
         raise UsageError(str(exc)) from None
     report = sys.stderr if to_stdout else sys.stdout
-    for line in calibrate.parameter_summary(fitted) + [""] + calibrate.quality_report(fitted, jobs):
-        say(report, line)
     text = calibrate.model_toml(fitted, args.disk, args.sources, args.preset)
+    if args.analytic:
+        predictions, how = [predict(fitted, j) for j in jobs], "the service model's steady state, analytically"
+    else:
+        from blkstack.calibrate.simulate import RUNTIME, predict_simulated
+        predictions = predict_simulated(text, jobs, args.disk, args.kind)
+        how = f"each job through blkstack fio for {RUNTIME} on one {args.kind} disk"
+    for line in calibrate.parameter_summary(fitted) + [""] + calibrate.quality_report(jobs, predictions, how):
+        say(report, line)
     if to_stdout:
         sys.stdout.write(text)
     else:
@@ -79,7 +87,11 @@ def register(sub: Any, kernels: List[str]) -> None:
                        allow_abbrev=False)
     p.add_argument("--from", dest="sources", action="append", metavar="FIO.json", default=[],
                    help="fio's --output-format=json of the job set; may be repeated (reads and writes)")
-    p.add_argument("--disk", default="sda", metavar="NAME", help="the disk the section is for (default sda)")
+    p.add_argument("--disk", default="nvme0n1", metavar="NAME", help="the disk the section is for (default nvme0n1)")
+    p.add_argument("--kind", default="nvme", metavar="KIND",
+                   help="the disk's kind (nvme, sata, virtio, ...) for the fit-quality runs (default nvme)")
+    p.add_argument("--analytic", action="store_true",
+                   help="predict each job from the model's steady state instead of running it through blkstack fio")
     p.add_argument("--preset", metavar="NAME",
                    help="the preset the section starts from (default: the disk kind's); sets what fio does not "
                         "measure (discard, flush)")
