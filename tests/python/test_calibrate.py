@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import json
+import os
 import tomllib
 from pathlib import Path
 
 import pytest
 
-from blkstack.calibrate import fiojson, job_file
+from blkstack.calibrate import fiojson, job_file, measure
 from blkstack.calibrate.fit import FitError, fit, line_fit, predict
 from conftest import assert_one_error_line, run_cli
 
@@ -176,3 +177,42 @@ def test_fit_error_without_deep_jobs():
     reads = [j for j in fiojson.load(str(READ)) if j.iodepth == 1]
     with pytest.raises(FitError, match="iodepth >= 8"):
         fit(reads, [])
+
+
+# Measuring with fio itself: what can be checked without running fio.
+
+def test_job_set_timing_fits_the_budget():
+    text = Path(job_file("read")).read_text()
+    names = measure.sections(text)
+    assert names[0] == "rand-4k-qd1" and len(names) == 13
+    # 2 s a job: a quarter ramp (500 ms), the rest measured (1500 ms).
+    timed = measure.with_timing(text, 2.0)
+    assert "\nruntime=1500ms\n" in timed and "\nramp_time=500ms\n" in timed
+
+
+MOUNTINFO = """\
+22 1 254:0 / / rw,relatime shared:1 - ext4 /dev/vda rw
+23 22 0:21 / /proc rw shared:2 - proc proc rw
+30 22 8:17 / /data rw shared:3 - xfs /dev/sdb1 rw
+"""
+
+
+def test_writes_refused_on_a_device_in_use():
+    vda, sdb, sdc = os.makedev(254, 0), os.makedev(8, 16), os.makedev(8, 32)
+    assert "254:0 is mounted on /" in measure.in_use(vda, MOUNTINFO, "", [], [])
+    # sdb itself is not mounted, its first partition (8:17) is.
+    assert "8:17 is mounted on /data" in measure.in_use(sdb, MOUNTINFO, "", [], ["8:17"])
+    assert "part of md0" in measure.in_use(sdc, MOUNTINFO, "", ["md0"], [])
+    assert measure.in_use(sdc, MOUNTINFO, "Filename Type Size Used Priority\n", [], []) is None
+
+
+def test_measure_errors(tmp_path):
+    target = tmp_path / "data"
+    target.write_bytes(b"\0" * 4096)
+    assert_one_error_line(run_cli("calibrate", target, "--runtime", "1", cwd=tmp_path),
+                          "--runtime 1", "13 jobs need at least 6.5 s")
+    assert_one_error_line(run_cli("calibrate", target, env_extra={"PATH": str(tmp_path)}, cwd=tmp_path),
+                          "fio is not installed")
+    assert_one_error_line(run_cli("calibrate", "--from", READ, "--allow-writes", cwd=tmp_path),
+                          "--allow-writes", "only with a device or file")
+    assert_one_error_line(run_cli("calibrate", tmp_path, cwd=tmp_path), "neither a block device nor a regular file")

@@ -21,20 +21,33 @@ not installed (print its path with --jobs):
 read.fio only reads (random and sequential, 4k-1m, queue depths 1, 8, 32);
 write.fio destroys the target's data. Each job runs 3 s after a 1 s ramp.
 
-Fitted: command_overhead_us and bandwidth from the 1/bw-against-1/bs line
-of the jobs at queue depth >= 8 with blocks >= 64k; read_latency_us from
-the 4k random read at depth 1; seq_read_latency_us from the 4k sequential
-read at depth 1; parallelism from the random reads' IOPS at depth 8 and 32;
-the write parameters the same way from write jobs, when given. Predictions
-each job run through 'blkstack fio' for 200 ms of simulated time on a
-one-disk scenario (--kind) with the fitted model, or with --analytic the
-model's steady state worked out by hand (what the fit itself uses)."""
+Fitted: read_latency_us from the random read of the smallest block at
+depth 1; seq_read_latency_us from the sequential one; parallelism from the
+random reads' IOPS at depth 8 and 32 (Little's law); command_overhead_us
+and bandwidth by least squares of the log bandwidth error over every job,
+starting from the 1/bw-against-1/bs line of the jobs at depth >= 8 with
+blocks >= 64k; the write parameters the same way from write jobs, when
+given. Predictions: each job run through 'blkstack fio' for 200 ms of
+simulated time on a one-disk scenario (--kind) with the fitted model, or
+with --analytic the model's steady state worked out by hand (what the
+fit itself uses).
+
+Given a DEVICE or FILE instead of --from, runs the job set there with the
+system's fio, job by job (a line each on standard error), within
+--runtime: reads only (fio --readonly, O_DIRECT) unless --allow-writes.
+A FILE must hold data: ext4 and xfs answer reads of never-written space
+without any I/O."""
 
 CALIBRATE_EPILOG = """\
 examples:
   blkstack calibrate --jobs                                   # where read.fio and write.fio are
+  blkstack calibrate /dev/nvme1n1 --runtime 30 --save nvme1n1.json   # measure (reads only) and fit
+  blkstack calibrate /scratch/file --allow-writes              # a file written in full beforehand
   blkstack calibrate --from read.json --disk vda --kind virtio   # section on stdout, fit on stderr
   blkstack calibrate --from read.json --from write.json --disk vda --kind virtio --out vda.toml"""
+
+# A job's ramp and measured time in the shipped files: 1 s + 3 s.
+DEFAULT_SECONDS_PER_JOB = 4.0
 
 _DISK_NAME = re.compile(r"^[A-Za-z0-9_-]+$")
 
@@ -44,19 +57,25 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     if args.jobs:
         print(calibrate.JOBS_DIR)
         return EXIT_OK
-    if not args.sources:
-        raise UsageError("calibrate: give fio's JSON with --from FILE (see 'blkstack calibrate --help')")
+    if not args.sources and not args.target:
+        raise UsageError("calibrate: give a device or file to measure, or fio's JSON with --from FILE "
+                         "(see 'blkstack calibrate --help')")
+    if args.sources and args.target:
+        raise UsageError(f"calibrate: give either {args.target} to measure or --from, not both")
     if not _DISK_NAME.match(args.disk):
         raise UsageError(f"--disk {args.disk!r}: a disk name is letters, digits, '-' and '_'")
+    if args.allow_writes and not args.target:
+        raise UsageError("--allow-writes: only with a device or file to measure")
     to_stdout = args.out == "-"
-    if not to_stdout:
-        check_output("--out", args.out)
+    for option, path in (("--out", None if to_stdout else args.out), ("--save", args.save)):
+        if path is not None:
+            check_output(option, path)
     for path in args.sources:
         check_input(path)
     from blkstack.calibrate import fiojson
     from blkstack.calibrate.fit import FitError, fit, predict
     try:
-        jobs = [job for path in args.sources for job in fiojson.load(path)]
+        jobs = _measured_jobs(args) if args.target else [job for path in args.sources for job in fiojson.load(path)]
         reads, writes = fiojson.split(jobs)
         fitted = fit(reads, writes)
     except (fiojson.FioJsonError, FitError) as exc:
@@ -79,12 +98,56 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _measured_jobs(args: argparse.Namespace) -> list:
+    """Run the job set on the target with fio; its jobs (and --save)."""
+    import json
+
+    from blkstack.calibrate import fiojson, measure
+    from blkstack.calibrate.measure import MeasureError
+    budget = args.runtime if args.runtime is not None else DEFAULT_SECONDS_PER_JOB * _job_count(args.allow_writes)
+    try:
+        runs = measure.run_job_set(args.target, args.allow_writes, budget, lambda line: say(sys.stderr, line))
+    except MeasureError as exc:
+        raise UsageError(str(exc)) from None
+    text = json.dumps(measure.merge(runs), indent=1) + "\n"
+    if args.save:
+        write_atomic(args.save, text)
+    return fiojson.parse(args.save or f"fio on {args.target}", text)
+
+
+def _job_count(writes: bool) -> int:
+    from blkstack.calibrate import job_file
+    from blkstack.calibrate.measure import sections
+    names = ["read", "write"] if writes else ["read"]
+    return sum(len(sections(open(job_file(n), encoding="utf-8").read())) for n in names)
+
+
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"'{text}' is not a number of seconds") from None
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"'{text}': must be positive")
+    return value
+
+
 def register(sub: Any, kernels: List[str]) -> None:
     """Add the command to the top-level parser's subcommands."""
     fmt = argparse.RawDescriptionHelpFormatter
     p = sub.add_parser("calibrate", help="fit a disk's service model from fio measurements of a real device",
                        description=CALIBRATE_DESCRIPTION, epilog=CALIBRATE_EPILOG, formatter_class=fmt,
                        allow_abbrev=False)
+    p.add_argument("target", nargs="?", metavar="DEVICE|FILE",
+                   help="run the job set on this block device or file with the system's fio (reads only, "
+                        "O_DIRECT) instead of reading --from")
+    p.add_argument("--allow-writes", action="store_true",
+                   help="also run the write jobs on DEVICE|FILE: destroys its data; refused on a device that is "
+                        "mounted, swap, or part of md/dm")
+    p.add_argument("--runtime", type=_seconds, metavar="SECONDS",
+                   help="time budget for the whole job set, shared by its jobs (default 4 s a job: 52 s reading, "
+                        "72 s with writes)")
+    p.add_argument("--save", metavar="FILE", help="with DEVICE|FILE: also write fio's JSON of the run to FILE")
     p.add_argument("--from", dest="sources", action="append", metavar="FIO.json", default=[],
                    help="fio's --output-format=json of the job set; may be repeated (reads and writes)")
     p.add_argument("--disk", default="nvme0n1", metavar="NAME", help="the disk the section is for (default nvme0n1)")
