@@ -151,6 +151,7 @@ def _broken(tmp_path: Path, edit) -> Path:
     (lambda d: d["jobs"][4].update(error=5), ["job 'rand-4k-qd8'", "error 5"]),
     (lambda d: d["jobs"][0]["read"].update(bw_bytes=0, iops=0), ["job 'rand-4k-qd1'", "moved no data"]),
     (lambda d: d.pop("jobs"), ["no 'jobs' list"]),
+    (lambda d: d["jobs"][5]["job options"].update(numjobs="4"), ["job 'rand-4k-qd32'", "'numjobs' is 4"]),
 ])
 def test_bad_fio_json_names_job_and_field(tmp_path, edit, needles):
     path = _broken(tmp_path, edit)

@@ -122,6 +122,9 @@ def _job(path: str, index: int, raw: Any, glob: Dict[str, Any]) -> "FioJob | Non
         raise FioJsonError(f"{where}: option 'rw' is '{rw}', not one fio knows")
     direction, random = RW_PATTERNS[rw]
     bs, depth = _option_int(where, opts, "bs", "4k"), _option_int(where, opts, "iodepth", "1")
+    if _option_int(where, opts, "numjobs", "1") != 1:
+        raise FioJsonError(f"{where}: option 'numjobs' is {opts['numjobs']}: the fit reads one process per job; "
+                           "run the job set with numjobs=1")
     side = raw.get(direction)
     if not isinstance(side, dict):
         raise FioJsonError(f"{where}: missing field '{direction}'")
