@@ -25,16 +25,16 @@ from typing import List, Optional, Sequence
 from blkstack import ScenarioError, __version__
 from blkstack._core import CheckError
 from blkstack.tracefile import TraceFormatError
-from blkstack.cli import (capture, compare, demo, diff, explain, fio, identify, plot, profiles, report, run, scenarios,
-                          seeds, stats, sweep, validate)
+from blkstack.cli import (calibrate, capture, compare, demo, diff, explain, fio, identify, plot, profiles, report, run,
+                          scenarios, seeds, stats, sweep, validate)
 from blkstack.cli.common import (EXIT_CHECK, EXIT_INTERNAL, EXIT_OK, EXIT_SIGINT, EXIT_SIGPIPE, EXIT_USAGE, PROG,
                                  ArgumentParser, UsageError, kernel_choices, one_line, os_error_message, say,
                                  write_atomic)
 
 __all__ = ["main", "build_parser", "UsageError", "write_atomic"]
 
-COMMANDS = [run, compare, seeds, fio, sweep, stats, plot, report, capture, demo, profiles, explain, scenarios, validate, diff,
-            identify]
+COMMANDS = [run, compare, seeds, fio, calibrate, sweep, stats, plot, report, capture, demo, profiles, explain, scenarios,
+            validate, diff, identify]
 
 
 MAIN_DESCRIPTION = """\
@@ -53,6 +53,7 @@ examples:
   blkstack compare my.toml --kernel 6.1 --kernel 7.2   # one scenario under two kernels, side by side
   blkstack explain split_remainder               # what one behaviour switch models
   blkstack fio job.fio --stack my.toml           # fio jobs on the scenario's devices
+  blkstack calibrate --from fio.json --disk vda  # fit a disk's model from real fio results
   blkstack report my.toml --kernel 6.1 --kernel 6.12 --out r.html   # HTML: tables and plots
   blkstack plot my.toml --out plots/             # LBA over time, sizes, seeks, depth, throughput
   blkstack stats real-trace.txt                  # iostat, btt, histograms of a real trace

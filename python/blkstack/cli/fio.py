@@ -18,6 +18,11 @@ def _toml_string(text: str) -> str:
     return json.dumps(text)
 
 
+def fio_workload(fio_args: List[str]) -> str:
+    """The ``--set`` that makes a scenario's workload these fio arguments."""
+    return "workload={type = \"fio\", args = [" + ", ".join(_toml_string(a) for a in fio_args) + "]}"
+
+
 FIO_DESCRIPTION = """\
 Run fio jobs on the devices of a scenario. Give fio's own arguments: job
 files and/or options (--name=NAME starts a job; options before the first
@@ -68,9 +73,8 @@ def cmd_fio(args: argparse.Namespace) -> int:
     check_input(args.stack)
     args.scenario = args.stack
     to_stdout = check_run_outputs(args)
-    workload = "{type = \"fio\", args = [" + ", ".join(_toml_string(a) for a in fio_args) + "]}"
     try:
-        summary = common.simulate(args.stack, args.kernel, [f"workload={workload}"] + sets, args.trace, args.requests,
+        summary = common.simulate(args.stack, args.kernel, [fio_workload(fio_args)] + sets, args.trace, args.requests,
                                   blktrace=args.blktrace)
     except ScenarioError as exc:
         raise UsageError(fio_error(str(exc), args.stack)) from None
