@@ -2,7 +2,8 @@
 
 They are the figures ``blkstack compare`` shows (:func:`blkstack.compare.device_figures`:
 requests, mean size, merges, splits, zero-seek share, throughput, the iostat -x
-columns), btt's D2C and Q2C latencies (mean and maximum), and the run's
+columns), btt's D2C and Q2C latencies (mean, maximum, and the 50th, 90th, 99th
+and 99.9th percentiles as fio computes them), and the run's
 simulated and wall time. Worker processes call :func:`point_rows`; it needs
 neither pandas nor pyarrow.
 """
@@ -14,7 +15,8 @@ from typing import Any, Dict, List, Optional, Sequence
 
 from blkstack.compare import FIGURES, IOSTAT_COLUMNS, _compared_devices, device_figures
 
-LATENCY_FIGURES = ("d2c_avg_ms", "d2c_max_ms", "q2c_avg_ms", "q2c_max_ms")
+PERCENTILES = ("p50", "p90", "p99", "p99.9")
+LATENCY_FIGURES = tuple(f"{stage}_{figure}_ms" for stage in ("d2c", "q2c") for figure in ("avg", "max") + PERCENTILES)
 TIME_FIGURES = ("sim_time_s", "wall_s")
 FIGURE_NAMES = tuple(k for k, _l, _u in FIGURES) + IOSTAT_COLUMNS + LATENCY_FIGURES + TIME_FIGURES
 
@@ -25,11 +27,15 @@ MEASURED = ("wall_s",)
 
 def latency_figures(dev: Dict[str, Any]) -> Dict[str, float]:
     btt = dev.get("btt") or {}
+    percentiles = dev.get("latency_percentiles") or {}
     out = {}
     for stage in ("D2C", "Q2C"):
         vals = btt.get(stage) or {}
         out[f"{stage.lower()}_avg_ms"] = float(vals.get("avg_s", 0.0)) * 1e3
         out[f"{stage.lower()}_max_ms"] = float(vals.get("max_s", 0.0)) * 1e3
+        tail = percentiles.get(stage) or {}
+        for p in PERCENTILES:
+            out[f"{stage.lower()}_{p}_ms"] = float(tail.get(f"{p}_s", 0.0)) * 1e3
     return out
 
 

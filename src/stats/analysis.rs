@@ -13,6 +13,7 @@ use std::fmt::Write as _;
 use std::hash::{BuildHasherDefault, Hasher};
 use std::io;
 
+use super::clat::LatStat;
 use crate::genhd::DevId;
 use crate::trace::{Action, Event, TraceCtx, TraceSink};
 
@@ -144,6 +145,9 @@ pub struct DeviceAnalysis {
     pub n_d: u64,
     /// Sizes of issued requests, in sectors.
     pub blks: Avg,
+    /// D2C and Q2C samples in fio's latency buckets, for percentiles
+    /// (btt gives only min/avg/max; sweeps and reports want the tail).
+    pub latency: [LatStat; 2],
     pub seek: Log2Hist,
     pub sizes: Log2Hist,
     last_q: Option<u64>,
@@ -239,13 +243,16 @@ impl DeviceAnalysis {
         if let Some(r) = self.requests.remove(&ev.sector) {
             if let Some(d) = r.d {
                 self.stage(D2C, t.saturating_sub(d));
+                self.latency[0].add(t.saturating_sub(d));
             }
             if let Some(q) = r.q {
                 self.stage(Q2C, t.saturating_sub(q));
+                self.latency[1].add(t.saturating_sub(q));
             }
         } else if let Some(q) = self.pending_q.remove(&ev.sector) {
             // A bio completing on a bio-based device (md, dm).
             self.stage(Q2C, t.saturating_sub(q));
+            self.latency[1].add(t.saturating_sub(q));
         }
     }
 }

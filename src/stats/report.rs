@@ -12,6 +12,7 @@ use std::fmt::Write as _;
 use serde_json::{json, Map, Value};
 
 use super::analysis::{Analysis, Avg, DeviceAnalysis, Log2Hist, STAGES};
+use super::clat::LatStat;
 use super::iostat;
 use crate::engine::Engine;
 use crate::genhd::DevId;
@@ -85,6 +86,24 @@ fn avg_json(a: &Avg) -> Value {
     json!({"min_s": a.min as f64 / 1e9, "avg_s": a.avg() / 1e9, "max_s": a.max as f64 / 1e9, "n": a.n})
 }
 
+/// The percentiles a sweep or a report shows of a latency series.
+pub const LATENCY_PERCENTILES: [f64; 4] = [50.0, 90.0, 99.0, 99.9];
+
+/// D2C and Q2C percentiles in seconds (`{"D2C": {"p50_s": ..}}`), taken
+/// as fio takes them (`calc_clat_percentiles`: a bucket's midpoint).
+fn latency_percentiles_json(lat: &[LatStat; 2]) -> Value {
+    let mut out = Map::new();
+    for (stage, l) in ["D2C", "Q2C"].iter().zip(lat) {
+        if l.samples == 0 {
+            continue;
+        }
+        let values = l.percentiles(&LATENCY_PERCENTILES);
+        let per: Map<String, Value> = LATENCY_PERCENTILES.iter().zip(values).map(|(p, ns)| (format!("p{p}_s"), json!(ns as f64 / 1e9))).collect();
+        out.insert(stage.to_string(), Value::Object(per));
+    }
+    Value::Object(out)
+}
+
 fn hist_json(h: &Log2Hist) -> Value {
     let buckets: Vec<Value> = h
         .buckets
@@ -137,6 +156,7 @@ pub fn analysis_json(input: &ReportInput, dev: DevId, out: &mut Value) {
     let stages: Map<String, Value> = STAGES.iter().zip(&a.stages).filter(|(_, x)| x.n > 0).map(|(k, x)| (k.to_string(), avg_json(x))).collect();
     out["btt"] = Value::Object(stages);
     out["merge_info"] = merge_info(a);
+    out["latency_percentiles"] = latency_percentiles_json(&a.latency);
     out["seek_histogram"] = hist_json(&a.seek);
     out["size_histogram"] = hist_json(&a.sizes);
 }
@@ -262,4 +282,28 @@ pub fn histograms_text(input: &ReportInput) -> String {
 /// The text reports, as the JSON summary's `reports` holds them.
 pub fn reports_json(input: &ReportInput) -> Value {
     json!({"iostat": iostat_text(input), "btt": btt_text(input), "histograms": histograms_text(input)})
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn latency_percentiles_are_fio_bucket_midpoints() {
+        // 99 samples of 100 µs and one of 1 ms. fio's buckets (6 bits):
+        // 100,000 ns has its top bit at 2^16, so 10 error bits; bucket
+        // (11 << 6) + ((100000 >> 10) & 63) = 704 + 33 = 737, whose
+        // midpoint is 2^16 + (2·33 + 1) · 2^9 = 99,840 ns. p50, p90 and p99
+        // (the 99th sample) fall there. p99.9 needs the 100th sample:
+        // 1,000,000 ns, top bit 2^19, 13 error bits, offset
+        // (1e6 >> 13) & 63 = 122 & 63 = 58, midpoint 2^19 + 117 · 2^12 =
+        // 1,003,520 ns. Q2C has no samples and is left out.
+        let mut d2c = LatStat::default();
+        for _ in 0..99 {
+            d2c.add(100_000);
+        }
+        d2c.add(1_000_000);
+        let v = latency_percentiles_json(&[d2c, LatStat::default()]);
+        assert_eq!(v, json!({"D2C": {"p50_s": 99_840e-9, "p90_s": 99_840e-9, "p99_s": 99_840e-9, "p99.9_s": 1_003_520e-9}}));
+    }
 }

@@ -217,3 +217,22 @@ def test_progress_line():
         bar.update(failed)
     # 4 of 10 in 2 s: 2 points/s, 6 left take 3 s; 4/10 of 20 columns is 8.
     assert bar.text(102.0) == "sweep [########            ] 4/10 points  1 failed  2.0 points/s  ETA 0:03  (2 reused)"
+
+
+def test_latency_percentiles_are_fios_bucket_midpoints(tmp_path):
+    # null_blk in timer mode (irqmode=2, completion_nsec=50000) completes
+    # every request 50 µs after issue, so each D2C is 50,000 ns. fio's
+    # latency buckets (6 bits): the top bit is 2^15, 9 error bits, offset
+    # (50000 >> 9) & 63 = 97 & 63 = 33, so the bucket's midpoint is
+    # 2^15 + (2·33 + 1) · 2^8 = 49,920 ns: every percentile is 0.04992 ms.
+    from blkstack.sweep_figures import point_rows
+
+    scenario = tmp_path / "nullb.toml"
+    scenario.write_text('[disks.nullb0]\nkind = "null_blk"\nsize = "1GiB"\n'
+                        'null_blk = { irqmode = 2, completion_nsec = 50000 }\n'
+                        '[workload]\ntype = "dd"\nif = "/dev/nullb0"\nof = "/dev/null"\n'
+                        'bs = "4k"\ncount = 16\niflag = "direct"\n')
+    (row,) = point_rows(str(scenario), None, [])["rows"]
+    for p in ("p50", "p90", "p99", "p99.9"):
+        assert row[f"d2c_{p}_ms"] == pytest.approx(0.04992, abs=1e-12)
+    assert row["d2c_avg_ms"] == pytest.approx(0.05)
