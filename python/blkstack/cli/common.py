@@ -9,7 +9,6 @@ import json
 import os
 import stat
 import sys
-import tempfile
 import textwrap
 from typing import Any, Dict, List, NoReturn, Optional, Sequence, TextIO, Union
 
@@ -170,6 +169,8 @@ def write_atomic(path: str, text: Union[str, bytes]) -> None:
         return
     directory = os.path.dirname(os.path.abspath(path))
     mode = _new_file_mode(path)
+    import tempfile
+
     fd, tmp = tempfile.mkstemp(dir=directory, prefix=f".{os.path.basename(path)}.", suffix=".tmp")
     try:
         with (os.fdopen(fd, "wb") if binary else os.fdopen(fd, "w", encoding="utf-8", newline="\n")) as fh:
