@@ -61,7 +61,7 @@ def cmd_plot(args: argparse.Namespace) -> int:
 
     if not args.out:
         raise UsageError("--out DIR is required (where the plots go)")
-    runs = load_runs(args.inputs, args.kernel, args.set)
+    runs = load_runs(args.inputs, args.kernel, args.set, args.jobs)
     check_out_dir(args.out)
     several = len(runs) > 1
     written: List[str] = []

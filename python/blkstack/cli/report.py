@@ -41,7 +41,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     for path in args.inputs:
         if os.path.exists(path) and same_file(path, args.out):
             raise UsageError(f"--out {args.out}: would overwrite the input {path}")
-    runs = load_runs(args.inputs, args.kernel, args.set)
+    runs = load_runs(args.inputs, args.kernel, args.set, args.jobs)
     write_atomic(args.out, build(runs, args.format))
     if not args.quiet:
         print(args.out)
