@@ -9,6 +9,7 @@ the test run: figures depend on the machine.
     python bench/bench.py            # all workloads
     python bench/bench.py dd-10g     # one
     python bench/bench.py --instructions [WORKLOAD...]
+    python bench/bench.py --instructions --trace [WORKLOAD...]   # what --trace adds, per line
 
 Timings move with whatever else the machine runs. --instructions counts
 instead the instructions one run executes (valgrind's callgrind, in a fresh
@@ -141,16 +142,37 @@ def instructions(names: list[str]) -> int:
     return 0
 
 
+def trace_instructions(names: list[str]) -> int:
+    """Print what --trace adds to each workload's run: instructions with a
+    blkparse trace written to a file, less those of the same run without,
+    per line of the trace."""
+    start = "import blkstack._core as c"
+    print(f"{'workload':<20} {'lines':>10} {'added instructions':>19} {'per line':>9}")
+    for n in names:
+        with tempfile.TemporaryDirectory() as d:
+            path = Path(d) / f"{n}.toml"
+            trace = Path(d) / "trace.txt"
+            path.write_text(WORKLOADS[n])
+            plain = callgrind_instructions(f"{start}; c.run({str(path)!r})")
+            traced = callgrind_instructions(f"{start}; c.run({str(path)!r}, trace={str(trace)!r})")
+            with open(trace, "rb") as fh:
+                lines = sum(chunk.count(b"\n") for chunk in iter(lambda: fh.read(1 << 20), b""))
+        added = traced - plain
+        print(f"{n:<20} {lines:>10} {added:>19,} {added / max(lines, 1):>9,.0f}")
+    return 0
+
+
 def main(argv: list[str]) -> int:
     args = argv[1:]
     count = "--instructions" in args
-    names = [a for a in args if a != "--instructions"] or list(WORKLOADS)
+    traced = "--trace" in args
+    names = [a for a in args if a not in ("--instructions", "--trace")] or list(WORKLOADS)
     unknown = [n for n in names if n not in WORKLOADS]
     if unknown:
         print(f"bench: unknown workload {', '.join(unknown)} (known: {', '.join(WORKLOADS)})", file=sys.stderr)
         return 2
     if count:
-        return instructions(names)
+        return trace_instructions(names) if traced else instructions(names)
     print(f"{'workload':<20} {'bios':>10} {'engine s':>9} {'bios/s':>12} {'target':>12} {'sim s':>8} {'live':>5} {'maxrss MiB':>10}")
     for n in names:
         s = bench(n, WORKLOADS[n])

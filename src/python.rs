@@ -1,6 +1,7 @@
 //! The `blkstack._core` extension module: a thin layer over `crate::run`.
 
 use std::io::{IsTerminal, Write};
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use pyo3::create_exception;
 use pyo3::exceptions::{PyBrokenPipeError, PyException, PyKeyboardInterrupt, PyOSError, PyValueError};
@@ -38,18 +39,30 @@ fn progress_after() -> f64 {
     std::env::var("BLKSTACK_PROGRESS_AFTER").ok().and_then(|v| v.parse().ok()).unwrap_or(1.0)
 }
 
+/// Bumped by `interrupt()`: every run started before it stops at its next
+/// tick. A run compares the value it started with, so runs started later
+/// are not affected.
+static INTERRUPTS: AtomicU64 = AtomicU64::new(0);
+
 /// Run with a tick that honours Ctrl-C and, when asked, shows a progress
-/// bar on stderr (a terminal only). The engine ticks every 65536 events;
-/// Python is asked about signals and the bar redrawn only a few times a
-/// second of wall time, so the loop stays in Rust.
+/// bar on stderr (a terminal only). The run itself holds no GIL, so runs on
+/// several Python threads use several cores. The engine ticks every 65536
+/// events; the tick reads the `INTERRUPTS` flag, and only a few times a
+/// second of wall time takes the GIL to let Python look at its signals
+/// (Ctrl-C on the main thread) and redraws the bar, so the loop stays in
+/// Rust.
 fn run_checked(py: Python<'_>, path: &str, opts: &RunOptions, progress: bool) -> PyResult<RunResult> {
     let show = progress && std::io::stderr().is_terminal();
     let after = progress_after();
+    let epoch = INTERRUPTS.load(Ordering::Relaxed);
     let (mut shown, mut checked, mut drawn, mut draws) = (false, f64::NEG_INFINITY, f64::NEG_INFINITY, 0u64);
     let mut tick = |p: &Progress| {
+        if INTERRUPTS.load(Ordering::Relaxed) != epoch {
+            return false;
+        }
         if p.wall_s - checked >= SIGNAL_EVERY_S {
             checked = p.wall_s;
-            if py.check_signals().is_err() {
+            if Python::attach(|py| py.check_signals()).is_err() {
                 return false;
             }
         }
@@ -63,11 +76,20 @@ fn run_checked(py: Python<'_>, path: &str, opts: &RunOptions, progress: bool) ->
         }
         true
     };
-    let result = run_file_full(path, opts, &mut tick);
+    let result = py.detach(|| run_file_full(path, opts, &mut tick));
     if shown {
         eprint!("\r\x1b[K");
     }
     result.map_err(to_py)
+}
+
+/// Stop every run in progress (on any thread) at its next tick: each then
+/// raises KeyboardInterrupt. Runs started afterwards are not affected. For
+/// Ctrl-C while runs go on in worker threads, which Python's signal
+/// handlers (main thread only) do not reach.
+#[pyfunction]
+fn interrupt() {
+    INTERRUPTS.fetch_add(1, Ordering::Relaxed);
 }
 
 fn options(kernel: Option<String>, sets: Vec<String>, trace: Option<String>, requests: Option<String>, interval: Option<f64>) -> RunOptions {
@@ -318,6 +340,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("ScenarioError", m.py().get_type::<ScenarioError>())?;
     m.add("CheckError", m.py().get_type::<CheckError>())?;
     m.add_function(wrap_pyfunction!(run, m)?)?;
+    m.add_function(wrap_pyfunction!(interrupt, m)?)?;
     m.add_function(wrap_pyfunction!(run_columns, m)?)?;
     m.add_function(wrap_pyfunction!(check, m)?)?;
     m.add_function(wrap_pyfunction!(profiles, m)?)?;

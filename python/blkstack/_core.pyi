@@ -148,3 +148,9 @@ def trace_stats(
 
 def version() -> str:
     """Return the engine's version string."""
+
+def interrupt() -> None:
+    """Stop every run in progress, on any thread, at its next tick: each
+    raises KeyboardInterrupt. Runs started afterwards are not affected.
+    (Ctrl-C reaches a run on the main thread by itself; runs on worker
+    threads need this.)"""

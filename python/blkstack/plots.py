@@ -30,16 +30,11 @@ from __future__ import annotations
 import io
 import os
 import re
-from typing import Dict, List, NamedTuple, Sequence, Tuple
+from typing import TYPE_CHECKING, Dict, List, NamedTuple, Sequence, Tuple
 
-import matplotlib
-
-matplotlib.use("Agg")  # never a display, whatever MPLBACKEND says
-
-from matplotlib.backends.backend_agg import FigureCanvasAgg  # noqa: E402
-from matplotlib.figure import Figure  # noqa: E402
-
-import numpy as np  # noqa: E402
+if TYPE_CHECKING:  # matplotlib and numpy load when a plot is drawn, not with the CLI
+    import numpy as np
+    from matplotlib.figure import Figure
 
 PLOT_KINDS = ("lba", "sizes", "seeks", "depth", "throughput")
 FORMATS = ("png", "svg")
@@ -100,6 +95,8 @@ def op_of(rwbs: str, nr_sectors: int = 1) -> str:
 
 def _op_codes(frame) -> np.ndarray:
     """The OPS index of each row of an events frame."""
+    import numpy as np
+
     rwbs = frame["rwbs"].astype(str).to_numpy()
     empty = frame["nr_sectors"].to_numpy() == 0
     out = np.empty(len(frame), dtype=np.int8)
@@ -115,6 +112,8 @@ def _op_codes(frame) -> np.ndarray:
 def device_series(result) -> Dict[str, DeviceSeries]:
     """Per device: its issued requests ('D'), or for a device that issues
     none (md, dm) its queued bios ('Q'), and its completions ('C')."""
+    import numpy as np
+
     ev = result.events
     out: Dict[str, DeviceSeries] = {}
     if ev.empty:
@@ -151,7 +150,19 @@ def _time_unit(end_s: float) -> Tuple[str, float]:
     return "s", 1.0  # pragma: no cover
 
 
+def _matplotlib():
+    """matplotlib, drawing with Agg: never a display, whatever MPLBACKEND says."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    return matplotlib
+
+
 def _figure() -> Tuple[Figure, object]:
+    _matplotlib()
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
     fig = Figure(figsize=FIG_SIZE, dpi=DPI)
     FigureCanvasAgg(fig)
     return fig, fig.add_subplot(1, 1, 1)
@@ -190,6 +201,8 @@ def _thin(n: int) -> int:
 
 def _lba(ax, runs: Sequence[Tuple[str, DeviceSeries]], scale: float) -> str:
     """Draw LBA points; returns a note on thinning, if any."""
+    import numpy as np
+
     note = ""
     overlay = len(runs) > 1
     for i, (label, s) in enumerate(runs):
@@ -219,6 +232,8 @@ def _hist_buckets(summary: dict, device: str, key: str) -> Dict[int, int]:
 
 
 def _hist(ax, runs: Sequence[Tuple[str, Dict[int, int]]], what: str) -> None:
+    import numpy as np
+
     keys = sorted({k for _, b in runs for k in b})
     # Drop leading and trailing empty buckets shared by every run.
     while keys and all(b.get(keys[-1], 0) == 0 for _, b in runs):
@@ -244,6 +259,8 @@ def _hist(ax, runs: Sequence[Tuple[str, Dict[int, int]]], what: str) -> None:
 
 def _depth_steps(s: DeviceSeries) -> Tuple[np.ndarray, np.ndarray]:
     """Times and in-flight counts after each issue (+1) and completion (-1)."""
+    import numpy as np
+
     t = np.concatenate([s.issue_t, s.done_t])
     d = np.concatenate([np.ones(len(s.issue_t)), -np.ones(len(s.done_t))])
     # At equal times completions go first, as the kernel frees a tag
@@ -261,6 +278,8 @@ def _depth_steps(s: DeviceSeries) -> Tuple[np.ndarray, np.ndarray]:
 
 
 def _depth(ax, runs: Sequence[Tuple[str, DeviceSeries]], scale: float) -> None:
+    import numpy as np
+
     for i, (label, s) in enumerate(runs):
         t, depth = _depth_steps(s)
         if len(t) == 0:
@@ -279,6 +298,8 @@ def throughput_bins(runs: Sequence[Tuple[str, DeviceSeries]]) -> int:
 
 
 def _throughput(ax, runs: Sequence[Tuple[str, DeviceSeries]], end_s: float, scale: float, bins: int) -> None:
+    import numpy as np
+
     edges = np.linspace(0.0, end_s if end_s > 0 else 1e-9, bins + 1)
     width = edges[1] - edges[0]
     styles = ("-", "--", ":", "-.")
@@ -382,7 +403,7 @@ def render(fig: Figure, fmt: str) -> bytes:
         raise ValueError(f"unknown plot format {fmt!r} (png or svg)")
     buf = io.BytesIO()
     metadata = {"Date": None} if fmt == "svg" else {"Software": "blkstack (matplotlib)"}
-    with matplotlib.rc_context({"svg.hashsalt": "blkstack", "svg.fonttype": "path"}):
+    with _matplotlib().rc_context({"svg.hashsalt": "blkstack", "svg.fonttype": "path"}):
         fig.savefig(buf, format=fmt, metadata=metadata)
     return buf.getvalue()
 

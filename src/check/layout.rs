@@ -200,10 +200,62 @@ impl Mapper<'_> {
         }
     }
 
-    /// raid10: every copy of each chunk (`raid10_find_phys`).
+    /// raid10: every copy of each chunk (`raid10_find_phys`); whole
+    /// periods of the layout at once where [`Self::map_raid10_periods`]
+    /// can, so a discard of a whole array costs a few periods, not every
+    /// chunk. Runs with top sectors (a read's copies) go chunk by chunk: a
+    /// member's chunks do not hold consecutive top sectors.
     #[inline(never)]
     #[allow(clippy::too_many_arguments)]
     fn map_raid10(&self, conf: &R10Conf, members: &[MdMember], start: u64, len: u64, logical: u64, bounds: Bounds, read: bool, out: &mut Runs) {
+        let end = start + len;
+        let (period, delta) = raid10_period(conf);
+        let span = period * conf.geo.chunk_sectors as u64;
+        let first = start.div_ceil(span) * span;
+        let periods = end.saturating_sub(first) / span;
+        if out.logical || periods < 2 {
+            return self.map_raid10_chunks(conf, members, start, len, logical, bounds, read, out);
+        }
+        let last = first + periods * span;
+        self.map_raid10_chunks(conf, members, start, first - start, logical, bounds, read, out);
+        if !self.map_raid10_periods(conf, members, first, periods, (period, delta), bounds, read, out) {
+            self.map_raid10_chunks(conf, members, first, last - first, logical + (first - start), bounds, read, out);
+        }
+        self.map_raid10_chunks(conf, members, last, end - last, logical + (last - start), bounds, read, out);
+    }
+
+    /// `periods` whole periods of the layout from `first`: the copies of
+    /// the first period's chunks, worked out chunk by chunk, must tile on
+    /// each member `delta` sectors, which the next period's copies (the
+    /// same members, `delta` further: [`raid10_period`]) then continue; each
+    /// member then holds one run of `periods * delta`. False (nothing
+    /// mapped) when a member's copies do not tile so.
+    #[allow(clippy::too_many_arguments)]
+    fn map_raid10_periods(&self, conf: &R10Conf, members: &[MdMember], first: u64, periods: u64, (period, delta): (u64, u64), bounds: Bounds, read: bool, out: &mut Runs) -> bool {
+        let chunk = conf.geo.chunk_sectors as u64;
+        let mut copies: Vec<(u32, u64)> = Vec::new();
+        for k in 0..period {
+            conf.geo.raid10_find_phys(first + k * chunk, |c| copies.push((c.devnum, c.addr)));
+        }
+        copies.sort_unstable();
+        let mut tiles: Vec<(u32, u64)> = Vec::new();
+        for group in copies.chunk_by(|a, b| a.0 == b.0) {
+            let contiguous = group.windows(2).all(|w| w[1].1 == w[0].1 + chunk);
+            if !contiguous || group.len() as u64 * chunk != delta {
+                return false;
+            }
+            tiles.push(group[0]);
+        }
+        for (devnum, addr) in tiles {
+            let at = addr + conf.data_offset[devnum as usize];
+            self.map(members[devnum as usize].dev, at, periods * delta, 0, bounds, read, out);
+        }
+        true
+    }
+
+    /// Every copy of each chunk, one chunk after another.
+    #[allow(clippy::too_many_arguments)]
+    fn map_raid10_chunks(&self, conf: &R10Conf, members: &[MdMember], start: u64, len: u64, logical: u64, bounds: Bounds, read: bool, out: &mut Runs) {
         for (s, n) in pieces(start, start + len, conf.geo.chunk_sectors as u64) {
             conf.geo.raid10_find_phys(s, |c| {
                 let at = c.addr + conf.data_offset[c.devnum as usize];
@@ -285,6 +337,23 @@ impl Mapper<'_> {
 }
 
 /// [start, end) cut at multiples of `chunk`: (sector, length) pieces.
+/// raid10's period: after `chunks` chunks (lcm(raid_disks, near_copies) /
+/// near_copies) `raid10_find_phys`'s copy index has advanced by a multiple
+/// of raid_disks, so the next chunk's copies are on the same members as
+/// the period's first chunk's, `delta` sectors further (the rows passed,
+/// times far_copies in a far-offset layout).
+fn raid10_period(conf: &R10Conf) -> (u64, u64) {
+    let g = &conf.geo;
+    let (disks, near) = (g.raid_disks as u64, g.near_copies as u64);
+    let lcm = disks / gcd(disks, near) * near;
+    let rows = lcm / disks * if g.far_offset { g.far_copies as u64 } else { 1 };
+    (lcm / near, rows * g.chunk_sectors as u64)
+}
+
+fn gcd(a: u64, b: u64) -> u64 {
+    if b == 0 { a } else { gcd(b, a % b) }
+}
+
 fn pieces(start: u64, end: u64, chunk: u64) -> impl Iterator<Item = (u64, u64)> {
     let mut s = start;
     std::iter::from_fn(move || {
@@ -331,6 +400,46 @@ mod tests {
     fn pieces_cut_at_chunk_boundaries() {
         // [1000, 2100) with chunk 1024: 24 to 1024, a whole chunk, then 52.
         assert_eq!(pieces(1000, 2100, 1024).collect::<Vec<_>>(), vec![(1000, 24), (1024, 1024), (2048, 52)]);
+    }
+
+    /// Each leaf's sectors in the runs, as merged intervals.
+    fn covered(runs: &[Run]) -> Vec<(DevId, u64, u64)> {
+        let mut v: Vec<(DevId, u64, u64)> = runs.iter().map(|r| (r.leaf, r.phys, r.phys + r.len)).collect();
+        v.sort_unstable();
+        let mut out: Vec<(DevId, u64, u64)> = Vec::new();
+        for (leaf, s, e) in v {
+            match out.last_mut() {
+                Some(p) if p.0 == leaf && p.2 == s => p.2 = e,
+                _ => out.push((leaf, s, e)),
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn raid10_whole_periods_cover_what_chunk_by_chunk_does() {
+        // near 2 of 4 and of 3, near 3 of 5, far 2, offset 2, near 2 x far 2
+        // of 5 (mdadm's layout: near copies in bits 0-7, far in 8-15,
+        // offset in bit 16); 8-sector chunks; a range starting and ending
+        // inside chunks, over several periods; the members' data offsets
+        // differ.
+        for (layout, disks) in [(0x102, 4), (0x102, 3), (0x103, 5), (0x201, 4), (0x10201, 4), (0x202, 5)] {
+            let offsets: Vec<u64> = (0..disks as u64).map(|i| 2048 + 8 * i).collect();
+            let conf = crate::md::raid10::setup_conf(layout, 8, disks, 1 << 20, offsets).unwrap();
+            let members: Vec<MdMember> = (0..disks).map(|d| MdMember { dev: d, data_offset: 0 }).collect();
+            let mut layouts: Vec<Layout> = (0..disks).map(|_| Layout::Disk { discard: true, secure_erase: false }).collect();
+            layouts.push(Layout::Md { pers: Personality::Raid10(conf.clone()), members: members.clone() });
+            let mapper = Mapper { layouts: &layouts, op: Op::Discard };
+            let (start, len) = (13, 8 * 200 + 5);
+            let mut ranges = Runs::new(false);
+            mapper.map(disks, start, len, start, Bounds::EXACT, false, &mut ranges);
+            let mut chunks = Runs::new(false);
+            mapper.map_raid10_chunks(&conf, &members, start, len, start, Bounds::EXACT, false, &mut chunks);
+            assert_eq!(covered(&ranges.runs), covered(&chunks.runs), "layout {layout:#x} on {disks}");
+            // Every copy once: the sectors add up to copies x the range.
+            let copies = (layout & 0xff) * ((layout >> 8) & 0xff);
+            assert_eq!(ranges.runs.iter().map(|r| r.len).sum::<u64>(), copies as u64 * len, "layout {layout:#x}");
+        }
     }
 
     #[test]

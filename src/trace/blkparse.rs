@@ -7,16 +7,19 @@
 
 use std::io::{self, Write};
 
-use super::{rwbs, Action, Event, TraceCtx, TraceSink};
+use super::text::{Text, NUMBER_MAX, PAD_MAX};
+use super::{rwbs_of, Action, Event, TraceCtx, TraceSink};
 
 pub struct BlkparseWriter<W: Write> {
     out: W,
     seq: Vec<u64>,
+    /// The line being formatted, reused from event to event.
+    line: Vec<u8>,
 }
 
 impl<W: Write> BlkparseWriter<W> {
     pub fn new(out: W) -> Self {
-        BlkparseWriter { out, seq: Vec::new() }
+        BlkparseWriter { out, seq: Vec::new(), line: Vec::new() }
     }
 
     fn next_seq(&mut self, dev: u32) -> u64 {
@@ -29,58 +32,117 @@ impl<W: Write> BlkparseWriter<W> {
     }
 }
 
-/// Format one event as blkparse prints it (without the newline's writer).
+/// The fixed part of a line at most: the header's numbers and the longest
+/// tail (a remap's), each number at its widest.
+const LINE_FIXED: usize = 14 * NUMBER_MAX + 32 + PAD_MAX;
+
+/// Format one event as blkparse prints it, its newline included.
 pub fn format_event(ev: &Event, seq: u64, ctx: &TraceCtx, out: &mut impl Write) -> io::Result<()> {
+    let mut line = Vec::new();
+    let n = format_line(ev, seq, ctx, &mut line);
+    out.write_all(&line[..n])
+}
+
+/// Write the line of one event at the start of `buf` (grown to fit);
+/// returns its length. By hand, not through `core::fmt`: this runs for
+/// every event of a traced run.
+pub fn format_line(ev: &Event, seq: u64, ctx: &TraceCtx, buf: &mut Vec<u8>) -> usize {
     let d = ctx.topo.dev(ev.dev);
     let task = &ctx.tasks[ev.task as usize];
-    let sec = ev.time / 1_000_000_000;
-    let nsec = ev.time % 1_000_000_000;
-    write!(
-        out,
-        "{:3},{:<3} {:2} {:8} {:5}.{:09} {:5} {:>2} {:>3} ",
-        d.major,
-        d.minor,
-        0,
-        seq,
-        sec,
-        nsec,
-        task.pid,
-        ev.action.letter(),
-        rwbs(ev.op, ev.flags, ev.bytes)
-    )?;
-    let n = ev.sectors();
+    let comm = task.comm.as_bytes();
+    Text::room(buf, LINE_FIXED + comm.len());
+    let mut t = Text::new(buf);
+    // "%3d,%-3d %2d %8d %5d.%09lu %5u %2s %3s ", CPU always 0.
+    t.u64_right(d.major as u64, 3);
+    t.byte(b',');
+    t.u64_left(d.minor as u64, 3);
+    t.lit(b"  0 ");
+    t.u64_right(seq, 8);
+    t.byte(b' ');
+    t.u64_right(ev.time / 1_000_000_000, 5);
+    t.byte(b'.');
+    t.u64_zeros(ev.time % 1_000_000_000, 9);
+    t.byte(b' ');
+    t.u64_right(task.pid as u64, 5);
+    t.byte(b' ');
+    t.str_right(ev.action.letter().as_bytes(), 2);
+    t.byte(b' ');
+    t.str_right(rwbs_of(ev.op, ev.flags, ev.bytes).as_bytes(), 3);
+    t.byte(b' ');
+    let n = ev.sectors() as u64;
     match ev.action {
         Action::Complete | Action::Requeue => {
-            // struct blk_io_trace keeps the errno in a __u16 and blkparse
-            // prints that: -EIO shows as 65531.
-            let error = ev.error as u16;
-            if n != 0 {
-                writeln!(out, "{} + {} [{}]", ev.sector, n, error)
-            } else {
-                writeln!(out, "{} [{}]", ev.sector, error)
-            }
+            // "%llu + %u [%d]", or "%llu [%d]" without sectors. struct
+            // blk_io_trace keeps the errno in a __u16 and blkparse prints
+            // that: -EIO shows as 65531.
+            sector_and_count(&mut t, ev.sector, n);
+            t.byte(b'[');
+            t.u64(ev.error as u16 as u64);
+            t.byte(b']');
         }
         Action::Issue | Action::Insert | Action::Queue | Action::BackMerge | Action::FrontMerge | Action::GetRq => {
+            // "%llu + %u [%s]", or "[%s]" alone without sectors (a flush).
             if n != 0 {
-                writeln!(out, "{} + {} [{}]", ev.sector, n, task.comm)
-            } else {
-                writeln!(out, "[{}]", task.comm)
+                sector_and_count(&mut t, ev.sector, n);
             }
+            bracketed(&mut t, comm);
         }
-        Action::Plug => writeln!(out, "[{}]", task.comm),
-        Action::Unplug | Action::UnplugTimer => writeln!(out, "[{}] {}", task.comm, ev.arg),
+        Action::Plug => bracketed(&mut t, comm),
+        Action::Unplug | Action::UnplugTimer => {
+            // "[%s] %d"
+            bracketed(&mut t, comm);
+            t.byte(b' ');
+            t.u64(ev.arg);
+        }
         Action::Remap => {
+            // "%llu + %u <- (%d,%d) %llu"
             let from = ctx.topo.dev(ev.from_dev);
-            writeln!(out, "{} + {} <- ({},{}) {}", ev.sector, n, from.major, from.minor, ev.arg)
+            t.u64(ev.sector);
+            t.lit(b" + ");
+            t.u64(n);
+            t.lit(b" <- (");
+            t.u64(from.major as u64);
+            t.byte(b',');
+            t.u64(from.minor as u64);
+            t.lit(b") ");
+            t.u64(ev.arg);
         }
-        Action::Split => writeln!(out, "{} / {} [{}]", ev.sector, ev.arg, task.comm),
+        Action::Split => {
+            // "%llu / %llu [%s]"
+            t.u64(ev.sector);
+            t.lit(b" / ");
+            t.u64(ev.arg);
+            t.byte(b' ');
+            bracketed(&mut t, comm);
+        }
     }
+    t.byte(b'\n');
+    t.len()
+}
+
+/// "SECTOR + COUNT ", or "SECTOR " for an event without sectors.
+#[inline]
+fn sector_and_count(t: &mut Text, sector: u64, n: u64) {
+    t.u64(sector);
+    if n != 0 {
+        t.lit(b" + ");
+        t.u64(n);
+    }
+    t.byte(b' ');
+}
+
+#[inline]
+fn bracketed(t: &mut Text, text: &[u8]) {
+    t.byte(b'[');
+    t.bytes(text);
+    t.byte(b']');
 }
 
 impl<W: Write> TraceSink for BlkparseWriter<W> {
     fn event(&mut self, ev: &Event, ctx: &TraceCtx) -> io::Result<()> {
         let seq = self.next_seq(ev.dev);
-        format_event(ev, seq, ctx, &mut self.out)
+        let n = format_line(ev, seq, ctx, &mut self.line);
+        self.out.write_all(&self.line[..n])
     }
 
     fn finish(&mut self) -> io::Result<()> {

@@ -9,6 +9,7 @@ pub mod blktrace;
 pub mod columns;
 pub mod parse;
 pub mod requests;
+pub mod text;
 
 use std::io;
 
@@ -112,30 +113,59 @@ impl Event {
 /// rwbs as blkparse rebuilds it from the trace's category bits
 /// (`fill_rwbs`): F(lush) D|W|R|N, then F(UA) A S M.
 pub fn rwbs(op: Op, flags: u32, bytes: u32) -> String {
-    let mut s = String::with_capacity(6);
+    rwbs_of(op, flags, bytes).as_str().to_string()
+}
+
+/// [`rwbs`] without an allocation: at most six letters.
+#[derive(Clone, Copy)]
+pub struct Rwbs {
+    letters: [u8; 6],
+    len: u8,
+}
+
+impl Rwbs {
+    pub fn as_bytes(&self) -> &[u8] {
+        &self.letters[..self.len as usize]
+    }
+
+    pub fn as_str(&self) -> &str {
+        std::str::from_utf8(self.as_bytes()).expect("rwbs letters are ASCII")
+    }
+
+    #[inline]
+    fn push(&mut self, c: u8) {
+        self.letters[self.len as usize] = c;
+        self.len += 1;
+    }
+}
+
+/// The letters of [`rwbs`].
+#[inline]
+pub fn rwbs_of(op: Op, flags: u32, bytes: u32) -> Rwbs {
+    let mut s = Rwbs { letters: [0; 6], len: 0 };
     if flags & req::PREFLUSH != 0 || op == Op::Flush {
-        s.push('F');
+        s.push(b'F');
     }
     if op.is_discard() {
-        s.push('D');
+        s.push(b'D');
     } else if op.is_write() {
-        s.push('W');
+        s.push(b'W');
     } else if bytes != 0 {
-        s.push('R');
+        s.push(b'R');
     } else {
-        s.push('N');
+        s.push(b'N');
     }
     if flags & req::FUA != 0 {
-        s.push('F');
+        s.push(b'F');
     }
     if flags & req::RAHEAD != 0 {
-        s.push('A');
+        s.push(b'A');
     }
     if flags & req::SYNC != 0 {
-        s.push('S');
+        s.push(b'S');
     }
     if flags & req::META != 0 {
-        s.push('M');
+        s.push(b'M');
     }
     s
 }

@@ -20,7 +20,7 @@ import select
 import signal
 import stat
 import sys
-from typing import List, Optional, Sequence
+from typing import Any, List, Optional, Sequence
 
 from blkstack import ScenarioError, __version__
 from blkstack._core import CheckError
@@ -67,7 +67,46 @@ examples:
 Run 'blkstack COMMAND --help' for the details of one command."""
 
 
-def build_parser() -> ArgumentParser:
+class _Unbuilt:
+    """The parser of a command listed in --help but not run: what its
+    ``register`` does to it is dropped."""
+
+    def __getattr__(self, name: str) -> Any:
+        return self._drop
+
+    def _drop(self, *args: Any, **kwargs: Any) -> "_Unbuilt":
+        return self
+
+
+class _ListOnly:
+    """The subcommands action as ``register`` sees it, building the options
+    of one command only: the others are named, with their help line, and
+    left empty (building every command's options would take longer than
+    running most commands)."""
+
+    def __init__(self, sub: Any, command: str) -> None:
+        self.sub, self.command = sub, command
+
+    def add_parser(self, name: str, **kwargs: Any) -> Any:
+        if name == self.command or self.command in kwargs.get("aliases", ()):
+            return self.sub.add_parser(name, **kwargs)
+        aliases = tuple(kwargs.get("aliases", ()))
+        if "help" in kwargs:
+            self.sub._choices_actions.append(self.sub._ChoicesPseudoAction(name, aliases, kwargs["help"]))
+        for key in (name,) + aliases:
+            self.sub._name_parser_map[key] = _Unbuilt()
+        return _Unbuilt()
+
+
+def _command_of(argv: Sequence[str]) -> str:
+    """The command an argument list runs: its first word not an option
+    (the top-level parser has no option taking a value)."""
+    return next((a for a in argv if not a.startswith("-")), "")
+
+
+def build_parser(command: Optional[str] = None) -> ArgumentParser:
+    """The whole command line; with *command*, only that command's options
+    are built (the others are listed, as --help shows them)."""
     fmt = argparse.RawDescriptionHelpFormatter
     parser = ArgumentParser(prog=PROG, description=MAIN_DESCRIPTION, epilog=MAIN_EPILOG,
                             formatter_class=fmt)
@@ -75,8 +114,9 @@ def build_parser() -> ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=ArgumentParser)
 
     kernels = kernel_choices()
-    for command in COMMANDS:
-        command.register(sub, kernels)
+    registrar = sub if command is None else _ListOnly(sub, command)
+    for module in COMMANDS:
+        module.register(registrar, kernels)
     return parser
 
 
@@ -102,7 +142,7 @@ def _stdout_is_broken() -> bool:
 
 
 def _dispatch(argv: Optional[Sequence[str]]) -> int:
-    parser = build_parser()
+    parser = build_parser(_command_of(sys.argv[1:] if argv is None else argv))
     try:
         args, extras = parser.parse_known_args(argv)
     except SystemExit as exc:  # --help and --version

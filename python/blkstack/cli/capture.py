@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-import tempfile
 from typing import Any, Dict, List
 
 from blkstack.cli.common import (EXIT_OK, PROG, UsageError, check_input, check_output, say, write_atomic)
@@ -45,6 +44,8 @@ def cmd_capture(args: argparse.Namespace) -> int:
         check_output("--out", args.out)
 
     def check(text: str) -> Dict[str, Any]:
+        import tempfile
+
         from blkstack.api import load
         with tempfile.NamedTemporaryFile("w", suffix=".toml", delete=False, encoding="utf-8") as fh:
             fh.write(text)

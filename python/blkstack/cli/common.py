@@ -9,7 +9,6 @@ import json
 import os
 import stat
 import sys
-import tempfile
 import textwrap
 from typing import Any, Dict, List, NoReturn, Optional, Sequence, TextIO, Union
 
@@ -149,6 +148,8 @@ def _probe_output(option: str, path: str, parent: str) -> None:
         pass
     except OSError as exc:
         raise UsageError(f"{option} {path}: {exc.strerror or exc}") from None
+    import tempfile
+
     try:
         fd, tmp = tempfile.mkstemp(dir=parent, prefix=f".{os.path.basename(path)}.", suffix=".tmp")
         os.close(fd)
@@ -194,6 +195,8 @@ def write_atomic(path: str, text: Union[str, bytes]) -> None:
         return
     directory = os.path.dirname(os.path.abspath(path))
     mode = _new_file_mode(path)
+    import tempfile
+
     try:
         fd, tmp = tempfile.mkstemp(dir=directory, prefix=f".{os.path.basename(path)}.", suffix=".tmp")
     except OSError as exc:

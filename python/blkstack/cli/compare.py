@@ -11,6 +11,7 @@ from typing import Any, Dict, List, Optional, Tuple
 from blkstack import _core
 from blkstack.cli import common
 from blkstack.cli.common import EXIT_OK, UsageError, check_input, check_output, check_sets, write_json_output
+from blkstack.cli.parallel import Runs, add_jobs_option, results
 from blkstack.compare import compare_runs, format_comparison
 
 Side = Tuple[str, Optional[str], List[str]]  # label, kernel, sets
@@ -51,9 +52,9 @@ def sides_from_args(args: argparse.Namespace) -> Tuple[Side, Side]:
             (_label(k_after, after_sets), k_after, after_sets))
 
 
-def run_side(scenario: str, side: Side, common_sets: List[str]) -> Dict[str, Any]:
+def run_side(scenario: str, side: Side, common_sets: List[str], progress: bool = True) -> Dict[str, Any]:
     _label_text, kernel, sets = side
-    return common.simulate(scenario, kernel, list(common_sets) + list(sets), None, None)
+    return common.simulate(scenario, kernel, list(common_sets) + list(sets), None, None, progress=progress)
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
@@ -62,7 +63,9 @@ def cmd_compare(args: argparse.Namespace) -> int:
         check_output("--json", args.json)
     before, after = sides_from_args(args)
     common_sets = list(args.set or [])
-    runs = [run_side(args.scenario, side, common_sets) for side in (before, after)]
+    with Runs(args.jobs, most=2) as pool:
+        runs = results([pool.submit(run_side, args.scenario, side, common_sets, not pool.parallel)
+                        for side in (before, after)])
     result = compare_runs(*runs)
     for name in args.device or []:
         if name not in result["devices"]:
@@ -123,4 +126,5 @@ def register(sub: Any, kernels: List[str]) -> None:
                    help="override a key on the after side only")
     p.add_argument("--device", action="append", metavar="NAME", help="show only this device; may be repeated")
     p.add_argument("--json", metavar="FILE|-", help="write the comparison as JSON to FILE ('-' for standard output)")
+    add_jobs_option(p)
     p.set_defaults(func=cmd_compare)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import importlib.resources
 import sys
 from typing import Any, Dict, List
 
@@ -11,8 +10,6 @@ from blkstack.cli import common
 from blkstack.cli.common import EXIT_OK, bullet, fmt_int, fmt_value
 from blkstack.cli.run import format_summary
 from blkstack.cli.scenarios import builtin_scenarios
-from blkstack.cli.seeds import evaluate, format_compact
-from blkstack.seeds import SEEDS
 
 
 def _leading_comments(text: str) -> List[str]:
@@ -84,6 +81,11 @@ examples:
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
+    import importlib.resources
+
+    from blkstack.cli.seeds import evaluate_all, format_compact
+    from blkstack.seeds import SEEDS
+
     scenarios = builtin_scenarios()
     if "demo" not in scenarios:
         raise RuntimeError("the built-in scenario demo.toml is missing from this installation")
@@ -99,7 +101,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
     print("'blkstack seeds NAME' prints the full evidence, 'blkstack explain SWITCH' the switch):")
     print()
     sys.stdout.flush()
-    results = [evaluate(seed, quick=True) for seed in SEEDS]
+    results = list(evaluate_all(SEEDS, quick=True))
     print("\n".join("  " + line for line in format_compact(results).splitlines()))
     return EXIT_OK
 

@@ -4,7 +4,6 @@ value in each kernel profile, and the seed scenarios that show it."""
 from __future__ import annotations
 
 import argparse
-import importlib.resources
 import json
 import textwrap
 from typing import Any, Dict, List
@@ -13,7 +12,6 @@ from blkstack import _core
 from blkstack.cli.common import EXIT_OK, UsageError, fmt_value, one_line, table
 from blkstack.cli.compare import scenario_sides
 from blkstack.cli.scenarios import builtin_scenarios
-from blkstack.seeds import SEEDS
 
 
 def _switches() -> Dict[str, Dict[str, Any]]:
@@ -53,6 +51,8 @@ def seeds_using(switch: str) -> List[str]:
 def _seed_of(scenario: str) -> str:
     """The `blkstack seeds` argument that runs a built-in scenario: its own
     name for a seed, the seed's number for a variant scenario of a seed."""
+    from blkstack.seeds import SEEDS
+
     for seed in SEEDS:
         if seed.name == scenario:
             return scenario
@@ -97,6 +97,8 @@ def format_explain(sw: Dict[str, Any], seeds: List[str], kernel_seeds: List[str]
 
 def _seeds_by_profile(sw: Dict[str, Any]) -> List[str]:
     """Seeds whose [compare] kernels give the switch two different values."""
+    import importlib.resources
+
     per = sw.get("per_profile") or {}
     found = []
     for name, resource in builtin_scenarios().items():

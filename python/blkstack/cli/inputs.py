@@ -21,11 +21,15 @@ class Run(NamedTuple):
 
 
 def add_run_options(p: Any, kernels: List[str]) -> None:
-    """--kernel (repeatable: one run per kernel) and --set, for scenarios."""
+    """--kernel (repeatable: one run per kernel), --set, for scenarios, and
+    --jobs."""
+    from blkstack.cli.parallel import add_jobs_option
+
     p.add_argument("--kernel", action="append", default=[], choices=kernels, metavar="|".join(kernels),
                    help="run the scenarios under this kernel profile; repeat it to compare kernels")
     p.add_argument("--set", action="append", metavar="KEY=VALUE", default=[],
                    help="override one scenario key (as for 'blkstack run'); may be repeated")
+    add_jobs_option(p)
 
 
 def is_scenario(path: str) -> bool:
@@ -37,13 +41,15 @@ def _stem(path: str) -> str:
     return os.path.splitext(os.path.basename(path))[0]
 
 
-def load_runs(inputs: Sequence[str], kernels: Sequence[str], sets: Sequence[str]) -> List[Run]:
-    """Run every scenario under every kernel (or its own), read every trace.
+def load_runs(inputs: Sequence[str], kernels: Sequence[str], sets: Sequence[str],
+              jobs: Optional[int] = None) -> List[Run]:
+    """Run every scenario under every kernel (or its own), read every trace,
+    at most *jobs* at once (default: one per processor).
 
     Labels: the kernel when one scenario runs under several, the file's
     name otherwise (with the kernel when both vary)."""
     from blkstack.api import load_trace, run
-    from blkstack.cli.stats import report_problems
+    from blkstack.cli.parallel import Runs
     from blkstack.plots import label_runs
 
     for path in inputs:
@@ -55,21 +61,32 @@ def load_runs(inputs: Sequence[str], kernels: Sequence[str], sets: Sequence[str]
         raise UsageError(f"{option} applies to scenarios, but {traces[0]} is a trace (scenarios end in .toml)")
     scenarios = [p for p in inputs if is_scenario(p)]
     runs: List[tuple] = []
-    for path in inputs:
-        if not is_scenario(path):
-            result = load_trace(path)
-            if not result.summary.get("events"):
-                raise UsageError(f"{path}: no block trace events (a scenario file must end in .toml; "
-                                 f"a trace is blkparse or ftrace block_* text)")
-            report_problems(path, result.summary)
-            runs.append((_stem(path), path, None, result, ""))
-            continue
-        with open(path, encoding="utf-8") as fh:
-            text = fh.read()
-        for kernel in kernels or [None]:
-            label = kernel if (kernel and len(scenarios) == 1 and not traces) else _stem(path)
-            if kernel and label != kernel:
-                label = f"{label}-{kernel}"
-            runs.append((label, path, kernel, run(path, kernel, sets=list(sets)), text))
+    with Runs(jobs, most=len(traces) + len(scenarios) * max(1, len(kernels))) as pool:
+        for path in inputs:
+            if not is_scenario(path):
+                runs.append((_stem(path), path, None, pool.submit(load_trace, path), ""))
+                continue
+            with open(path, encoding="utf-8") as fh:
+                text = fh.read()
+            for kernel in kernels or [None]:
+                label = kernel if (kernel and len(scenarios) == 1 and not traces) else _stem(path)
+                if kernel and label != kernel:
+                    label = f"{label}-{kernel}"
+                runs.append((label, path, kernel, pool.submit(run, path, kernel, sets=list(sets)), text))
+        runs = [(label, path, kernel, _finished(path, future), text)
+                for label, path, kernel, future, text in runs]
     labels = label_runs([r[0] for r in runs])
     return [Run(label, *rest) for label, (_, *rest) in zip(labels, runs)]
+
+
+def _finished(path: str, future: Any) -> Any:
+    """The result of a run or a trace read, a trace checked for events."""
+    from blkstack.cli.stats import report_problems
+
+    result = future.result()
+    if not is_scenario(path):
+        if not result.summary.get("events"):
+            raise UsageError(f"{path}: no block trace events (a scenario file must end in .toml; "
+                             f"a trace is blkparse or ftrace block_* text)")
+        report_problems(path, result.summary)
+    return result

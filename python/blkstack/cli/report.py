@@ -68,7 +68,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     else:
         if args.y:
             raise UsageError("--y is for a sweep table (.parquet)")
-        text = build(load_runs(args.inputs, args.kernel, args.set), args.format)
+        text = build(load_runs(args.inputs, args.kernel, args.set, args.jobs), args.format)
     write_atomic(args.out, text)
     if not args.quiet:
         print(args.out)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import importlib.resources
 import json
 import re
 import sys
@@ -14,6 +13,8 @@ from blkstack.cli.common import EXIT_OK, UsageError, one_line, table
 
 
 def _scenario_dir():
+    import importlib.resources
+
     return importlib.resources.files("blkstack").joinpath("scenarios")
 
 

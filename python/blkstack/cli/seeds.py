@@ -4,21 +4,25 @@ kernel change, beside the seed's own measurements."""
 from __future__ import annotations
 
 import argparse
-import importlib.resources
+import contextlib
 import os
 import sys
-import tempfile
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple
 
-from blkstack import seeds as S
 from blkstack.cli import common
 from blkstack.cli.common import EXIT_OK, UsageError, check_output, say, table, write_json_output
 from blkstack.cli.compare import scenario_sides
+from blkstack.cli.parallel import Runs, add_jobs_option
 from blkstack.cli.scenarios import builtin_scenarios
 from blkstack.compare import fmt_figure
 
+if TYPE_CHECKING:  # blkstack.seeds loads with the commands that use it
+    from blkstack import seeds as S
+
 
 def _find(name: str) -> S.Seed:
+    from blkstack import seeds as S
+
     try:
         return S.seed(name)
     except KeyError:
@@ -31,58 +35,96 @@ def _progress(text: str) -> None:
         say(sys.stderr, f"{common.PROG}: {text}")
 
 
-def _run(path: str, kernel: Optional[str], sets: Sequence[str], trace: Optional[str]) -> Dict[str, Any]:
-    return common.simulate(path, kernel, list(sets), trace, None)
+def _run(path: str, kernel: Optional[str], sets: Sequence[str], trace: Optional[str],
+         progress: bool = True) -> Dict[str, Any]:
+    return common.simulate(path, kernel, list(sets), trace, None, progress=progress)
 
 
-def _run_traced(path: str, kernel: Optional[str], sets: Sequence[str], from_trace: Any) -> Dict[str, Any]:
-    """One run; with *from_trace*, what it reads from the run's trace
-    goes into summary["trace"]."""
+def _run_traced(what: str, path: str, kernel: Optional[str], sets: Sequence[str], from_trace: Any,
+                progress: bool = True) -> Dict[str, Any]:
+    """One run, announced as *what*; with *from_trace*, what it reads from
+    the run's trace goes into summary["trace"]."""
+    _progress(what)
     if not from_trace:
-        return _run(path, kernel, sets, None)
+        return _run(path, kernel, sets, None, progress)
+    import tempfile
+
     with tempfile.TemporaryDirectory(prefix="blkstack-seed-") as tmp:
         trace = os.path.join(tmp, "trace.txt")
-        summary = _run(path, kernel, sets, trace)
+        summary = _run(path, kernel, sets, trace, progress)
         with open(trace, encoding="utf-8") as fh:
             summary["trace"] = from_trace(fh.read())
     return summary
 
 
-def run_side(seed: S.Seed, path: str, side: Tuple[str, Optional[str], List[str]], quick: bool = False) -> S.Runs:
-    """Every run of one side: the scenario and each variant (quick: the
-    scenario alone, with the seed's quick overrides)."""
+class _Pending:
+    """The runs of one seed, submitted in the order a loop would run them."""
+
+    def __init__(self, runs: Runs) -> None:
+        self.runs = runs
+        self.order: List[Any] = []
+
+    def submit(self, what: str, path: str, kernel: Optional[str], sets: Sequence[str], from_trace: Any) -> Any:
+        future = self.runs.submit(_run_traced, what, path, kernel, list(sets), from_trace, not self.runs.parallel)
+        self.order.append(future)
+        return future
+
+
+def run_side(pending: _Pending, seed: S.Seed, path: str, side: Tuple[str, Optional[str], List[str]],
+             quick: bool = False) -> Dict[str, Any]:
+    """Every run of one side, as futures by variant: the scenario and each
+    variant (quick: the scenario alone, with the seed's quick overrides)."""
     label, kernel, sets = side
     extra_sets = list(seed.quick) if quick else []
-    runs: S.Runs = {}
+    runs: Dict[str, Any] = {}
     for variant, vsets in [("", [])] + ([] if quick else list(seed.variants.items())):
-        _progress(f"seed {seed.number} {seed.name}: {label}{' ' + variant if variant else ''}")
+        what = f"seed {seed.number} {seed.name}: {label}{' ' + variant if variant else ''}"
         all_sets = list(sets) + list(extra_sets) + list(vsets)
-        runs[variant] = _run_traced(path, kernel, all_sets, None if variant else seed.from_trace)
+        runs[variant] = pending.submit(what, path, kernel, all_sets, None if variant else seed.from_trace)
     return runs
 
 
-def run_scenario_variants(seed: S.Seed, before: S.Runs, after: S.Runs) -> None:
+def run_scenario_variants(pending: _Pending, files: contextlib.ExitStack, seed: S.Seed,
+                          before: Dict[str, Any], after: Dict[str, Any]) -> None:
     """Each variant on a scenario of its own, under that scenario's
     [compare] sides, into the before and after runs."""
+    import importlib.resources
+
     for variant, sv in seed.scenario_variants.items():
-        with importlib.resources.as_file(builtin_scenarios()[sv.scenario]) as path:
-            sides = scenario_sides(str(path))
-            assert sides is not None, f"{sv.scenario}.toml has no [compare] table"
-            for runs, (label, kernel, sets) in ((before, sides[0]), (after, sides[1])):
-                _progress(f"seed {seed.number} {seed.name}: {label} {variant}")
-                runs[variant] = _run_traced(str(path), kernel, sets, sv.from_trace)
+        path = str(files.enter_context(importlib.resources.as_file(builtin_scenarios()[sv.scenario])))
+        sides = scenario_sides(path)
+        assert sides is not None, f"{sv.scenario}.toml has no [compare] table"
+        for runs, (label, kernel, sets) in ((before, sides[0]), (after, sides[1])):
+            runs[variant] = pending.submit(f"seed {seed.number} {seed.name}: {label} {variant}", path, kernel,
+                                           sets, sv.from_trace)
 
 
-def evaluate(seed: S.Seed, quick: bool = False) -> Dict[str, Any]:
-    """Run a seed before and after; its figures, the seed's and blkstack's."""
-    resource = builtin_scenarios()[seed.name]
-    with importlib.resources.as_file(resource) as path:
-        sides = scenario_sides(str(path))
-        assert sides is not None, f"{seed.name}.toml has no [compare] table"
-        before = run_side(seed, str(path), sides[0], quick)
-        after = run_side(seed, str(path), sides[1], quick)
+def start(seed: S.Seed, runs: Runs, files: contextlib.ExitStack,
+          quick: bool = False) -> Callable[[], Dict[str, Any]]:
+    """Submit every run of a seed, before and after; returns the function
+    that waits for them and gives the seed's figures, the seed's and
+    blkstack's."""
+    import importlib.resources
+
+    path = str(files.enter_context(importlib.resources.as_file(builtin_scenarios()[seed.name])))
+    sides = scenario_sides(path)
+    assert sides is not None, f"{seed.name}.toml has no [compare] table"
+    pending = _Pending(runs)
+    before = run_side(pending, seed, path, sides[0], quick)
+    after = run_side(pending, seed, path, sides[1], quick)
     if not quick:
-        run_scenario_variants(seed, before, after)
+        run_scenario_variants(pending, files, seed, before, after)
+
+    def finish() -> Dict[str, Any]:
+        for future in pending.order:  # in the order a loop runs them: its first error
+            future.result()
+        return seed_result(seed, quick, sides, {k: f.result() for k, f in before.items()},
+                           {k: f.result() for k, f in after.items()})
+    return finish
+
+
+def seed_result(seed: S.Seed, quick: bool, sides: Any, before: S.Runs, after: S.Runs) -> Dict[str, Any]:
+    """A seed's figures from its finished runs."""
     result: Dict[str, Any] = {"name": seed.name, "seed": seed.number, "title": seed.title, "quick": quick}
     for key, side, runs in (("before", sides[0], before), ("after", sides[1], after)):
         figures = {f.key: f.read(runs) for f in seed.figures}
@@ -92,6 +134,19 @@ def evaluate(seed: S.Seed, quick: bool = False) -> Dict[str, Any]:
     if seed.extra:
         result["evidence"] = seed.extra(before, after)
     return result
+
+
+def evaluate_all(seeds: Sequence[S.Seed], quick: bool = False, jobs: Optional[int] = None) -> Iterator[Dict[str, Any]]:
+    """Each seed's figures (as :func:`start` gives them), in order, while
+    the runs of the seeds after it go on (at most *jobs* at once)."""
+    with Runs(jobs) as runs, contextlib.ExitStack() as files:
+        for finish in [start(seed, runs, files, quick) for seed in seeds]:
+            yield finish()
+
+
+def evaluate(seed: S.Seed, quick: bool = False, jobs: Optional[int] = None) -> Dict[str, Any]:
+    """Run a seed before and after; its figures, the seed's and blkstack's."""
+    return next(evaluate_all([seed], quick, jobs))
 
 
 def _ratio(value: Optional[float]) -> str:
@@ -104,6 +159,8 @@ def _ratio(value: Optional[float]) -> str:
 
 
 def format_seed(result: Dict[str, Any], seed: S.Seed) -> str:
+    from blkstack import seeds as S
+
     b, a = result["before"], result["after"]
     lines = [f"seed {seed.number}  {seed.name}: {seed.title}",
              f"  before: {b['label']} (profile {b['kernel']})    after: {a['label']} (profile {a['kernel']})", ""]
@@ -122,6 +179,8 @@ def format_seed(result: Dict[str, Any], seed: S.Seed) -> str:
 
 def format_compact(results: Sequence[Dict[str, Any]]) -> str:
     """One line per seed: its headline figure, the seed's and blkstack's."""
+    from blkstack import seeds as S
+
     rows = []
     for result in results:
         seed = S.seed(result["name"])
@@ -139,6 +198,8 @@ def format_compact(results: Sequence[Dict[str, Any]]) -> str:
 
 
 def cmd_seeds(args: argparse.Namespace) -> int:
+    from blkstack import seeds as S
+
     chosen = [_find(args.name)] if args.name else list(S.SEEDS)
     if args.show:
         if not args.name:
@@ -154,8 +215,7 @@ def cmd_seeds(args: argparse.Namespace) -> int:
     if args.json not in (None, "-"):
         check_output("--json", args.json)
     results = []
-    for i, seed in enumerate(chosen):
-        result = evaluate(seed)
+    for i, (seed, result) in enumerate(zip(chosen, evaluate_all(chosen, jobs=args.jobs))):
         results.append(result)
         if args.json != "-":
             if i:
@@ -202,5 +262,6 @@ def register(sub: Any, kernels: List[str]) -> None:
     p.add_argument("--show", action="store_true", help="print the seed's scenario file instead of running it")
     p.add_argument("--list", action="store_true", help="list the seeds")
     p.add_argument("--json", metavar="FILE|-", help="write every figure as JSON to FILE ('-' for standard output)")
+    add_jobs_option(p)
     p.set_defaults(func=cmd_seeds)
 
