@@ -84,19 +84,20 @@ def completed_requests(events):
     import numpy as np
     import pandas as pd
 
-    ev = events[events["action"].isin(["I", "D", "C"])]
+    names = list(events["action"].cat.categories)
+    insert, issue, complete = (names.index(a) for a in ("I", "D", "C"))
+    codes = events["action"].cat.codes.to_numpy()
+    ev = events[(codes == insert) | (codes == issue) | (codes == complete)]
+    action = ev["action"].cat.codes.to_numpy()
     key = pd.DataFrame({
         "dev": ev["device"].cat.codes.to_numpy(np.int64),
         "sector": ev["sector"].to_numpy(np.int64),
         "time_ns": ev["time_ns"].to_numpy(np.int64),
-        "action": ev["action"].astype(str).to_numpy(),
         "row": np.arange(len(ev)),
     })
-    ins = key[key["action"] == "I"][["dev", "sector", "time_ns", "row"]].rename(
-        columns={"time_ns": "insert_ns", "row": "irow"})
-    iss = key[key["action"] == "D"][["dev", "sector", "time_ns", "row"]].rename(
-        columns={"time_ns": "issue_ns", "row": "drow"})
-    com = key[key["action"] == "C"][["dev", "sector", "time_ns"]].rename(columns={"time_ns": "complete_ns"})
+    ins = key[action == insert].rename(columns={"time_ns": "insert_ns", "row": "irow"})
+    iss = key[action == issue].rename(columns={"time_ns": "issue_ns", "row": "drow"})
+    com = key[action == complete][["dev", "sector", "time_ns"]].rename(columns={"time_ns": "complete_ns"})
     # Each completion takes the latest issue at its device and sector.
     done = pd.merge_asof(com.sort_values("complete_ns"), iss.sort_values("issue_ns"),
                          left_on="complete_ns", right_on="issue_ns", by=["dev", "sector"],
@@ -112,14 +113,17 @@ def completed_requests(events):
     direct = done["irow"].isna().to_numpy()
     irow = np.where(direct, done["drow"].to_numpy(), done["irow"].fillna(0).to_numpy(np.int64))
     inserted = ev.iloc[irow]
+    def column(frame, name):
+        return frame[name].reset_index(drop=True)
+
     return pd.DataFrame({
-        "device": issued["device"].astype(str).to_numpy(),
+        "device": column(issued, "device"),
         # The task that queued the request (biosnoop's blk_account_io_start),
         # and the one that issued it (bitesize's block_rq_issue).
-        "comm": inserted["comm"].astype(str).to_numpy(),
+        "comm": column(inserted, "comm"),
         "pid": inserted["pid"].to_numpy(),
-        "issue_comm": issued["comm"].astype(str).to_numpy(),
-        "rwbs": issued["rwbs"].astype(str).to_numpy(),
+        "issue_comm": column(issued, "comm"),
+        "rwbs": column(issued, "rwbs"),
         "sector": issued["sector"].to_numpy(),
         "bytes": issued["bytes"].to_numpy(),
         "insert_ns": np.where(direct, done["issue_ns"].to_numpy(), done["insert_ns"].fillna(0).to_numpy()).astype(np.int64),
@@ -214,19 +218,30 @@ def biolatency(done, flags: Sequence[str]) -> str:
     slots = bpf_log2l(delta)
     label = "msecs" if "-m" in flags else "usecs"
     if "-D" in flags:
-        groups, heading = done["device"].to_numpy(), "disk = '{}'"
+        groups, heading = _labels(done["device"]), "disk = '{}'"
     elif "-F" in flags:
-        names = {r: flags_name(r) for r in set(done["rwbs"])}  # per distinct rwbs, not per request
-        groups, heading = done["rwbs"].map(names).to_numpy(), "flags = {}"
+        groups, heading = _labels(done["rwbs"], flags_name), "flags = {}"
     else:
         return "\n".join(log2_hist_lines(slots, label))
     return _sections(groups, slots, label, heading)
 
 
+def _labels(column, name=str):
+    """A categorical column as an array of strings, *name* applied once per
+    category rather than once per row."""
+    import numpy as np
+
+    cats = np.array([name(str(c)) for c in column.cat.categories] + [""], dtype=object)
+    return cats[column.cat.codes.to_numpy()].astype(str)
+
+
 def _sections(groups, slots, label: str, heading: str) -> str:
+    import numpy as np
+
+    names, index = np.unique(np.asarray(groups, dtype=str), return_inverse=True)
     lines: List[str] = []
-    for g in sorted(set(groups.tolist())):
-        lines += ["", heading.format(g)] + log2_hist_lines(slots[groups == g], label)
+    for i, g in enumerate(names):
+        lines += ["", heading.format(g)] + log2_hist_lines(slots[index == i], label)
     return "\n".join(lines).lstrip("\n")
 
 
@@ -236,7 +251,7 @@ def bitesize(done) -> str:
     import numpy as np
 
     slots = bpf_log2l(done["bytes"].to_numpy(np.int64) // 1024)
-    return _sections(done["issue_comm"].to_numpy(), slots, "Kbytes", "Process Name = {}")
+    return _sections(_labels(done["issue_comm"]), slots, "Kbytes", "Process Name = {}")
 
 
 def biosnoop(done, flags: Sequence[str]) -> str:
@@ -274,8 +289,9 @@ def biopattern(done, interval_s: Any, duration_ns: int) -> str:
     lines = ["%-9s %-7s %5s %5s %8s %10s" % ("TIME", "DISK", "%RND", "%SEQ", "COUNT", "KBYTES")]
     step = max(int(interval_s * 1e9), 1) if interval_s else max(duration_ns, 1)
     per_dev = {}
-    for disk in sorted(set(order["device"])):
-        d = order[order["device"] == disk]
+    devices = _labels(order["device"])
+    for disk in np.unique(devices):
+        d = order[devices == disk]
         sector = d["sector"].to_numpy(np.int64)
         end = sector + (d["bytes"].to_numpy(np.int64) >> 9)
         window = d["complete_ns"].to_numpy(np.int64) // step if interval_s else np.zeros(len(d), np.int64)

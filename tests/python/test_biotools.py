@@ -199,3 +199,38 @@ def test_biopattern_per_interval(tmp_path):
         "TIME      DISK     %RND  %SEQ    COUNT     KBYTES",
         "0.002000  sda       100     0        1         64",
     ]
+
+
+def test_bitesize_and_biopattern_of_a_run(tmp_path):
+    # 4 direct dd reads of 192 KiB with max_sectors_kb 128: each bio is
+    # split into 128 KiB (slot 8, 128 -> 255) and 64 KiB (slot 7, 64 -> 127),
+    # 4 of each, issued by dd. The 8 requests follow each other (0+256,
+    # 256+128, 384+256, ...): the first sets the position, the other 7
+    # are sequential: 0 %RND, 100 %SEQ, 7 requests, 768 - 128 = 640 KBYTES.
+    scenario = tmp_path / "split.toml"
+    scenario.write_text(textwrap.dedent("""\
+        [disks.sda]
+        kind = "sata"
+        size = "1GiB"
+        queue = { max_sectors_kb = 128 }
+        [workload]
+        type = "dd"
+        if = "/dev/sda"
+        of = "/dev/null"
+        bs = "192k"
+        count = 4
+        iflag = "direct"
+        """))
+    proc = run_cli("run", scenario, "-q", "--bio", "bitesize,biopattern")
+    assert proc.returncode == 0, proc.stderr
+    out = proc.stdout.strip("\n").split("\n")
+    assert out[:10] == [
+        "Process Name = dd",
+        "     Kbytes              : count     distribution",
+        hist_line(0, 1, 0, NONE), hist_line(2, 3, 0, NONE), hist_line(4, 7, 0, NONE),
+        hist_line(8, 15, 0, NONE), hist_line(16, 31, 0, NONE), hist_line(32, 63, 0, NONE),
+        hist_line(64, 127, 4, BAR), hist_line(128, 255, 4, BAR),
+    ]
+    assert out[10:12] == ["", "TIME      DISK     %RND  %SEQ    COUNT     KBYTES"]
+    assert out[12].split()[1:] == ["sda", "0", "100", "7", "640"]
+    assert len(out) == 13

@@ -115,18 +115,15 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     write_json_output("--json", args.json, summary)
     stream = sys.stderr if to_stdout else sys.stdout
-    if not args.quiet:
-        print(format_summary(summary), file=stream)
+    blocks = [] if args.quiet else [format_summary(summary)]
     reports = summary.get("reports") or {}
     wanted = [("iostat", args.iostat or args.interval is not None), ("btt", args.btt), ("histograms", args.histograms)]
-    for key, on in wanted:
-        if on and reports.get(key):
-            print("", file=stream)
-            print(reports[key].rstrip("\n"), file=stream)
+    blocks += [reports[key].rstrip("\n") for key, on in wanted if on and reports.get(key)]
     if tools:
         from blkstack.biotools import render
-        print("", file=stream)
-        print(render(events, tools, summary.get("sim_time_ns") or 0), file=stream)
+        blocks.append(render(events, tools, summary.get("sim_time_ns") or 0))
+    if blocks:
+        print("\n\n".join(blocks), file=stream)
     return EXIT_OK
 
 
