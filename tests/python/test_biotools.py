@@ -234,3 +234,15 @@ def test_bitesize_and_biopattern_of_a_run(tmp_path):
     assert out[10:12] == ["", "TIME      DISK     %RND  %SEQ    COUNT     KBYTES"]
     assert out[12].split()[1:] == ["sda", "0", "100", "7", "640"]
     assert len(out) == 13
+
+
+def test_run_bio_still_writes_the_trace_and_checks_the_option(tmp_path):
+    scenario = tmp_path / "nullb.toml"
+    scenario.write_text(NULLB)
+    trace = tmp_path / "out.txt"
+    proc = run_cli("run", scenario, "-q", "--bio", "biolatency", "--trace", trace)
+    assert proc.returncode == 0, proc.stderr
+    # 16 reads of 8 sectors: 16 issues in the blkparse text beside the histogram.
+    assert sum(" D " in line for line in trace.read_text().splitlines()) == 16
+    assert "32 -> 63         : 16 " in proc.stdout
+    assert_one_error_line(run_cli("run", scenario, "--bio", "iotop"), "unknown tool")

@@ -28,7 +28,11 @@ tracepoint text (/sys/kernel/tracing/trace with the block_* events, 6.1 or
 other tracepoints are skipped; a line that looks like an event but does not
 parse is reported on standard error with its line number and skipped.
 Messages ('m'), bounces and block_io_start/done lines are counted, not
-analysed. Times are relative to the trace's first event."""
+analysed. Times are relative to the trace's first event.
+
+--bio prints the views of bcc's block tools (biolatency, biosnoop,
+bitesize, biopattern) in their own formats, alone or after the reports
+chosen with --iostat, --btt and --histograms."""
 
 
 STATS_EPILOG = """\
