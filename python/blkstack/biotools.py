@@ -103,7 +103,8 @@ def completed_requests(events):
                          left_on="complete_ns", right_on="issue_ns", by=["dev", "sector"],
                          direction="backward")
     done = done.dropna(subset=["drow"]).drop_duplicates(subset=["drow"], keep="first")
-    done["drow"] = done["drow"].astype(np.int64)
+    # Completions without an issue made these float (NaN): back to integers.
+    done = done.astype({"drow": np.int64, "issue_ns": np.int64})
     # Each issue takes the latest insert at its device and sector.
     done = pd.merge_asof(done.sort_values("issue_ns"), ins.sort_values("insert_ns"),
                          left_on="issue_ns", right_on="insert_ns", by=["dev", "sector"],

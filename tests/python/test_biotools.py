@@ -246,3 +246,15 @@ def test_run_bio_still_writes_the_trace_and_checks_the_option(tmp_path):
     assert sum(" D " in line for line in trace.read_text().splitlines()) == 16
     assert "32 -> 63         : 16 " in proc.stdout
     assert_one_error_line(run_cli("run", scenario, "--bio", "iotop"), "unknown tool")
+
+
+def test_completions_without_an_issue_are_left_out(tmp_path):
+    # md0 (9,0) is bio-based: its bio's Q and C have no D, which bcc never
+    # sees (it hooks requests). Only sda's three requests are shown.
+    md = ("  9,0    0        1     0.000000000   100  Q   R 0 + 8 [fio]\n"
+          "  9,0    0        2     0.000080000     0  C   R 0 + 8 [0]\n")
+    path = tmp_path / "trace.txt"
+    path.write_text(md + TRACE)
+    proc = run_cli("stats", path, "--bio", "biolatency -D")
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.rstrip("\n").split("\n")[2:] == ["disk = 'sda'"] + USECS
