@@ -38,8 +38,8 @@ class BioToolError(ValueError):
 
 def parse_tools(text: str) -> List[Tuple[str, Dict[str, Any]]]:
     """``--bio TOOL[,TOOL]``: each TOOL is a name followed by bcc's options
-    for it, e.g. ``"biolatency -D -m,biosnoop"``; biopattern takes bcc's
-    interval in seconds (``"biopattern 0.5"``)."""
+    for it, e.g. ``"biolatency -D -m,biosnoop"``; biolatency and biopattern
+    take bcc's interval in seconds (``"biopattern 0.5"``)."""
     out: List[Tuple[str, Dict[str, Any]]] = []
     for part in text.split(","):
         words = part.split()
@@ -52,7 +52,7 @@ def parse_tools(text: str) -> List[Tuple[str, Dict[str, Any]]]:
         for w in rest:
             if w in TOOL_FLAGS[name]:
                 opts["flags"].add(w)
-            elif name == "biopattern" and opts["interval"] is None:
+            elif name in ("biolatency", "biopattern") and opts["interval"] is None and not w.startswith("-"):
                 opts["interval"] = _interval(name, w)
             else:
                 allowed = " ".join(sorted(TOOL_FLAGS[name])) or "none"
@@ -207,10 +207,23 @@ def flags_name(rwbs: str) -> str:
     return desc
 
 
-def biolatency(done, flags: Sequence[str]) -> str:
+def biolatency(done, flags: Sequence[str], interval_s: Any = None, duration_ns: int = 0) -> str:
     """biolatency: a log2 histogram of issue-to-completion time (``-Q``:
     from insert), in usecs (``-m``: msecs); ``-D`` one per disk, ``-F`` one
-    per set of flags."""
+    per set of flags. With an interval, one per interval that has
+    completions, after a line with the interval's end."""
+    import numpy as np
+
+    if not interval_s:
+        return _biolatency(done, flags)
+    windows = _window_ids(done["complete_ns"], interval_s)  # done is in completion order
+    ids, starts = np.unique(windows, return_index=True)
+    bounds = list(starts) + [len(done)]
+    return "\n\n".join(_window_end(int(w), interval_s, duration_ns) + "\n"
+                       + _biolatency(done.iloc[bounds[i]:bounds[i + 1]], flags) for i, w in enumerate(ids))
+
+
+def _biolatency(done, flags: Sequence[str]) -> str:
     import numpy as np
 
     start = done["insert_ns"] if "-Q" in flags else done["issue_ns"]
@@ -278,41 +291,52 @@ def biosnoop(done, flags: Sequence[str]) -> str:
     return "\n".join(lines)
 
 
+def _window_ids(complete_ns, interval_s: Any):
+    """The interval of each completion: all 0 without an interval."""
+    import numpy as np
+
+    t = np.asarray(complete_ns, dtype=np.int64)
+    return t // max(int(interval_s * 1e9), 1) if interval_s else np.zeros(len(t), np.int64)
+
+
+def _window_end(w: int, interval_s: Any, duration_ns: int) -> str:
+    """An interval's end in seconds of simulated or trace time (bcc prints
+    the wall clock there): the run's end for the last or only one."""
+    end = duration_ns if not interval_s else min((w + 1) * max(int(interval_s * 1e9), 1), duration_ns)
+    return f"{end / 1e9:.6f}"
+
+
 def biopattern(done, interval_s: Any, duration_ns: int) -> str:
     """biopattern: per disk and interval, the completions at the sector
     where the disk's previous completion ended (%SEQ) or elsewhere (%RND),
     their count and Kbytes. As bcc counts, a disk's first completion only
     sets the position, and so does its first in each interval (bcc clears
-    its counters). TIME is the interval's end in trace seconds."""
+    its counters). TIME is the interval's end."""
     import numpy as np
+    import pandas as pd
 
-    order = done.sort_values("complete_ns", kind="stable")
     lines = ["%-9s %-7s %5s %5s %8s %10s" % ("TIME", "DISK", "%RND", "%SEQ", "COUNT", "KBYTES")]
-    step = max(int(interval_s * 1e9), 1) if interval_s else max(duration_ns, 1)
-    per_dev = {}
-    devices = _labels(order["device"])
-    for disk in np.unique(devices):
-        d = order[devices == disk]
-        sector = d["sector"].to_numpy(np.int64)
-        end = sector + (d["bytes"].to_numpy(np.int64) >> 9)
-        window = d["complete_ns"].to_numpy(np.int64) // step if interval_s else np.zeros(len(d), np.int64)
-        last = np.concatenate([[0], end[:-1]])
-        # bcc clears its counters after each interval: there, too, the
-        # disk's first completion only sets the position.
-        counted = (last != 0) & (np.concatenate([[-1], window[:-1]]) == window)
-        seq = counted & (last == sector)
-        per_dev[disk] = (window, counted, seq, d["bytes"].to_numpy(np.int64))
-    windows = sorted({int(w) for w, *_ in per_dev.values() for w in np.unique(w)})
-    for w in windows:
-        for disk, (window, counted, seq, nbytes) in per_dev.items():
-            sel = (window == w) & counted
-            total = int(sel.sum())
-            if total == 0:
-                continue
-            rnd = int(round((total - int(seq[sel].sum())) * 100 / total))
-            t = min((w + 1) * step, max(duration_ns, 1)) / 1e9
-            lines.append("%-9s %-7s %5d %5d %8d %10d" % (f"{t:.6f}", disk, rnd, 100 - rnd, total,
-                                                         int(nbytes[sel].sum()) // 1024))
+    d = pd.DataFrame({
+        "disk": _labels(done["device"]),
+        "sector": done["sector"].to_numpy(np.int64),
+        "bytes": done["bytes"].to_numpy(np.int64),
+        "window": _window_ids(done["complete_ns"], interval_s),
+    })  # in completion order
+    d["end"] = d["sector"].to_numpy() + (d["bytes"].to_numpy() >> 9)
+    prev = d.groupby("disk", sort=False)[["end", "window"]].shift(1)
+    last = prev["end"].fillna(0).to_numpy(np.int64)
+    # A disk's first completion, and its first of each interval (bcc clears
+    # its counters), only set the position.
+    d["counted"] = (last != 0) & (prev["window"].to_numpy() == d["window"].to_numpy())
+    d["seq"] = d["counted"] & (last == d["sector"].to_numpy())
+    d = d[d["counted"]]
+    agg = d.groupby(["window", "disk"], sort=True).agg(total=("seq", "size"), seq=("seq", "sum"),
+                                                      nbytes=("bytes", "sum"))
+    for (w, disk), row in agg.iterrows():
+        total = int(row["total"])
+        rnd = int(round((total - int(row["seq"])) * 100 / total))
+        lines.append("%-9s %-7s %5d %5d %8d %10d" % (_window_end(int(w), interval_s, duration_ns), disk, rnd,
+                                                     100 - rnd, total, int(row["nbytes"]) // 1024))
     return "\n".join(lines)
 
 
@@ -323,7 +347,7 @@ def render(events, tools: Sequence[Tuple[str, Dict[str, Any]]], duration_ns: int
     for name, opts in tools:
         flags = opts["flags"]
         if name == "biolatency":
-            blocks.append(biolatency(done, flags))
+            blocks.append(biolatency(done, flags, opts["interval"], duration_ns))
         elif name == "biosnoop":
             blocks.append(biosnoop(done, flags))
         elif name == "bitesize":

@@ -258,3 +258,11 @@ def test_completions_without_an_issue_are_left_out(tmp_path):
     proc = run_cli("stats", path, "--bio", "biolatency -D")
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.rstrip("\n").split("\n")[2:] == ["disk = 'sda'"] + USECS
+
+
+def test_biolatency_per_interval(tmp_path):
+    # Intervals of 2 ms: the first ends at 2 ms with the completions at
+    # 60 µs (slot 6) and 1070 µs (slot 10); the second, the trace's end at
+    # 2.5 ms, with the one at 2500 µs (slot 9).
+    first = USECS[:9] + [hist_line(256, 511, 0, NONE), USECS[10]]
+    assert stats_bio(tmp_path, "biolatency 0.002") == ["0.002000"] + first + ["", "0.002500"] + USECS[:6] + [hist_line(32, 63, 0, NONE)] + USECS[7:10]
