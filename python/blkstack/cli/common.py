@@ -354,7 +354,7 @@ def bullet(text: str) -> List[str]:
 
 
 BIO_HELP = ("print bcc's block I/O tools' views, in their own formats: biolatency (log2 histogram of issue-to-"
-            "completion time; options -m msecs, -D per disk, -F per flags, -Q from insert), biosnoop (one line "
+            "completion time; options -m msecs, -D per disk, -F per flags, -Q from insert; an interval in seconds), biosnoop (one line "
             "per completed request; -Q adds QUE(ms)), bitesize (request sizes per process), biopattern "
             "(%%RND/%%SEQ per disk; an interval in seconds, e.g. 'biopattern 0.5'); several separated by commas")
 
