@@ -109,11 +109,16 @@ def completed_requests(events):
     done = pd.merge_asof(done.sort_values("issue_ns"), ins.sort_values("insert_ns"),
                          left_on="issue_ns", right_on="insert_ns", by=["dev", "sector"],
                          direction="backward")
+    # An insert belongs to one request: a later issue at the same sector
+    # (a request issued directly, after one that was inserted) has none.
+    reused = done["irow"].notna() & done["irow"].duplicated(keep="first")
+    done.loc[reused, ["irow", "insert_ns"]] = np.nan
     done = done.sort_values(["complete_ns", "drow"], kind="stable")
     issued = ev.iloc[done["drow"].to_numpy()]
     direct = done["irow"].isna().to_numpy()
     irow = np.where(direct, done["drow"].to_numpy(), done["irow"].fillna(0).to_numpy(np.int64))
     inserted = ev.iloc[irow]
+
     def column(frame, name):
         return frame[name].reset_index(drop=True)
 

@@ -266,3 +266,20 @@ def test_biolatency_per_interval(tmp_path):
     # 2.5 ms, with the one at 2500 µs (slot 9).
     first = USECS[:9] + [hist_line(256, 511, 0, NONE), USECS[10]]
     assert stats_bio(tmp_path, "biolatency 0.002") == ["0.002000"] + first + ["", "0.002500"] + USECS[:6] + [hist_line(32, 63, 0, NONE)] + USECS[7:10]
+
+
+def test_an_insert_belongs_to_one_request(tmp_path):
+    # Two reads at sector 0: the first inserted at 0 and issued at 10 µs,
+    # the second issued directly at 100 µs (no insert of its own). With -Q
+    # the second's queue time is 0, not 100 µs from the first's insert:
+    # QUE(ms) 0.01 and 0.00, LAT(ms) 0.05 and 0.02.
+    path = tmp_path / "trace.txt"
+    path.write_text("  8,0    0        1     0.000000000   100  I   R 0 + 8 [fio]\n"
+                    "  8,0    0        2     0.000010000   100  D   R 0 + 8 [fio]\n"
+                    "  8,0    0        3     0.000060000     0  C   R 0 + 8 [0]\n"
+                    "  8,0    0        4     0.000100000   200  D   R 0 + 8 [dd]\n"
+                    "  8,0    0        5     0.000120000     0  C   R 0 + 8 [0]\n")
+    proc = run_cli("stats", path, "--bio", "biosnoop -Q")
+    assert proc.returncode == 0, proc.stderr
+    assert [line.split()[-2:] for line in proc.stdout.splitlines()[-2:]] == [["0.01", "0.05"], ["0.00", "0.02"]]
+    assert proc.stdout.splitlines()[-1].split()[1:3] == ["dd", "200"]
