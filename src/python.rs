@@ -134,9 +134,11 @@ fn run(
 /// Like `run`, and also every event as columns: returns (summary JSON,
 /// {column: bytes}, {table: list}). Columns are little-endian arrays:
 /// time_ns u64, dev u32, action u8, rwbs u16, sector u64, bytes u32,
-/// task u32, error i32, arg u64, from_dev u32.
+/// task u32, error i32, arg u64, from_dev u32. `trace`, `requests`,
+/// `blktrace` and `progress` as `run` takes them.
 #[pyfunction]
-#[pyo3(signature = (path, kernel=None, sets=Vec::new(), interval=None, check=None))]
+#[pyo3(signature = (path, kernel=None, sets=Vec::new(), interval=None, check=None, trace=None, requests=None, progress=false, blktrace=None))]
+#[allow(clippy::too_many_arguments)]
 fn run_columns<'py>(
     py: Python<'py>,
     path: String,
@@ -144,9 +146,14 @@ fn run_columns<'py>(
     sets: Vec<String>,
     interval: Option<f64>,
     check: Option<String>,
+    trace: Option<String>,
+    requests: Option<String>,
+    progress: bool,
+    blktrace: Option<String>,
 ) -> PyResult<(String, Bound<'py, PyDict>, Bound<'py, PyDict>)> {
-    let opts = RunOptions { keep_events: true, ..with_check(options(kernel, sets, None, None, interval), check)? };
-    let r = run_checked(py, &path, &opts, false)?;
+    let opts = with_check(options(kernel, sets, trace, requests, interval), check)?;
+    let opts = RunOptions { keep_events: true, blktrace: blktrace.map(Into::into), ..opts };
+    let r = run_checked(py, &path, &opts, progress)?;
     let c = EventColumns::build(&r.events);
     let tables = tables_dict(py, r.devices, r.tasks, &c)?;
     Ok((r.summary.to_string(), columns_dict(py, &c)?, tables))

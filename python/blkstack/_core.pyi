@@ -109,6 +109,10 @@ def run_columns(
     sets: list[str] = ...,
     interval: float | None = None,
     check: str | None = None,
+    trace: str | None = None,
+    requests: str | None = None,
+    progress: bool = False,
+    blktrace: str | None = None,
 ) -> tuple[str, dict[str, bytes], dict[str, list]]:
     """Like :func:`run`, and also every event as columns: ``(summary JSON,
     {column: bytes}, {table: list})``. Columns are little-endian arrays:

@@ -10,7 +10,7 @@ import os
 import stat
 import sys
 import textwrap
-from typing import Any, Dict, List, NoReturn, Optional, Sequence, TextIO, Union
+from typing import Any, Dict, List, NoReturn, Optional, Sequence, TextIO, Tuple, Union
 
 from blkstack import _core
 
@@ -250,13 +250,30 @@ def simulate(scenario: str, kernel: Optional[str], sets: Sequence[str],
     """Run a scenario for a command; with *progress*, runs longer than a
     second show a progress bar on standard error when it is a terminal;
     *blktrace*: a directory for blktrace's binary files."""
+    text = _engine(lambda: _core.run(scenario, kernel, list(sets), trace, requests, interval, progress, check,
+                                     blktrace))
+    return json.loads(text)
+
+
+def simulate_events(scenario: str, kernel: Optional[str], sets: Sequence[str],
+                    trace: Optional[str], requests: Optional[str],
+                    interval: Optional[float] = None, check: Optional[str] = None,
+                    progress: bool = True, blktrace: Optional[str] = None) -> Tuple[Dict[str, Any], Any]:
+    """:func:`simulate`, also keeping every event: (summary, the events
+    DataFrame of :attr:`blkstack.Result.events`)."""
+    from blkstack.api import _events_frame
+    text, columns, tables = _engine(lambda: _core.run_columns(scenario, kernel, list(sets), interval, check, trace,
+                                                              requests, progress, blktrace))
+    return json.loads(text), _events_frame(columns, tables)
+
+
+def _engine(call: Any) -> Any:
     # Rust may write the trace to file descriptor 1 itself: flush ours first.
     sys.stdout.flush()
     try:
-        text = _core.run(scenario, kernel, list(sets), trace, requests, interval, progress, check, blktrace)
+        return call()
     except ValueError as exc:  # an option value the engine refuses (--interval)
         raise UsageError(str(exc)) from None
-    return json.loads(text)
 
 
 def check_run_outputs(args: argparse.Namespace) -> List[str]:
@@ -334,3 +351,25 @@ def say(stream: TextIO, line: str) -> None:
 
 def bullet(text: str) -> List[str]:
     return textwrap.wrap(text, width=78, initial_indent="  * ", subsequent_indent="    ")
+
+
+BIO_HELP = ("print bcc's block I/O tools' views, in their own formats: biolatency (log2 histogram of issue-to-"
+            "completion time; options -m msecs, -D per disk, -F per flags, -Q from insert; an interval in seconds), biosnoop (one line "
+            "per completed request; -Q adds QUE(ms)), bitesize (request sizes per process), biopattern "
+            "(%%RND/%%SEQ per disk; an interval in seconds, e.g. 'biopattern 0.5'); several separated by commas")
+
+
+def add_bio_option(p: argparse.ArgumentParser) -> None:
+    """The ``--bio TOOL[,TOOL]`` option of ``run`` and ``stats``."""
+    p.add_argument("--bio", metavar="TOOL[,TOOL]", help=BIO_HELP)
+
+
+def bio_tools(text: Optional[str]) -> List[Any]:
+    """The parsed ``--bio`` value (empty without it), or a usage error."""
+    if text is None:
+        return []
+    from blkstack.biotools import BioToolError, parse_tools
+    try:
+        return parse_tools(text)
+    except BioToolError as exc:
+        raise UsageError(str(exc)) from None

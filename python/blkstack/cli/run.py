@@ -7,7 +7,7 @@ import sys
 from typing import Any, Dict, List
 
 from blkstack.cli import common
-from blkstack.cli.common import (EXIT_OK, check_input, check_run_outputs, check_sets, fmt_duration_ns,
+from blkstack.cli.common import (EXIT_OK, add_bio_option, bio_tools, check_input, check_run_outputs, check_sets, fmt_duration_ns,
                                  fmt_int, fmt_rate, fmt_seconds, fmt_value, print_warnings, table, write_json_output)
 from blkstack.compare import zone_errors_text, zone_order_text
 
@@ -79,6 +79,8 @@ examples:
   blkstack run my.toml --json - | python3 -m json.tool
   blkstack run my.toml --iostat --btt --histograms
   blkstack run my.toml --interval 0.1            # iostat -x every 100 ms of simulated time
+  blkstack run my.toml --bio biolatency,biosnoop # bcc's tools' views of the run
+  blkstack run my.toml --bio 'biolatency -D -m'  # one histogram per disk, in msecs
 
 A scenario file looks like this:
   kernel = "6.12"
@@ -104,20 +106,24 @@ def cmd_run(args: argparse.Namespace) -> int:
     check_input(args.scenario)
     to_stdout = check_run_outputs(args)
 
-    summary = common.simulate(args.scenario, args.kernel, sets, args.trace, args.requests, args.interval, args.check,
-                              progress=not args.quiet, blktrace=args.blktrace)
+    tools = bio_tools(args.bio)
+    run = common.simulate_events if tools else common.simulate
+    result = run(args.scenario, args.kernel, sets, args.trace, args.requests, args.interval, args.check,
+                 progress=not args.quiet, blktrace=args.blktrace)
+    summary, events = result if tools else (result, None)
     print_warnings(summary)
 
     write_json_output("--json", args.json, summary)
     stream = sys.stderr if to_stdout else sys.stdout
-    if not args.quiet:
-        print(format_summary(summary), file=stream)
+    blocks = [] if args.quiet else [format_summary(summary)]
     reports = summary.get("reports") or {}
     wanted = [("iostat", args.iostat or args.interval is not None), ("btt", args.btt), ("histograms", args.histograms)]
-    for key, on in wanted:
-        if on and reports.get(key):
-            print("", file=stream)
-            print(reports[key].rstrip("\n"), file=stream)
+    blocks += [reports[key].rstrip("\n") for key, on in wanted if on and reports.get(key)]
+    if tools:
+        from blkstack.biotools import render
+        blocks.append(render(events, tools, summary.get("sim_time_ns") or 0))
+    if blocks:
+        print("\n\n".join(blocks), file=stream)
     return EXIT_OK
 
 
@@ -148,6 +154,7 @@ def register(sub: Any, kernels: List[str]) -> None:
                    help="print btt's stage latencies (Q2G, G2I, I2D, D2C, Q2C...) and merge information")
     p.add_argument("--histograms", action="store_true",
                    help="print the seek-distance and request-size histograms of each disk")
+    add_bio_option(p)
     p.add_argument("--check", choices=["integrity"], metavar="integrity",
                    help="also run the integrity oracle: every copy of every written block is tracked, and a "
                         "missed copy, a stale read or a discard outside its range fails the run (exit status 3); "

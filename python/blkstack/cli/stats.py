@@ -6,7 +6,7 @@ import argparse
 import sys
 from typing import Any, Dict, List
 
-from blkstack.cli.common import (EXIT_OK, PROG, UsageError, check_input, check_output, fmt_duration_ns, fmt_int,
+from blkstack.cli.common import (EXIT_OK, PROG, UsageError, add_bio_option, bio_tools, check_input, check_output, fmt_duration_ns, fmt_int,
                                  say, write_json_output)
 
 # Bad lines shown one by one on standard error; the rest are counted.
@@ -28,7 +28,11 @@ tracepoint text (/sys/kernel/tracing/trace with the block_* events, 6.1 or
 other tracepoints are skipped; a line that looks like an event but does not
 parse is reported on standard error with its line number and skipped.
 Messages ('m'), bounces and block_io_start/done lines are counted, not
-analysed. Times are relative to the trace's first event."""
+analysed. Times are relative to the trace's first event.
+
+--bio prints the views of bcc's block tools (biolatency, biosnoop,
+bitesize, biopattern) in their own formats, alone or after the reports
+chosen with --iostat, --btt and --histograms."""
 
 
 STATS_EPILOG = """\
@@ -36,6 +40,8 @@ examples:
   blkstack stats trace.txt
   blkstack stats trace.txt --btt                 # only btt's tables
   blkstack stats trace.txt --interval 1          # iostat -x per second of trace time
+  blkstack stats trace.txt --bio biolatency      # only bcc's biolatency histogram
+  blkstack stats trace.txt --bio 'biolatency -F,bitesize,biopattern 1'
   blkstack stats trace.txt --json stats.json     # and the figures as JSON
   blkstack stats trace.txt --json - | python3 -m json.tool
 
@@ -87,10 +93,11 @@ def report_problems(path: str, s: Dict[str, Any]) -> None:
 def cmd_stats(args: argparse.Namespace) -> int:
     from blkstack.api import load_trace
     check_input(args.trace)
+    tools = bio_tools(args.bio)
     if args.json not in (None, "-"):
         check_output("--json", args.json)
     try:
-        result = load_trace(args.trace, interval=args.interval, events=False)
+        result = load_trace(args.trace, interval=args.interval, events=bool(tools))
     except ValueError as exc:  # --interval refused by the engine, or a binary file
         raise UsageError(str(exc)) from None
     s = result.summary
@@ -104,9 +111,14 @@ def cmd_stats(args: argparse.Namespace) -> int:
         return EXIT_OK
     stream = sys.stderr if args.json == "-" else sys.stdout
     reports = s.get("reports") or {}
-    chosen = [k for k in ("iostat", "btt", "histograms") if getattr(args, k)] or ["iostat", "btt", "histograms"]
+    chosen = [k for k in ("iostat", "btt", "histograms") if getattr(args, k)]
+    if not chosen and not tools:
+        chosen = ["iostat", "btt", "histograms"]
     blocks: List[str] = [_header(args.trace, s)]
     blocks += [reports[k].rstrip("\n") for k in chosen if reports.get(k)]
+    if tools:
+        from blkstack.biotools import render
+        blocks.append(render(result.events, tools, s.get("duration_ns") or 0))
     print("\n\n".join(blocks), file=stream)
     return EXIT_OK
 
@@ -122,6 +134,7 @@ def register(sub: Any, kernels: List[str]) -> None:
     p.add_argument("--histograms", action="store_true", help="print the seek-distance and request-size histograms")
     p.add_argument("--interval", type=float, metavar="SECONDS",
                    help="iostat -x per interval of trace time instead of over the whole trace")
+    add_bio_option(p)
     p.add_argument("--json", metavar="FILE|-", help="write the figures as JSON to FILE ('-' for standard output)")
     p.add_argument("-q", "--quiet", action="store_true", help="print no report (with --json)")
     p.set_defaults(func=cmd_stats)
