@@ -251,4 +251,44 @@ mod tests {
         assert_eq!(size_cnv(1_000_000, true), " 1000000K");
         assert_eq!(size_cnv(2_500_000, true), "    2500M");
     }
+
+    fn dev_with(cpus: Vec<CpuStats>, first: u64, last: u64) -> DevStats {
+        DevStats { name: "sda".into(), cpus, events: 4, first_reported: first, last_reported: last, cur_depth: [0; 2], max_depth: [2, 1] }
+    }
+
+    #[test]
+    fn two_cpus_get_a_total_block_and_the_throughput_of_both() {
+        // CPU0 completed 1024 KiB of reads, CPU1 512 KiB of writes; CPU2
+        // recorded nothing (no block). The span is 2.5 ms, whole ms 2:
+        // 1000 * 1024 / 2 = 512000 and 1000 * 512 / 2 = 256000 KiB/s.
+        let mut a = CpuStats { nelems: 3, ..Default::default() };
+        a.ios.completed = [1, 0];
+        a.ios.completed_kb = [1024, 0];
+        let mut b = CpuStats { nelems: 1, ..Default::default() };
+        b.ios.completed = [0, 1];
+        b.ios.completed_kb = [0, 512];
+        let mut s = String::new();
+        show_device(&mut s, &dev_with(vec![a, b, CpuStats::default()], 1_000_000, 3_500_000));
+        let lines: Vec<&str> = s.lines().collect();
+        assert_eq!(lines.iter().filter(|l| l.starts_with("CPU")).count(), 2);
+        let total = lines.iter().position(|l| *l == "Total (sda):").expect("a Total block");
+        assert_eq!(lines[total - 1], "");
+        assert_eq!(lines[total + 4], " Reads Completed:        1,     1024KiB\t Writes Completed:        1,      512KiB");
+        // The Total block has no depth line: the unplugs follow the merges.
+        assert!(lines[total + 6].starts_with(" IO unplugs:"));
+        assert_eq!(lines[total + 7], "");
+        assert_eq!(lines[total + 8], "Throughput (R/W): 512000KiB/s / 256000KiB/s");
+        assert_eq!(lines[total + 9], "Events (sda): 4 entries");
+        // A CPU block carries the device's depths, "%'8u%8c".
+        assert_eq!(lines[6], " Read depth:             2        \t Write depth:             1");
+    }
+
+    #[test]
+    fn under_a_millisecond_the_throughput_is_zero() {
+        let mut a = CpuStats { nelems: 1, ..Default::default() };
+        a.ios.completed_kb = [4, 0];
+        let mut s = String::new();
+        show_device(&mut s, &dev_with(vec![a], 0, 999_999));
+        assert!(s.contains("\nThroughput (R/W): 0KiB/s / 0KiB/s\n"), "{s}");
+    }
 }
