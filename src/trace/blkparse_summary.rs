@@ -16,7 +16,7 @@
 
 use std::fmt::Write as _;
 
-use super::blktrace::{action_word, TC_WRITE};
+use super::blktrace::action_word;
 use super::{Action, Event, TraceCtx};
 use crate::genhd::DevId;
 
@@ -92,7 +92,6 @@ impl BlkparseSummary {
     /// Account one event (`show_entries_rb`, `dump_trace`, `dump_trace_fs`).
     #[inline]
     pub fn add(&mut self, ev: &Event, ctx: &TraceCtx) {
-        let word = action_word(ev.action, ev.op, ev.flags);
         let d = self.dev(ev.dev, ctx);
         // check_time: the last event read, accounted or not.
         d.last_reported = d.last_reported.max(ev.time);
@@ -101,36 +100,48 @@ impl BlkparseSummary {
             d.cpus.resize(cpu + 1, CpuStats::default());
         }
         d.cpus[cpu].nelems += 1;
-        // dump_trace runs for records with any category bit (act_mask -1).
-        if word >> 16 == 0 {
+        // dump_trace runs for records with any category bit (act_mask -1):
+        // every kind but a split carries one of its own.
+        if ev.action == Action::Split && action_word(ev.action, ev.op, ev.flags) >> 16 == 0 {
             return;
         }
         if d.events == 0 || ev.time < d.first_reported {
             d.first_reported = ev.time;
         }
         d.events += 1;
-        let w = usize::from(word & TC_WRITE != 0);
+        // The record's WRITE category, which the writer sets from the op.
+        let w = usize::from(ev.op.is_write());
         dump_trace_fs(d, cpu, ev, w);
     }
 
+    #[inline]
     fn dev(&mut self, id: DevId, ctx: &TraceCtx) -> &mut DevStats {
+        let i = id as usize;
+        match self.index.get(i) {
+            Some(&n) if n != 0 => &mut self.devs[n as usize - 1],
+            _ => self.new_dev(id, ctx),
+        }
+    }
+
+    /// A device's first event: its figures start.
+    #[cold]
+    fn new_dev(&mut self, id: DevId, ctx: &TraceCtx) -> &mut DevStats {
         let i = id as usize;
         if self.index.len() <= i {
             self.index.resize(i + 1, 0);
         }
-        if self.index[i] == 0 {
-            self.devs.push(DevStats {
-                name: ctx.topo.dev(id).name.clone(),
-                cpus: Vec::new(),
-                events: 0,
-                first_reported: 0,
-                last_reported: 0,
-                cur_depth: [0; 2],
-                max_depth: [0; 2],
-            });
-            self.index[i] = self.devs.len() as u32;
-        }
-        &mut self.devs[self.index[i] as usize - 1]
+        self.devs.push(DevStats {
+            name: ctx.topo.dev(id).name.clone(),
+            // CPU 0's slot from the start: every event lands there.
+            cpus: vec![CpuStats::default()],
+            events: 0,
+            first_reported: 0,
+            last_reported: 0,
+            cur_depth: [0; 2],
+            max_depth: [0; 2],
+        });
+        self.index[i] = self.devs.len() as u32;
+        self.devs.last_mut().expect("just pushed")
     }
 
     /// The summary's text, devices in the order their first event came

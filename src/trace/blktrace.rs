@@ -28,7 +28,7 @@ pub const BLK_IO_TRACE_MAGIC: u32 = 0x6561_7400;
 const RECORD: usize = 48;
 
 // Categories, shifted by BLK_TC_SHIFT (16) into the action.
-pub(crate) const TC_WRITE: u32 = 1 << 17;
+const TC_WRITE: u32 = 1 << 17;
 const TC_FLUSH: u32 = 1 << 18;
 const TC_SYNC: u32 = 1 << 19;
 const TC_FS: u32 = 1 << 24;
