@@ -214,7 +214,8 @@ fn show_device(s: &mut String, d: &DevStats) {
     // Completed KiB over the whole milliseconds between the first accounted
     // event and the last one read, both integer divisions.
     let msec = (d.last_reported - d.first_reported) / 1_000_000;
-    let (r, w) = if msec != 0 { (1000 * total.completed_kb[0] / msec, 1000 * total.completed_kb[1] / msec) } else { (0, 0) };
+    let rate = |kb: u64| (1000 * kb).checked_div(msec).unwrap_or(0);
+    let (r, w) = (rate(total.completed_kb[0]), rate(total.completed_kb[1]));
     let _ = writeln!(s, "\nThroughput (R/W): {r}KiB/s / {w}KiB/s");
     let _ = writeln!(s, "Events ({}): {} entries", d.name, d.events);
     // blkstack's sequences have no gaps: no skips, a 0.0 % ratio.
