@@ -3,10 +3,13 @@
 //! Header `%3d,%-3d %2d %8d %5d.%09lu %5u %2s %3s ` — major,minor, CPU,
 //! sequence, seconds.nanoseconds, pid, action, rwbs — then a tail that
 //! depends on the action. The sequence number counts per traced device, as
-//! blktrace's per-queue counter does; every event runs on CPU 0.
+//! blktrace's per-queue counter does; every event runs on CPU 0. After
+//! the events comes blkparse's closing summary ([`super::blkparse_summary`]),
+//! as blkparse prints it to the same output.
 
 use std::io::{self, Write};
 
+use super::blkparse_summary::BlkparseSummary;
 use super::text::{Text, NUMBER_MAX, PAD_MAX};
 use super::{rwbs_of, Action, Event, TraceCtx, TraceSink};
 
@@ -15,11 +18,12 @@ pub struct BlkparseWriter<W: Write> {
     seq: Vec<u64>,
     /// The line being formatted, reused from event to event.
     line: Vec<u8>,
+    summary: BlkparseSummary,
 }
 
 impl<W: Write> BlkparseWriter<W> {
     pub fn new(out: W) -> Self {
-        BlkparseWriter { out, seq: Vec::new(), line: Vec::new() }
+        BlkparseWriter { out, seq: Vec::new(), line: Vec::new(), summary: BlkparseSummary::default() }
     }
 
     fn next_seq(&mut self, dev: u32) -> u64 {
@@ -141,11 +145,13 @@ fn bracketed(t: &mut Text, text: &[u8]) {
 impl<W: Write> TraceSink for BlkparseWriter<W> {
     fn event(&mut self, ev: &Event, ctx: &TraceCtx) -> io::Result<()> {
         let seq = self.next_seq(ev.dev);
+        self.summary.add(ev, ctx);
         let n = format_line(ev, seq, ctx, &mut self.line);
         self.out.write_all(&self.line[..n])
     }
 
     fn finish(&mut self) -> io::Result<()> {
+        self.out.write_all(self.summary.text().as_bytes())?;
         self.out.flush()
     }
 }

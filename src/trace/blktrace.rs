@@ -323,6 +323,12 @@ fn op_categories(op: Op, flags: u32) -> u32 {
     c
 }
 
+/// The action word of an event's record, before the request-only FS
+/// category: its kind and kind category, then its op's categories.
+pub(crate) fn action_word(a: Action, op: Op, flags: u32) -> u32 {
+    kind_and_category(a) | op_categories(op, flags)
+}
+
 /// The kernel's dev_t of a device.
 fn dev_t(major: u32, minor: u32) -> u32 {
     major << 20 | (minor & 0xF_FFFF)
@@ -388,7 +394,7 @@ impl TraceSink for BlktraceWriter {
             _ => {}
         }
         *seq += 1;
-        let mut action = kind_and_category(ev.action) | op_categories(ev.op, ev.flags);
+        let mut action = action_word(ev.action, ev.op, ev.flags);
         // blk_add_trace_rq: a request's events (not a bio-based device's
         // completions) carry the FS category.
         let request_based = matches!(d.driver, crate::genhd::Driver::Mq(_));

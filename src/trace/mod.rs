@@ -5,6 +5,7 @@
 //! request list ([`requests`]) or an in-memory log ([`EventLog`]).
 
 pub mod blkparse;
+pub mod blkparse_summary;
 pub mod blktrace;
 pub mod columns;
 pub mod parse;

@@ -1,0 +1,119 @@
+"""blkparse's closing summary at the end of blkstack's blkparse text
+(``blkstack run --trace``): per CPU, the throughput, the event count and the
+skips, as blkparse 1.2.0's ``show_device_and_cpu_stats`` prints them.
+
+The reference is Debian's real blkparse reading blkstack's binary output
+(``--blktrace DIR``) of the same run, device by device (skipped where
+blkparse is not installed; CI installs it). blkparse runs in the C locale:
+under a locale with thousands separators its ``%'8Lu`` groups digits.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+
+import pytest
+
+from conftest import TINY, replace_once, run_cli
+
+# Two SATA disks mirrored (raid1), written by 16 direct 64 KiB dd writes:
+# md0's bios are remapped to both members.
+MD = """\
+kernel = "6.1"
+[disks.sda]
+kind = "sata"
+size = "1GiB"
+[disks.sdb]
+kind = "sata"
+size = "1GiB"
+[md.md0]
+level = 1
+members = ["sda", "sdb"]
+[workload]
+type = "dd"
+if = "/dev/zero"
+of = "/dev/md0"
+bs = "64k"
+count = 16
+oflag = "direct"
+"""
+
+# 256 sequential direct 4 KiB writes submitted 16 at a time: each batch
+# is plugged and merged into one 64 KiB request.
+MERGING_WRITES = """\
+kernel = "6.1"
+[disks.sda]
+kind = "sata"
+size = "1GiB"
+[workload]
+type = "fio"
+args = ["--name=w", "--rw=write", "--bs=4k", "--size=1M", "--ioengine=libaio", "--iodepth=16",
+        "--iodepth_batch_submit=16", "--direct=1", "--filename=/dev/sda"]
+"""
+
+
+def summary_of(text: str, dev: str) -> list[str]:
+    """The lines of *dev*'s part of a closing summary: from its first
+    ``CPUn (dev):`` line to its ``Skips:`` line."""
+    lines = text.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("CPU") and line.endswith(f" ({dev}):"))
+    end = next(i for i in range(start, len(lines)) if lines[i].startswith("Skips:"))
+    return lines[start:end + 1]
+
+
+def run_both(tmp_path, write_scenario, text):
+    """Run *text* writing blkstack's blkparse text and blktrace's binary
+    files: (the text, the binary directory)."""
+    out = tmp_path / "bt"
+    out.mkdir()
+    own = tmp_path / "own.txt"
+    proc = run_cli("run", write_scenario(text), "--trace", own, "--blktrace", out, "--quiet")
+    assert proc.returncode == 0, proc.stderr
+    return own.read_text(), out
+
+
+def real_blkparse(directory, dev: str) -> str:
+    env = dict(os.environ, LC_ALL="C")
+    return subprocess.run(["blkparse", "-i", str(directory / f"{dev}.blktrace.0")], check=True, capture_output=True,
+                          text=True, timeout=60, env=env).stdout
+
+
+def test_summary_of_split_reads_worked_by_hand(tmp_path, write_scenario):
+    # TINY: 4 direct 1 MiB reads, max_sectors_kb 128: each bio (Q, 1024
+    # KiB) is split into 8 requests of 128 KiB, all dispatched and
+    # completed: 4 queued / 4096 KiB, 32 dispatches and completions of
+    # 4096 KiB, no writes, no merges, no requeues, no gaps in sequences.
+    text, _ = run_both(tmp_path, write_scenario, TINY)
+    s = summary_of(text, "sda")
+    assert s[0] == "CPU0 (sda):"
+    assert s[1] == " Reads Queued:           4,     4096KiB\t Writes Queued:           0,        0KiB"
+    assert s[2] == " Read Dispatches:       32,     4096KiB\t Write Dispatches:        0,        0KiB"
+    assert s[3] == " Reads Requeued:         0\t\t Writes Requeued:         0"
+    assert s[4] == " Reads Completed:       32,     4096KiB\t Writes Completed:        0,        0KiB"
+    assert s[5] == " Read Merges:            0,        0KiB\t Write Merges:            0,        0KiB"
+    assert s[-1] == "Skips: 0 forward (0 -   0.0%)"
+    # One CPU recorded events: no Total block. The summary follows the
+    # last event, as blkparse prints it.
+    assert not any(line.startswith("Total (") for line in s)
+    assert text.splitlines().index("CPU0 (sda):") == len(text.splitlines()) - len(s)
+
+
+@pytest.mark.skipif(shutil.which("blkparse") is None, reason="blkparse (Debian's blktrace) is not installed")
+@pytest.mark.parametrize("name,scenario,devices", [
+    ("split reads", TINY, ["sda"]),
+    ("split reads, 1028 KiB", replace_once(replace_once(TINY, 'bs = "1M"', 'bs = "1028k"'), '"6.12"', '"6.1"'), ["sda"]),
+    ("merging writes", MERGING_WRITES, ["sda"]),
+    ("md raid1", MD, ["md0", "sda", "sdb"]),
+])
+def test_summary_is_real_blkparses_on_the_same_run(tmp_path, write_scenario, name, scenario, devices):
+    text, out = run_both(tmp_path, write_scenario, scenario)
+    assert sorted(p.name for p in out.iterdir()) == sorted(f"{d}.blktrace.0" for d in devices)
+    for dev in devices:
+        real = real_blkparse(out, dev)
+        assert summary_of(text, dev) == summary_of(real, dev), (name, dev)
+    if name == "merging writes":
+        # The case is what it says: writes merged (M) into fewer requests.
+        merges = summary_of(text, "sda")[5]
+        assert not merges.endswith(" 0,        0KiB"), merges
