@@ -147,3 +147,39 @@ fn ftrace_text_replays_with_its_timing() {
     assert_eq!(engine.core.tasks.last().map(|t| (t.pid, t.comm.as_str())), Some((4242, "fio")));
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[test]
+fn devices_map_by_name_through_the_traced_machines_table() {
+    // Debian's 6.1 guest: virtio_blk got the dynamic major 252 (vda 252,0,
+    // vdb 252,16: 16 minors a disk) and device-mapper 254; blkstack numbers
+    // its virtio disks 254,0 and 254,16. With the guest's /proc/partitions
+    // the trace's 252,16 is vdb and 252,0 vda by name, and 254,0 is dm-0,
+    // which this scenario lacks (not blkstack's own 254,0, vda).
+    let dir = tmp("names");
+    let trace = "\
+             fio-4242    [001] ..... 100.000000: block_bio_queue: 252,16 W 0 + 8 [fio]
+             fio-4242    [001] ..... 100.000100: block_bio_queue: 252,0 W 8 + 8 [fio]
+";
+    std::fs::write(dir.join("t.txt"), trace).unwrap();
+    std::fs::write(dir.join("partitions"), "major minor  #blocks  name\n\n 252        0    1048576 vda\n 252       16    1048576 vdb\n 254        0     524288 dm-0\n").unwrap();
+    let scen = dir.join("s.toml");
+    let disks = "[disks.vda]\nkind = \"virtio\"\nsize = \"1GiB\"\n[disks.vdb]\nkind = \"virtio\"\nsize = \"1GiB\"\n";
+    let text = format!("{disks}[workload]\ntype = \"replay\"\ntrace = \"t.txt\"\ndevice_names = \"partitions\"\n");
+    let sc = scenario::load(scen.to_str().unwrap(), &text, None, &[]).unwrap();
+    let mut engine = sc.build();
+    engine.core.tracer.keep_log();
+    engine.run();
+    let ev = engine.core.tracer.log.take().unwrap().events;
+    let name = |d| engine.core.topo.dev(d).name.clone();
+    let q: Vec<(String, u64)> = ev.iter().filter(|e| e.action == blkstack::trace::Action::Queue).map(|e| (name(e.dev), e.sector)).collect();
+    assert_eq!(q, [("vdb".to_string(), 0), ("vda".to_string(), 8)]);
+    // The table's dm-0 is not blkstack's 254,0 (vda).
+    std::fs::write(dir.join("t.txt"), "  254,0    0        1     0.000000000  4242  Q   W 0 + 8 [dd]\n").unwrap();
+    let e = scenario::load(scen.to_str().unwrap(), &text, None, &[]).unwrap_err().to_string();
+    assert!(e.contains(":1: device 254,0 is not in the scenario (map it with device_map)"), "{e}");
+    // A line of neither layout names the file, line and key.
+    std::fs::write(dir.join("partitions"), "vda 252:0\nvdb\n").unwrap();
+    let e = scenario::load(scen.to_str().unwrap(), &text, None, &[]).unwrap_err().to_string();
+    assert!(e.contains(&format!("workload.device_names: {}:2: 'vdb' is neither", dir.join("partitions").display())), "{e}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -7,8 +7,8 @@
 //! stacked device (an md or dm clone: the stack will make it again). A
 //! 'Q' remapped from a partition of its disk is replayed on the partition,
 //! at the partition's sector. Trace devices map to scenario devices by
-//! device number (blkstack numbers devices as Linux does), or by
-//! `device_map`.
+//! device number (blkstack numbers devices as Linux does), by name through
+//! the traced machine's name table (`device_names`), or by `device_map`.
 //!
 //! Units: a process's consecutive roots queued at the same instant with no
 //! unplug ('U'/'UT') of that process between them were one submission;
@@ -38,7 +38,7 @@ use super::disks::{dev_names, DiskSpec};
 use super::jobs::{read_named_file, JobSpec};
 use super::tree::{describe, Obj, ScenarioError, Value};
 
-pub const REPLAY_KEYS: &[&str] = &["type", "trace", "timing", "device_map", "iodepth", "pid", "comm"];
+pub const REPLAY_KEYS: &[&str] = &["type", "trace", "timing", "device_names", "device_map", "iodepth", "pid", "comm"];
 
 /// Where replayed data sits in memory: 4 GiB plus the byte offset on the
 /// device (as explicit bios without bvecs).
@@ -88,6 +88,7 @@ pub fn read(w: &Obj, disks: &[DiskSpec], nr_disks: usize) -> Result<Vec<JobSpec>
         return Err(err(b.line, format!("{}: {}", b.reason, b.text.trim())));
     }
     let numbers = device_numbers(disks, nr_disks);
+    let numbers = device_names(w, numbers)?;
     let map = device_map(w, disks, numbers)?;
     let asap = timing(w)?;
     let iodepth = w.opt_u64("iodepth")?.map(|x| x.0.clamp(1, u32::MAX as u64) as u32);
@@ -145,6 +146,44 @@ fn device_map(w: &Obj, disks: &[DiskSpec], mut numbers: HashMap<DevNo, DevEntry>
         numbers.insert(devno, e.clone());
     }
     Ok(numbers)
+}
+
+/// `device_names = "partitions.txt"`: the traced machine's device names and
+/// numbers (its /proc/partitions, or `lsblk -rno NAME,MAJ:MIN`). A trace
+/// shows only numbers, and dynamic majors (virtio_blk's, device-mapper's,
+/// null_blk's: `register_blkdev(0, ...)`) differ between machines and
+/// kernels; the table says which device each number was, so a number it
+/// lists means the scenario device of that name, or none.
+fn device_names(w: &Obj, mut numbers: HashMap<DevNo, DevEntry>) -> Result<HashMap<DevNo, DevEntry>, ScenarioError> {
+    let Some((path, text)) = read_named_file(w, "device_names")? else { return Ok(numbers) };
+    let at = w.node("device_names").expect("read").at.clone();
+    let table = parse_name_table(&text).map_err(|(line, m)| w.err("device_names", &at, format!("{path}:{line}: {m}")))?;
+    let by_name: HashMap<String, DevEntry> = numbers.values().map(|e| (e.name.clone(), e.clone())).collect();
+    for (devno, name) in table {
+        numbers.remove(&devno);
+        if let Some(e) = by_name.get(&name) {
+            numbers.insert(devno, e.clone());
+        }
+    }
+    Ok(numbers)
+}
+
+/// (number, name) per line of /proc/partitions (`MAJOR MINOR BLOCKS NAME`,
+/// after its header) or of `lsblk -rno NAME,MAJ:MIN`; an error is (line, why).
+fn parse_name_table(text: &str) -> Result<Vec<(DevNo, String)>, (usize, String)> {
+    let mut out = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        let f: Vec<&str> = line.split_whitespace().collect();
+        let entry = match f.as_slice() {
+            [] | ["major", "minor", ..] | ["NAME", ..] => continue,
+            [maj, min, _, name] => maj.parse().ok().zip(min.parse().ok()).map(|(major, minor)| (DevNo { major, minor }, *name)),
+            [name, devno] => parse_devno(devno).map(|d| (d, *name)),
+            _ => None,
+        };
+        let (devno, name) = entry.ok_or((i + 1, format!("'{}' is neither /proc/partitions' MAJOR MINOR BLOCKS NAME nor lsblk's NAME MAJ:MIN", line.trim())))?;
+        out.push((devno, name.strip_prefix("/dev/").unwrap_or(name).to_string()));
+    }
+    Ok(out)
 }
 
 fn parse_devno(s: &str) -> Option<DevNo> {
@@ -337,5 +376,14 @@ mod tests {
         assert_eq!(parse_devno("8,16"), Some(DevNo { major: 8, minor: 16 }));
         assert_eq!(parse_devno("259:0"), Some(DevNo { major: 259, minor: 0 }));
         assert_eq!(parse_devno("sda"), None);
+    }
+
+    #[test]
+    fn name_tables() {
+        let d = |major, minor| DevNo { major, minor };
+        let partitions = "major minor  #blocks  name\n\n 252        0    8388608 vda\n 252        1    8387584 vda1\n";
+        assert_eq!(parse_name_table(partitions), Ok(vec![(d(252, 0), "vda".into()), (d(252, 1), "vda1".into())]));
+        assert_eq!(parse_name_table("vdb 252:16\nvg-lv 253:0\n"), Ok(vec![(d(252, 16), "vdb".into()), (d(253, 0), "vg-lv".into())]));
+        assert!(parse_name_table("vda\n").unwrap_err().0 == 1);
     }
 }
