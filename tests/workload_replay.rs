@@ -183,3 +183,42 @@ fn devices_map_by_name_through_the_traced_machines_table() {
     assert!(e.contains(&format!("workload.device_names: {}:2: 'vdb' is neither", dir.join("partitions").display())), "{e}");
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[test]
+fn a_plugged_submission_replays_as_one_although_its_times_differ() {
+    // A real trace stamps each bio of one plugged submission with its own
+    // time: the plug ('P', traced when the first request enters it) follows
+    // the first bio, and the submission ends at the unplug. The three bios
+    // queued before the unplug are one submission, replayed at the first
+    // one's time (0) inside a plug: 8 + 8 merges into the request at 0
+    // (back merge in the plug), so two requests, 0 + 16 and 64 + 8. The bio
+    // after the unplug is a submission of its own, at 100 µs.
+    let dir = tmp("plugged");
+    let trace = "\
+  8,0    0        1     0.000000000  4242  Q   W 0 + 8 [fio]
+  8,0    0        2     0.000001000  4242  G   W 0 + 8 [fio]
+  8,0    0        3     0.000001500  4242  P   N [fio]
+  8,0    0        4     0.000002000  4242  Q   W 8 + 8 [fio]
+  8,0    0        5     0.000003000  4242  M   W 8 + 8 [fio]
+  8,0    0        6     0.000004000  4242  Q   W 64 + 8 [fio]
+  8,0    0        7     0.000005000  4242  G   W 64 + 8 [fio]
+  8,0    0        8     0.000006000  4242  U   N [fio] 2
+  8,0    0        9     0.000007000  4242  D   W 0 + 16 [fio]
+  8,0    0       10     0.000008000  4242  D   W 64 + 8 [fio]
+  8,0    0       11     0.000100000  4242  Q   W 128 + 8 [fio]
+";
+    std::fs::write(dir.join("t.txt"), trace).unwrap();
+    let scen = dir.join("s.toml");
+    let sc = scenario::load(scen.to_str().unwrap(), &format!("{PARTITIONED}[workload]\ntype = \"replay\"\ntrace = \"t.txt\"\n"), None, &[]).unwrap();
+    let mut engine = sc.build();
+    engine.core.tracer.keep_log();
+    engine.run();
+    let ev = engine.core.tracer.log.take().unwrap().events;
+    let on = |a| ev.iter().filter(|e| e.action == a).map(|e| (e.time, e.sector, e.sectors())).collect::<Vec<_>>();
+    use blkstack::trace::Action;
+    assert_eq!(on(Action::Queue), [(0, 0, 8), (0, 8, 8), (0, 64, 8), (100_000, 128, 8)]);
+    assert_eq!(on(Action::Plug).iter().filter(|p| p.0 == 0).count(), 1, "one plug for the three bios");
+    let issued: Vec<(u64, u32)> = on(Action::Issue).into_iter().map(|x| (x.1, x.2)).collect();
+    assert_eq!(issued, [(0, 16), (64, 8), (128, 8)]);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
