@@ -45,6 +45,19 @@ fn round_trip(name: &str, stack: &str, workload: &str, timing: &str) -> (Vec<Str
     (issued(&original), issued(&again))
 }
 
+/// Replay `trace` (written as `dir/t.txt`) on `stack`, with `keys` added
+/// to the workload; the engine and every event.
+fn replay_events(dir: &Path, stack: &str, keys: &str, trace: &str) -> (blkstack::engine::Engine, Vec<blkstack::trace::Event>) {
+    std::fs::write(dir.join("t.txt"), trace).unwrap();
+    let scen = dir.join("s.toml");
+    let sc = scenario::load(scen.to_str().unwrap(), &format!("{stack}[workload]\ntype = \"replay\"\ntrace = \"t.txt\"\n{keys}"), None, &[]).unwrap();
+    let mut engine = sc.build();
+    engine.core.tracer.keep_log();
+    engine.run();
+    let ev = engine.core.tracer.log.take().unwrap().events;
+    (engine, ev)
+}
+
 const PARTITIONED: &str = r#"
 [disks.sda]
 kind = "sata"
@@ -134,13 +147,7 @@ fn ftrace_text_replays_with_its_timing() {
              fio-4242    [001] ..... 100.000000: block_bio_queue: 8,1 W 0 + 8 [fio]
              fio-4242    [001] ..... 100.000100: block_bio_queue: 8,1 WS 8 + 8 [fio]
 ";
-    std::fs::write(dir.join("t.txt"), text).unwrap();
-    let scen = dir.join("s.toml");
-    let sc = scenario::load(scen.to_str().unwrap(), &format!("{PARTITIONED}[workload]\ntype = \"replay\"\ntrace = \"t.txt\"\n"), None, &[]).unwrap();
-    let mut engine = sc.build();
-    engine.core.tracer.keep_log();
-    engine.run();
-    let ev = engine.core.tracer.log.take().unwrap().events;
+    let (engine, ev) = replay_events(&dir, PARTITIONED, "", text);
     let q: Vec<(u64, u64, u32)> = ev.iter().filter(|e| e.action == blkstack::trace::Action::Queue).map(|e| (e.time, e.sector, e.sectors())).collect();
     // 8,1 is sda1 (start 2048): Q on sda after the partition remap.
     assert_eq!(q, [(0, 2048, 8), (100_000, 2056, 8)]);
@@ -160,16 +167,11 @@ fn devices_map_by_name_through_the_traced_machines_table() {
              fio-4242    [001] ..... 100.000000: block_bio_queue: 252,16 W 0 + 8 [fio]
              fio-4242    [001] ..... 100.000100: block_bio_queue: 252,0 W 8 + 8 [fio]
 ";
-    std::fs::write(dir.join("t.txt"), trace).unwrap();
     std::fs::write(dir.join("partitions"), "major minor  #blocks  name\n\n 252        0    1048576 vda\n 252       16    1048576 vdb\n 254        0     524288 dm-0\n").unwrap();
-    let scen = dir.join("s.toml");
     let disks = "[disks.vda]\nkind = \"virtio\"\nsize = \"1GiB\"\n[disks.vdb]\nkind = \"virtio\"\nsize = \"1GiB\"\n";
+    let (engine, ev) = replay_events(&dir, disks, "device_names = \"partitions\"\n", trace);
+    let scen = dir.join("s.toml");
     let text = format!("{disks}[workload]\ntype = \"replay\"\ntrace = \"t.txt\"\ndevice_names = \"partitions\"\n");
-    let sc = scenario::load(scen.to_str().unwrap(), &text, None, &[]).unwrap();
-    let mut engine = sc.build();
-    engine.core.tracer.keep_log();
-    engine.run();
-    let ev = engine.core.tracer.log.take().unwrap().events;
     let name = |d| engine.core.topo.dev(d).name.clone();
     let q: Vec<(String, u64)> = ev.iter().filter(|e| e.action == blkstack::trace::Action::Queue).map(|e| (name(e.dev), e.sector)).collect();
     assert_eq!(q, [("vdb".to_string(), 0), ("vda".to_string(), 8)]);
@@ -207,13 +209,7 @@ fn a_plugged_submission_replays_as_one_although_its_times_differ() {
   8,0    0       10     0.000008000  4242  D   W 64 + 8 [fio]
   8,0    0       11     0.000100000  4242  Q   W 128 + 8 [fio]
 ";
-    std::fs::write(dir.join("t.txt"), trace).unwrap();
-    let scen = dir.join("s.toml");
-    let sc = scenario::load(scen.to_str().unwrap(), &format!("{PARTITIONED}[workload]\ntype = \"replay\"\ntrace = \"t.txt\"\n"), None, &[]).unwrap();
-    let mut engine = sc.build();
-    engine.core.tracer.keep_log();
-    engine.run();
-    let ev = engine.core.tracer.log.take().unwrap().events;
+    let (_, ev) = replay_events(&dir, PARTITIONED, "", trace);
     let on = |a| ev.iter().filter(|e| e.action == a).map(|e| (e.time, e.sector, e.sectors())).collect::<Vec<_>>();
     use blkstack::trace::Action;
     assert_eq!(on(Action::Queue), [(0, 0, 8), (0, 8, 8), (0, 64, 8), (100_000, 128, 8)]);
