@@ -304,6 +304,10 @@ pub fn summary(sc: &Scenario, engine: &Engine, st: &RunStats) -> Value {
             if let Some(f) = sc.disks.iter().find(|x| x.name == d.name).and_then(|x| x.loop_file.as_ref()) {
                 dev["loop"] = json!({"backing_device": f.backing, "offset": f.offset << 9, "direct_io": f.direct_io});
             }
+            if let Some(spec) = sc.stacked.iter().find(|x| x.name == d.name) {
+                let (key, geometry) = scenario::geometry::stack_geometry_json(spec);
+                dev[key] = geometry;
+            }
         } else {
             dev["partition_of"] = json!(topo.dev(d.whole).name);
             dev["start"] = json!(d.start_sect);

@@ -9,6 +9,7 @@
 
 pub mod compare;
 pub mod disks;
+pub mod geometry;
 pub mod jobs;
 pub mod model;
 pub mod loopdev;

@@ -531,28 +531,42 @@ fn raid10_layout_name(s: &str) -> Option<u32> {
         }
         rest = &rest[digits..];
     }
-    Some(near | far << 8 | (offset as u32) << 16)
+    Some(raid10_layout_word(near, far, offset))
 }
+
+/// The raid10 layout word (`layout` in the superblock): near copies, far
+/// copies << 8, and bit 16 for offset (`setup_geo` reads it back).
+pub(crate) fn raid10_layout_word(near: u32, far: u32, offset: bool) -> u32 {
+    near | far << 8 | (offset as u32) << 16
+}
+
+/// mdadm's r5layout names (maps.c `r5layout`, `r6layout`) and their
+/// layout numbers; the first name of a number is the one mdadm prints.
+pub(crate) const RAID5_LAYOUTS: &[(&str, u32)] = &[
+    ("left-asymmetric", 0),
+    ("right-asymmetric", 1),
+    ("left-symmetric", 2),
+    ("right-symmetric", 3),
+    ("parity-first", 4),
+    ("parity-last", 5),
+    ("ddf-zero-restart", 8),
+    ("ddf-N-restart", 9),
+    ("ddf-N-continue", 10),
+    ("left-asymmetric-6", 16),
+    ("right-asymmetric-6", 17),
+    ("left-symmetric-6", 18),
+    ("right-symmetric-6", 19),
+    ("parity-first-6", 20),
+    ("la", 0),
+    ("ra", 1),
+    ("ls", 2),
+    ("default", 2),
+    ("rs", 3),
+];
 
 /// mdadm's r5layout names.
 fn raid5_layout_name(s: &str) -> Option<u32> {
-    Some(match s {
-        "left-asymmetric" | "la" => 0,
-        "right-asymmetric" | "ra" => 1,
-        "left-symmetric" | "ls" | "default" => 2,
-        "right-symmetric" | "rs" => 3,
-        "parity-first" => 4,
-        "parity-last" => 5,
-        "ddf-zero-restart" => 8,
-        "ddf-N-restart" => 9,
-        "ddf-N-continue" => 10,
-        "left-asymmetric-6" => 16,
-        "right-asymmetric-6" => 17,
-        "left-symmetric-6" => 18,
-        "right-symmetric-6" => 19,
-        "parity-first-6" => 20,
-        _ => return None,
-    })
+    RAID5_LAYOUTS.iter().find(|(n, _)| *n == s).map(|x| x.1)
 }
 
 /// Per member: (data offset, sectors available for data), mdadm's rule
