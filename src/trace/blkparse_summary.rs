@@ -6,8 +6,8 @@
 //! blkparse counts what it reads back from the binary records, so the
 //! counting here follows the action word blkstack's binary writer gives each
 //! event ([`super::blktrace::action_word`]): the direction is the WRITE
-//! category bit (a flush or a read is a "read"), an event without any
-//! category bit (a read's split) is neither accounted nor an "entry", and
+//! category bit (a flush or a read is a "read"), every record is an "entry"
+//! (each carries its direction's category, `ddir_act`), and
 //! sizes are `bytes >> 10` per event, truncated one event at a time.
 //! Counting is plain integers per event; text is formatted once, at the end.
 //!
@@ -16,7 +16,6 @@
 
 use std::fmt::Write as _;
 
-use super::blktrace::action_word;
 use super::{Action, Event, TraceCtx};
 use crate::genhd::DevId;
 
@@ -101,10 +100,7 @@ impl BlkparseSummary {
         }
         d.cpus[cpu].nelems += 1;
         // dump_trace runs for records with any category bit (act_mask -1):
-        // every kind but a split carries one of its own.
-        if ev.action == Action::Split && action_word(ev.action, ev.op, ev.flags) >> 16 == 0 {
-            return;
-        }
+        // every record has one, its direction's (`ddir_act`).
         if d.events == 0 || ev.time < d.first_reported {
             d.first_reported = ev.time;
         }

@@ -28,6 +28,7 @@ pub const BLK_IO_TRACE_MAGIC: u32 = 0x6561_7400;
 const RECORD: usize = 48;
 
 // Categories, shifted by BLK_TC_SHIFT (16) into the action.
+const TC_READ: u32 = 1 << 16;
 const TC_WRITE: u32 = 1 << 17;
 const TC_FLUSH: u32 = 1 << 18;
 const TC_SYNC: u32 = 1 << 19;
@@ -302,12 +303,14 @@ fn kind_and_category(a: Action) -> u32 {
 }
 
 /// The categories of an I/O's op and flags (`__blk_add_trace`: the
-/// direction, `REQ_SYNC`, `REQ_RAHEAD`, `REQ_META`, `REQ_PREFLUSH`,
+/// direction, READ or WRITE by `op_is_write` (`ddir_act`: a flush is a
+/// read), `REQ_SYNC`, `REQ_RAHEAD`, `REQ_META`, `REQ_PREFLUSH`,
 /// `REQ_FUA`, and DISCARD or FLUSH by op), which `fill_rwbs` reads back as
 /// the letters blkstack's own text prints.
 fn op_categories(op: Op, flags: u32) -> u32 {
     let mut c = 0;
     for (on, bit) in [
+        (!op.is_write(), TC_READ),
         (op.is_write(), TC_WRITE),
         (op.is_discard(), TC_DISCARD),
         (op == Op::Flush || flags & req::PREFLUSH != 0, TC_FLUSH),
