@@ -117,69 +117,6 @@ class Identification:
 # The replay scenario
 
 
-_TIME = re.compile(r"(?<![\d.])(\d+\.\d{6,9})(?![\d.])")
-
-
-def plugged_submissions(path: str) -> str:
-    """The trace's text with the bios of one plugged submission queued at
-    one instant, as the replay workload groups a submission.
-
-    A real kernel stamps each ``block_bio_queue`` with its own time, so a
-    system call that submitted several bios under one plug (io_submit of a
-    batch, a write split by md) shows them microseconds apart: the plug
-    (``block_plug``, traced when the first request enters it) follows the
-    first bio, and the submission ends at the task's unplug or first issue
-    (``blk_finish_plug``: 6.1 traces no unplug on its direct path). Those
-    bios get the first one's time.
-
-    A plug that held only the request of the bio just queued, unplugged
-    (``block_unplug``, depth 1) with no bio queued inside it, is the plug
-    6.12's ``__submit_bio`` puts around each bio of a task that has none
-    (switch ``submit_bio_plug``), not one of the system call: its two lines
-    are left out, so the replay does not hold the whole submission in a
-    plug (each profile adds its own). Nothing else changes."""
-    from blkstack import _core
-
-    cols, tables, _skipped, _bad = _core.parse_trace(path)
-    actions = list(tables["actions"])
-    line = memoryview(cols["line"]).cast("Q")
-    act = memoryview(cols["action"]).cast("B")
-    pid = memoryview(cols["pid"]).cast("I")
-    last_q: Dict[int, int] = {}           # pid -> line of its latest Q
-    start: Dict[int, int] = {}            # pid -> line of its open submission's first Q
-    moved: Dict[int, int] = {}            # line -> line whose time it takes
-    plug: Dict[int, Tuple[int, bool]] = {}  # pid -> (its plug's line, a bio queued since)
-    dropped: List[int] = []
-    depth = memoryview(cols["arg"]).cast("Q")
-    for i in range(len(line)):
-        a, p, n = actions[act[i]], pid[i], line[i]
-        if a == "Q":
-            if p in start:
-                moved[n] = start[p]
-            last_q[p] = n
-            if p in plug:
-                plug[p] = (plug[p][0], True)
-        elif a == "P":
-            plug[p] = (n, False)
-            if p in last_q and p not in start:
-                start[p] = last_q[p]
-        elif a in ("U", "UT", "D"):
-            start.pop(p, None)
-            opened = plug.pop(p, None) if a != "D" else None
-            if a == "U" and opened is not None and not opened[1] and depth[i] == 1:
-                dropped += [opened[0], n]
-    with open(path, encoding="utf-8", errors="replace") as fh:
-        lines = fh.read().split("\n")
-    for n, first in moved.items():
-        stamp = _TIME.search(lines[first - 1])
-        if stamp:
-            lines[n - 1] = _TIME.sub(stamp.group(1), lines[n - 1], count=1)
-    for n in dropped:
-        lines[n - 1] = ""
-    return "\n".join(lines)
-
-
-
 _WORKLOAD_HEADER = re.compile(r"^\s*\[\[?\s*workload(\.[^\]]*)?\s*\]\]?\s*(#.*)?$")
 _HEADER = re.compile(r"^\s*\[")
 
@@ -284,12 +221,11 @@ def identify(trace: Union[str, "os.PathLike[str]"], stack: Union[str, "os.PathLi
         raise TraceFileError(f"{trace}: the trace has no issued requests (D, block_rq_issue) to compare")
     folder = tempfile.mkdtemp(prefix="blkstack-identify-")
     scenario = os.path.join(folder, os.path.basename(stack))
-    replayed = os.path.join(folder, "submitted.txt")
     try:
-        with open(replayed, "w", encoding="utf-8") as fh:
-            fh.write(plugged_submissions(trace))
+        # The replay groups the trace's bios into submissions itself, by
+        # each task's plug and unplug (workload_replay.rs).
         with open(stack, encoding="utf-8") as fh:
-            text = replay_scenario(fh.read(), replayed, timing)
+            text = replay_scenario(fh.read(), str(trace), timing)
         with open(scenario, "w", encoding="utf-8") as fh:
             fh.write(text)
         _check_replay(scenario, stack)

@@ -36,7 +36,7 @@ import pytest
 
 from conftest import run_cli
 
-from blkstack.identify import identify, plugged_submissions
+from blkstack.identify import identify
 
 DATA = Path(__file__).resolve().parent.parent / "data" / "identify"
 
@@ -61,15 +61,6 @@ def test_identify_says_when_a_trace_cannot_tell_profiles_apart():
     assert found.profiles[0].match_percent == 100.0
 
 
-def test_6_12_per_bio_plugs_are_not_replayed_as_the_callers():
-    # raid10-f2 on 6.12: __submit_bio plugs around each member bio (P, then
-    # U with depth 1, no bio queued in between); those lines are dropped.
-    original = (DATA / "raid10-f2-6.12.txt").read_text().split("\n")
-    text = plugged_submissions(str(DATA / "raid10-f2-6.12.txt")).split("\n")
-    gone = [o for o, t in zip(original, text) if o != t]
-    assert gone and all("block_plug" in o or "block_unplug: [blkio] 1" in o for o in gone)
-
-
 def test_identify_finds_the_switch_that_explains_the_plug_order():
     # Under 6.12 with plug_add=head (the pre-e70c301faece list order), the
     # 6.1 trace's reversed order is reproduced: that switch is the one this
@@ -85,15 +76,6 @@ def test_identify_finds_the_switch_that_explains_the_plug_order():
     # longest common subsequence), 1 of 8 = 12.5%.
     assert found.profiles[-1].profile == "6.12"
     assert found.profiles[-1].match_percent == 12.5
-
-
-def test_plugged_submission_bios_get_the_first_bios_time():
-    text = plugged_submissions(str(DATA / "plug-order-virtio-6.1.txt"))
-    queued = [l for l in text.splitlines() if "block_bio_queue" in l]
-    # The first write is queued alone, the plug opens after its request;
-    # the seven that follow were the same io_submit call.
-    assert len(queued) == 8
-    assert len({l.split()[3] for l in queued}) == 1
 
 
 def test_cli_identify_prints_the_ranking(tmp_path):
