@@ -10,7 +10,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict};
 
 use crate::engine::Progress;
-use crate::run::{profiles_json, progress_line, run_file_full, Output, RunError, RunOptions, RunResult};
+use crate::run::{profiles_json, progress_line, run_file_full, BlktraceTarget, Output, RunError, RunOptions, RunResult};
 use crate::trace::columns::EventColumns;
 use crate::trace::Action;
 
@@ -97,6 +97,12 @@ fn options(kernel: Option<String>, sets: Vec<String>, trace: Option<String>, req
     RunOptions { kernel, sets, trace: out(trace), requests: out(requests), interval, ..RunOptions::default() }
 }
 
+/// The binary trace outputs asked for: a directory, a dump file, or both.
+fn blktrace_targets(dir: Option<String>, dump: Option<String>) -> Vec<BlktraceTarget> {
+    let dirs = dir.into_iter().map(|d| BlktraceTarget::Dir(d.into()));
+    dirs.chain(dump.into_iter().map(|f| BlktraceTarget::Dump(f.into()))).collect()
+}
+
 /// `check`: "integrity" turns the integrity oracle on (conservation is
 /// always checked); anything else is refused.
 fn with_check(opts: RunOptions, check: Option<String>) -> PyResult<RunOptions> {
@@ -108,11 +114,13 @@ fn with_check(opts: RunOptions, check: Option<String>) -> PyResult<RunOptions> {
 }
 
 /// Run the scenario at `path`; returns the JSON summary as a string.
-/// `blktrace`: a directory for blktrace's binary files (`NAME.blktrace.0`).
+/// `blktrace`: a directory for blktrace's binary files (`NAME.blktrace.0`);
+/// `blktrace_dump`: a file for all of them in one stream (for `btt -i`).
+/// `btt`: also btt's report (`reports.btt`, what `btt -A` prints).
 /// With `progress`, a line on stderr (a terminal only) follows runs longer
 /// than a second. Ctrl-C stops the run (KeyboardInterrupt).
 #[pyfunction]
-#[pyo3(signature = (path, kernel=None, sets=Vec::new(), trace=None, requests=None, interval=None, progress=false, check=None, blktrace=None))]
+#[pyo3(signature = (path, kernel=None, sets=Vec::new(), trace=None, requests=None, interval=None, progress=false, check=None, blktrace=None, btt=false, blktrace_dump=None))]
 #[allow(clippy::too_many_arguments)]
 fn run(
     py: Python<'_>,
@@ -125,9 +133,11 @@ fn run(
     progress: bool,
     check: Option<String>,
     blktrace: Option<String>,
+    btt: bool,
+    blktrace_dump: Option<String>,
 ) -> PyResult<String> {
     let opts = with_check(options(kernel, sets, trace, requests, interval), check)?;
-    let opts = RunOptions { blktrace: blktrace.map(Into::into), ..opts };
+    let opts = RunOptions { blktrace: blktrace_targets(blktrace, blktrace_dump), btt, ..opts };
     Ok(run_checked(py, &path, &opts, progress)?.summary.to_string())
 }
 
@@ -135,9 +145,9 @@ fn run(
 /// {column: bytes}, {table: list}). Columns are little-endian arrays:
 /// time_ns u64, dev u32, action u8, rwbs u16, sector u64, bytes u32,
 /// task u32, error i32, arg u64, from_dev u32. `trace`, `requests`,
-/// `blktrace` and `progress` as `run` takes them.
+/// `blktrace`, `blktrace_dump`, `progress` and `btt` as `run` takes them.
 #[pyfunction]
-#[pyo3(signature = (path, kernel=None, sets=Vec::new(), interval=None, check=None, trace=None, requests=None, progress=false, blktrace=None))]
+#[pyo3(signature = (path, kernel=None, sets=Vec::new(), interval=None, check=None, trace=None, requests=None, progress=false, blktrace=None, btt=false, blktrace_dump=None))]
 #[allow(clippy::too_many_arguments)]
 fn run_columns<'py>(
     py: Python<'py>,
@@ -150,9 +160,11 @@ fn run_columns<'py>(
     requests: Option<String>,
     progress: bool,
     blktrace: Option<String>,
+    btt: bool,
+    blktrace_dump: Option<String>,
 ) -> PyResult<(String, Bound<'py, PyDict>, Bound<'py, PyDict>)> {
     let opts = with_check(options(kernel, sets, trace, requests, interval), check)?;
-    let opts = RunOptions { keep_events: true, blktrace: blktrace.map(Into::into), ..opts };
+    let opts = RunOptions { keep_events: true, blktrace: blktrace_targets(blktrace, blktrace_dump), btt, ..opts };
     let r = run_checked(py, &path, &opts, progress)?;
     let c = EventColumns::build(&r.events);
     let tables = tables_dict(py, r.devices, r.tasks, &c)?;
@@ -195,13 +207,32 @@ fn tables_dict<'py>(py: Python<'py>, devices: Vec<(String, u32, u32)>, tasks: Ve
 /// or None, tables), the columns and tables as `run_columns` gives them
 /// (times relative to the trace's first record). `interval`: seconds of
 /// trace time between iostat snapshots. `events`: also return the columns.
+/// `btt`: also btt's report. `blktrace`, `blktrace_dump`: write the trace
+/// as blktrace's binary files into that directory, or as one dump file.
 #[pyfunction]
-#[pyo3(signature = (path, interval=None, events=false))]
+#[pyo3(signature = (path, interval=None, events=false, btt=false, blktrace=None, blktrace_dump=None))]
 #[allow(clippy::type_complexity)]
-fn trace_stats<'py>(py: Python<'py>, path: String, interval: Option<f64>, events: bool) -> PyResult<(String, Option<Bound<'py, PyDict>>, Bound<'py, PyDict>)> {
+fn trace_stats<'py>(
+    py: Python<'py>,
+    path: String,
+    interval: Option<f64>,
+    events: bool,
+    btt: bool,
+    blktrace: Option<String>,
+    blktrace_dump: Option<String>,
+) -> PyResult<(String, Option<Bound<'py, PyDict>>, Bound<'py, PyDict>)> {
     let parsed = crate::trace::blktrace::read_trace_file(&path).map_err(|e| PyOSError::new_err(format!("{path}: {e}")))?;
     let every = crate::run::interval_ns(interval).map_err(to_py)?;
-    let st = py.detach(|| crate::stats::trace::analyse(parsed, every));
+    let st = py.detach(|| {
+        let mut st = crate::stats::trace::analyse(parsed, every);
+        if btt {
+            st.run_btt();
+        }
+        st
+    });
+    for target in blktrace_targets(blktrace, blktrace_dump) {
+        py.detach(|| crate::run::write_trace_blktrace(&st, &target)).map_err(to_py)?;
+    }
     let c = if events { st.columns() } else { EventColumns::default() };
     let tasks = st.tasks.iter().map(|t| (t.pid, t.comm.clone())).collect();
     let tables = tables_dict(py, st.device_table(), tasks, &c)?;

@@ -14,8 +14,10 @@ use crate::stats::report;
 use crate::scenario::{self, Scenario, ScenarioError};
 use crate::stats::OPS;
 use crate::trace::blkparse::BlkparseWriter;
-use crate::trace::blktrace::BlktraceWriter;
+use crate::trace::blktrace::{BlktraceDev, BlktraceWriter};
 use crate::trace::requests::RequestsCsv;
+use crate::trace::TraceSink;
+use crate::genhd::DevId;
 
 /// Where an output goes.
 #[derive(Clone, Debug, PartialEq)]
@@ -42,13 +44,15 @@ pub struct RunOptions {
     pub sets: Vec<String>,
     pub trace: Option<Output>,
     pub requests: Option<Output>,
-    /// `--blktrace DIR`: blktrace's binary files, `DIR/NAME.blktrace.0` per disk.
-    pub blktrace: Option<PathBuf>,
+    /// `--blktrace DIR` and `--blktrace-dump FILE`: blktrace's binary records.
+    pub blktrace: Vec<BlktraceTarget>,
     /// iostat interval, in seconds of simulated time.
     pub interval: Option<f64>,
     /// `--check integrity`: run the integrity oracle (conservation is
     /// always checked).
     pub check_integrity: bool,
+    /// `--btt`: keep btt's bookkeeping for its report (`reports.btt`).
+    pub btt: bool,
 }
 
 #[derive(Debug)]
@@ -155,19 +159,81 @@ pub fn interval_ns(seconds: Option<f64>) -> Result<Option<u64>, RunError> {
     Ok(Some((s * 1e9).round() as u64))
 }
 
-/// One `NAME.blktrace.0` in `dir` per whole disk (where every trace event
-/// lands), written atomically as the other outputs are.
-fn blktrace_files(engine: &Engine, dir: &Path, files: &mut Vec<AtomicFile>) -> Result<BlktraceWriter, RunError> {
-    if !dir.is_dir() {
-        return Err(RunError::Io(format!("--blktrace {}: not a directory", dir.display())));
+/// Where blktrace's binary records go.
+#[derive(Clone, Debug)]
+pub enum BlktraceTarget {
+    /// `--blktrace DIR`: `DIR/NAME.blktrace.0` per device, as blktrace
+    /// writes them (for `blkparse -i NAME -D DIR`).
+    Dir(PathBuf),
+    /// `--blktrace-dump FILE`: every device's records in one time-ordered
+    /// stream, as `blkparse -d FILE` dumps them (for `btt -i FILE`).
+    Dump(PathBuf),
+}
+
+/// A device as the binary writer sees it: its name, number, whether it is
+/// request-based, and whether its records are written (events land on
+/// whole disks only).
+pub struct TraceDev<'a> {
+    pub name: &'a str,
+    pub major: u32,
+    pub minor: u32,
+    pub request_based: bool,
+    pub written: bool,
+}
+
+/// The writer of `target` for `devs`, its files opened atomically.
+fn blktrace_writer(devs: &[TraceDev], target: &BlktraceTarget, files: &mut Vec<AtomicFile>) -> Result<BlktraceWriter, RunError> {
+    let mut outs = Vec::new();
+    if let BlktraceTarget::Dump(p) = target {
+        outs.push(open_output(&Output::File(p.clone()), files)?);
     }
+    let mut out = Vec::new();
+    for d in devs {
+        let idx = match target {
+            _ if !d.written => None,
+            BlktraceTarget::Dump(_) => Some(0),
+            BlktraceTarget::Dir(dir) => {
+                if !dir.is_dir() {
+                    return Err(RunError::Io(format!("--blktrace {}: not a directory", dir.display())));
+                }
+                outs.push(open_output(&Output::File(dir.join(format!("{}.blktrace.0", d.name))), files)?);
+                Some(outs.len() - 1)
+            }
+        };
+        out.push(BlktraceDev { major: d.major, minor: d.minor, request_based: d.request_based, out: idx });
+    }
+    Ok(BlktraceWriter::new(out, outs))
+}
+
+/// The run's devices for the binary writer.
+fn engine_trace_devs(engine: &Engine) -> Vec<TraceDev<'_>> {
     let topo = &engine.core.topo;
-    let mut out: Vec<Option<Box<dyn Write>>> = Vec::new();
-    for (i, d) in topo.devs.iter().enumerate() {
-        let w = if d.whole == i as u32 { Some(open_output(&Output::File(dir.join(format!("{}.blktrace.0", d.name))), files)?) } else { None };
-        out.push(w);
+    topo.devs
+        .iter()
+        .enumerate()
+        .map(|(i, d)| TraceDev { name: &d.name, major: d.major, minor: d.minor, request_based: matches!(d.driver, crate::genhd::Driver::Mq(_)), written: d.whole == i as u32 })
+        .collect()
+}
+
+/// A parsed trace as blktrace's binary records (the devices with events
+/// of their own), so blkparse, btt and iowatcher read a real trace that
+/// was recorded as text.
+pub fn write_trace_blktrace(st: &crate::stats::trace::TraceStats, target: &BlktraceTarget) -> Result<(), RunError> {
+    let shown: Vec<DevId> = st.report_input().devices.iter().map(|d| d.id).collect();
+    let devs: Vec<TraceDev> = st
+        .devices
+        .iter()
+        .enumerate()
+        .map(|(i, d)| TraceDev { name: &st.names[i], major: d.major, minor: d.minor, request_based: st.request_based(i), written: shown.contains(&(i as DevId)) })
+        .collect();
+    let mut files = Vec::new();
+    let mut w = blktrace_writer(&devs, target, &mut files)?;
+    let io_err = |e: io::Error| RunError::Io(format!("writing blktrace records: {e}"));
+    for ev in &st.events {
+        w.record(ev, &st.tasks[ev.task as usize]).map_err(io_err)?;
     }
-    Ok(BlktraceWriter::new(out))
+    w.finish().map_err(io_err)?;
+    files.into_iter().try_for_each(AtomicFile::commit)
 }
 
 /// Load a scenario file with overrides.
@@ -220,11 +286,16 @@ pub fn run_file_full(path: &str, opts: &RunOptions, tick: &mut dyn FnMut(&Progre
         let w = open_output(r, &mut files)?;
         engine.core.tracer.add_sink(Box::new(RequestsCsv::new(w)));
     }
-    if let Some(dir) = &opts.blktrace {
-        let sink = blktrace_files(&engine, dir, &mut files)?;
+    for target in &opts.blktrace {
+        let sink = blktrace_writer(&engine_trace_devs(&engine), target, &mut files)?;
         engine.core.tracer.add_sink(Box::new(sink));
     }
     engine.core.tracer.keep_analysis();
+    if opts.btt {
+        let topo = &engine.core.topo;
+        let devnos = topo.devs.iter().map(|d| (d.major, d.minor)).collect();
+        engine.core.tracer.keep_btt(devnos);
+    }
     if opts.keep_events {
         engine.core.tracer.keep_log();
     }

@@ -28,6 +28,8 @@ def run(
     progress: bool = False,
     check: str | None = None,
     blktrace: str | None = None,
+    btt: bool = False,
+    blktrace_dump: str | None = None,
 ) -> str:
     """Run the scenario TOML file at *path* and return its JSON summary.
     *blktrace*: a directory to write blktrace's binary files into
@@ -113,6 +115,8 @@ def run_columns(
     requests: str | None = None,
     progress: bool = False,
     blktrace: str | None = None,
+    btt: bool = False,
+    blktrace_dump: str | None = None,
 ) -> tuple[str, dict[str, bytes], dict[str, list]]:
     """Like :func:`run`, and also every event as columns: ``(summary JSON,
     {column: bytes}, {table: list})``. Columns are little-endian arrays:
@@ -126,6 +130,9 @@ def trace_stats(
     path: str,
     interval: float | None = None,
     events: bool = False,
+    btt: bool = False,
+    blktrace: str | None = None,
+    blktrace_dump: str | None = None,
 ) -> tuple[str, dict[str, bytes] | None, dict[str, list]]:
     """Analyse a block trace -- blkparse's default text or the kernel's
     ftrace text of the ``block_*`` tracepoints -- through the analysis a

@@ -274,7 +274,8 @@ def run(scenario: Union[PathLike, Scenario], kernel: Optional[str] = None, *,
     return Result(json.loads(text))
 
 
-def load_trace(path: PathLike, *, interval: Optional[float] = None, events: bool = True) -> Result:
+def load_trace(path: PathLike, *, interval: Optional[float] = None, events: bool = True, btt: bool = False,
+               blktrace: Optional[PathLike] = None, blktrace_dump: Optional[PathLike] = None) -> Result:
     """Analyse a block trace from a real machine -- blkparse's default text
     or the kernel's ftrace text of the ``block_*`` tracepoints (6.1 and
     6.12 layouts) -- as a simulated run is analysed, and return a
@@ -291,13 +292,23 @@ def load_trace(path: PathLike, *, interval: Optional[float] = None, events: bool
 
     :param interval: seconds of trace time between iostat snapshots.
     :param events: keep every event for :attr:`Result.events`.
+    :param btt: also btt's report in ``summary["reports"]["btt"]`` (what
+        ``btt -A`` prints for the trace).
+    :param blktrace: a directory to write the trace into as blktrace's
+        binary files (``NAME.blktrace.0`` per device), for blkparse, btt and
+        iowatcher.
+    :param blktrace_dump: a file to write every device's records into as
+        one time-ordered stream, as ``blkparse -d`` dumps them (for ``btt
+        -i``).
     :raises OSError: the file cannot be read.
     :raises blkstack.TraceFormatError: the file is binary data, and not
         blktrace's per-CPU output (``sda.blktrace.0``, which is read, with
         every ``sda.blktrace.N`` beside it).
     """
     check_text_trace(path)
-    summary, columns, tables = _core.trace_stats(os.fspath(path), interval, events)
+    summary, columns, tables = _core.trace_stats(os.fspath(path), interval, events, btt,
+                                                 None if blktrace is None else os.fspath(blktrace),
+                                                 None if blktrace_dump is None else os.fspath(blktrace_dump))
     return Result(json.loads(summary), columns, tables)
 
 

@@ -3,6 +3,7 @@
 //! figures are derived.
 
 pub mod analysis;
+pub mod btt;
 pub mod clat;
 pub mod diskstats;
 pub mod fio;

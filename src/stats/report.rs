@@ -12,6 +12,7 @@ use std::fmt::Write as _;
 use serde_json::{json, Map, Value};
 
 use super::analysis::{Analysis, Avg, DeviceAnalysis, Log2Hist, STAGES};
+use super::btt::Btt;
 use super::clat::LatStat;
 use super::iostat;
 use crate::engine::Engine;
@@ -44,6 +45,8 @@ pub struct ReportInput<'a> {
     /// The snapshots were taken every interval (iostat per interval).
     pub intervals: bool,
     pub analysis: Option<&'a Analysis>,
+    /// btt's own bookkeeping, when `--btt` asked for its report.
+    pub btt: Option<&'a Btt>,
 }
 
 impl<'a> ReportInput<'a> {
@@ -58,7 +61,7 @@ impl<'a> ReportInput<'a> {
                 ReportDev { id: d, name: x.name.clone(), major: x.major, minor: x.minor, accounted: true }
             })
             .collect();
-        ReportInput { devices, samples: &engine.samples, intervals: engine.sample_every.is_some(), analysis: engine.core.tracer.analysis.as_ref() }
+        ReportInput { devices, samples: &engine.samples, intervals: engine.sample_every.is_some(), analysis: engine.core.tracer.analysis.as_ref(), btt: engine.core.tracer.btt.as_ref() }
     }
 
     /// The devices whose diskstats are known.
@@ -191,79 +194,6 @@ pub fn iostat_text(input: &ReportInput) -> String {
     (1..n).map(|i| block(i - 1, i)).collect::<Vec<_>>().join("\n")
 }
 
-fn btt_hdr(out: &mut String, hdr: &str) {
-    let _ = writeln!(out, "{:>15} {:>13} {:>13} {:>13} {:>11}", hdr, "MIN", "AVG", "MAX", "N");
-    let _ = writeln!(out, "--------------- ------------- ------------- ------------- -----------");
-}
-
-fn btt_line(out: &mut String, label: &str, a: &Avg) {
-    if a.n > 0 {
-        let s = |ns: f64| ns / 1e9;
-        let _ = writeln!(out, "{:<15} {:>13.9} {:>13.9} {:>13.9} {:>11}", label, s(a.min as f64), s(a.avg()), s(a.max as f64), a.n);
-    }
-}
-
-fn combine(a: &mut Avg, b: &Avg) {
-    if b.n == 0 {
-        return;
-    }
-    if a.n == 0 || b.min < a.min {
-        a.min = b.min;
-    }
-    a.max = a.max.max(b.max);
-    a.total += b.total;
-    a.n += b.n;
-}
-
-/// btt's "All Devices" stage table, per-device tables (as `btt -A`), and
-/// "Device Merge Information".
-pub fn btt_text(input: &ReportInput) -> String {
-    if input.analysis.is_none() {
-        return String::new();
-    }
-    let devs: Vec<(&ReportDev, &DeviceAnalysis)> = input.devices.iter().filter_map(|d| input.device_analysis(d.id).map(|a| (d, a))).collect();
-    let dev_hdr = |d: &ReportDev| format!("({:3},{:3})", d.major, d.minor);
-    let mut out = String::new();
-    for (i, stage) in STAGES.iter().enumerate() {
-        if devs.iter().all(|(_, a)| a.stages[i].n == 0) {
-            continue;
-        }
-        btt_hdr(&mut out, stage);
-        for (d, a) in &devs {
-            btt_line(&mut out, &dev_hdr(d), &a.stages[i]);
-        }
-        out.push('\n');
-    }
-    let _ = writeln!(out, "==================== All Devices ====================\n");
-    btt_hdr(&mut out, "ALL");
-    for (i, stage) in STAGES.iter().enumerate() {
-        let mut all = Avg::default();
-        for (_, a) in &devs {
-            combine(&mut all, &a.stages[i]);
-        }
-        btt_line(&mut out, stage, &all);
-    }
-    let _ = writeln!(out, "\n==================== Device Merge Information ====================\n");
-    let _ = writeln!(out, "{:>10} | {:>8} {:>8} {:>7} | {:>8} {:>8} {:>8} {:>8}", "DEV", "#Q", "#D", "Ratio", "BLKmin", "BLKavg", "BLKmax", "Total");
-    let _ = writeln!(out, "---------- | -------- -------- ------- | -------- -------- -------- --------");
-    for (d, a) in &devs {
-        let Some((q, n_d, ratio)) = btt_merge_counts(a) else { continue };
-        let _ = writeln!(
-            out,
-            "{:>10} | {:>8} {:>8} {:>7.1} | {:>8} {:>8} {:>8} {:>8}",
-            dev_hdr(d),
-            q,
-            n_d,
-            ratio,
-            a.blks.min,
-            a.blks.avg() as u64,
-            a.blks.max,
-            a.blks.total
-        );
-    }
-    out
-}
-
 /// Seek-distance and request-size histograms of every disk that issued
 /// requests (seed 000's layout).
 pub fn histograms_text(input: &ReportInput) -> String {
@@ -281,7 +211,11 @@ pub fn histograms_text(input: &ReportInput) -> String {
 
 /// The text reports, as the JSON summary's `reports` holds them.
 pub fn reports_json(input: &ReportInput) -> Value {
-    json!({"iostat": iostat_text(input), "btt": btt_text(input), "histograms": histograms_text(input)})
+    let mut out = json!({"iostat": iostat_text(input), "histograms": histograms_text(input)});
+    if let Some(b) = input.btt {
+        out["btt"] = json!(b.text());
+    }
+    out
 }
 
 #[cfg(test)]

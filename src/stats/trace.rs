@@ -31,6 +31,7 @@ use std::collections::HashMap;
 use serde_json::{json, Map, Value};
 
 use super::analysis::Analysis;
+use super::btt::Btt;
 use super::diskstats::DiskStats;
 use super::report::{self, ReportDev, ReportInput};
 use super::{NR_OPS, OPS};
@@ -245,6 +246,8 @@ pub struct TraceStats {
     pub samples: Vec<(u64, Vec<[u64; 17]>)>,
     pub intervals: bool,
     pub analysis: Analysis,
+    /// btt's report of the trace, when asked for ([`TraceStats::run_btt`]).
+    pub btt: Option<Btt>,
     acct: Vec<Acct>,
     /// How many records of each kind the model has no event for.
     pub other: Vec<(String, usize)>,
@@ -317,6 +320,7 @@ pub fn analyse(parse: TraceParse, interval_ns: Option<u64>) -> TraceStats {
         samples: Vec::new(),
         intervals: interval_ns.is_some(),
         analysis: Analysis::default(),
+        btt: None,
         acct: Vec::new(),
         other: Vec::new(),
         no_device: 0,
@@ -346,6 +350,20 @@ fn time_backwards(records: &[TraceRecord]) -> (usize, Option<(usize, u64, u64)>)
 }
 
 impl TraceStats {
+    /// Whether device `i`'s events are a request queue's.
+    pub fn request_based(&self, i: usize) -> bool {
+        self.acct.get(i).is_some_and(|a| a.request_based)
+    }
+
+    /// Run btt's bookkeeping over the events, for its report.
+    pub fn run_btt(&mut self) {
+        let mut b = Btt::new(self.devices.iter().map(|d| (d.major, d.minor)).collect());
+        for ev in &self.events {
+            b.add(ev, &self.tasks[ev.task as usize]);
+        }
+        self.btt = Some(b);
+    }
+
     /// What the user should know about the trace: time going backwards,
     /// devices whose completions it lacks (figures left out).
     pub fn warnings(&self) -> Vec<String> {
@@ -494,7 +512,7 @@ impl TraceStats {
             .filter(|(i, _)| seen[*i])
             .map(|(i, d)| ReportDev { id: i as DevId, name: self.names[i].clone(), major: d.major, minor: d.minor, accounted: !self.acct[i].lacks_completions() })
             .collect();
-        ReportInput { devices, samples: &self.samples, intervals: self.intervals, analysis: Some(&self.analysis) }
+        ReportInput { devices, samples: &self.samples, intervals: self.intervals, analysis: Some(&self.analysis), btt: self.btt.as_ref() }
     }
 
     /// The summary, shaped like a simulated run's (`devices`, `reports`,

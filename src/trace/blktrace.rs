@@ -19,7 +19,7 @@ use std::collections::HashMap;
 use std::io::Write;
 
 use super::parse::{DevNo, Extra, TraceAction, TraceParse, TraceRecord};
-use super::{Action, Event, TraceCtx, TraceSink};
+use super::{Action, Event, Task, TraceCtx, TraceSink};
 use crate::bio::{req, Op};
 
 /// `BLK_IO_TRACE_MAGIC`: the magic without its version byte.
@@ -355,29 +355,41 @@ fn put_record(out: &mut Vec<u8>, seq: u32, time: u64, sector: u64, bytes: u32, a
     out.extend(pdu);
 }
 
-/// Writes every event to its device's `NAME.blktrace.0` (all events run
-/// on CPU 0): a process notify the first time a task shows on a device
-/// (blktrace's `__BLK_TN_PROCESS`, which gives blkparse the task's name),
-/// then the record; sequence numbers count per device from 1.
+/// Writes every event to its device's output (all events run on CPU 0):
+/// a process notify the first time a task shows on a device (blktrace's
+/// `__BLK_TN_PROCESS`, which gives blkparse the task's name), then the
+/// record; sequence numbers count per device from 1. Devices may share an
+/// output: one time-ordered stream, as `blkparse -d` dumps it for btt.
 pub struct BlktraceWriter {
-    /// By device id: the file, its sequence, the pids already named.
-    files: Vec<Option<(Box<dyn Write>, u32, Vec<u32>)>>,
+    outs: Vec<Box<dyn Write>>,
+    /// By device id: its dev_t, whether it is request-based, and its
+    /// output (an index into `outs`), sequence and the pids already named.
+    devs: Vec<(u32, bool, Option<(usize, u32, Vec<u32>)>)>,
     buf: Vec<u8>,
 }
 
-impl BlktraceWriter {
-    /// `files[d]`: where device `d`'s records go (whole disks only).
-    pub fn new(files: Vec<Option<Box<dyn Write>>>) -> Self {
-        BlktraceWriter { files: files.into_iter().map(|f| f.map(|w| (w, 0, Vec::new()))).collect(), buf: Vec::with_capacity(256) }
-    }
+/// What the writer needs to know of a device: its number, whether its
+/// events are a request queue's, and which output its records go to
+/// (whole disks: events land on them).
+pub struct BlktraceDev {
+    pub major: u32,
+    pub minor: u32,
+    pub request_based: bool,
+    pub out: Option<usize>,
 }
 
-impl TraceSink for BlktraceWriter {
-    fn event(&mut self, ev: &Event, ctx: &TraceCtx) -> std::io::Result<()> {
-        let Some(Some((out, seq, named))) = self.files.get_mut(ev.dev as usize) else { return Ok(()) };
-        let d = ctx.topo.dev(ev.dev);
-        let dev = dev_t(d.major, d.minor);
-        let task = &ctx.tasks[ev.task as usize];
+impl BlktraceWriter {
+    /// `devs[d]`: device `d` (by id), writing into `outs`.
+    pub fn new(devs: Vec<BlktraceDev>, outs: Vec<Box<dyn Write>>) -> Self {
+        let devs = devs.into_iter().map(|d| (dev_t(d.major, d.minor), d.request_based, d.out.map(|o| (o, 0, Vec::new())))).collect();
+        BlktraceWriter { outs, devs, buf: Vec::with_capacity(256) }
+    }
+
+    /// Write one event by `task`.
+    pub fn record(&mut self, ev: &Event, task: &Task) -> std::io::Result<()> {
+        let from = self.devs.get(ev.from_dev as usize).map_or(0, |d| d.0);
+        let Some((dev, request_based, Some((out, seq, named)))) = self.devs.get_mut(ev.dev as usize) else { return Ok(()) };
+        let (dev, request_based) = (*dev, *request_based);
         self.buf.clear();
         if !named.contains(&task.pid) {
             named.push(task.pid);
@@ -389,8 +401,7 @@ impl TraceSink for BlktraceWriter {
         match ev.action {
             Action::Split | Action::Unplug | Action::UnplugTimer => pdu.extend(ev.arg.to_be_bytes()),
             Action::Remap => {
-                let from = ctx.topo.dev(ev.from_dev);
-                pdu.extend(dev_t(from.major, from.minor).to_be_bytes());
+                pdu.extend(from.to_be_bytes());
                 pdu.extend(dev.to_be_bytes());
                 pdu.extend(ev.arg.to_be_bytes());
             }
@@ -400,19 +411,21 @@ impl TraceSink for BlktraceWriter {
         let mut action = action_word(ev.action, ev.op, ev.flags);
         // blk_add_trace_rq: a request's events (not a bio-based device's
         // completions) carry the FS category.
-        let request_based = matches!(d.driver, crate::genhd::Driver::Mq(_));
         if request_based && matches!(ev.action, Action::Insert | Action::Issue | Action::Requeue | Action::Complete) {
             action |= TC_FS;
         }
         put_record(&mut self.buf, *seq, ev.time, ev.sector, ev.bytes, action, task.pid, dev, ev.error as u16, &pdu);
-        out.write_all(&self.buf)
+        self.outs[*out].write_all(&self.buf)
+    }
+}
+
+impl TraceSink for BlktraceWriter {
+    fn event(&mut self, ev: &Event, ctx: &TraceCtx) -> std::io::Result<()> {
+        self.record(ev, &ctx.tasks[ev.task as usize])
     }
 
     fn finish(&mut self) -> std::io::Result<()> {
-        for (out, _, _) in self.files.iter_mut().flatten() {
-            out.flush()?;
-        }
-        Ok(())
+        self.outs.iter_mut().try_for_each(|o| o.flush())
     }
 }
 

@@ -214,6 +214,8 @@ pub struct Tracer {
     pub log: Option<EventLog>,
     /// btt-style analysis and histograms of the events.
     pub analysis: Option<crate::stats::analysis::Analysis>,
+    /// btt's own bookkeeping (`--btt`).
+    pub btt: Option<crate::stats::btt::Btt>,
     pub error: Option<io::Error>,
     /// Tracing is stopped for now (an untraced scenario step).
     paused: bool,
@@ -237,10 +239,16 @@ impl Tracer {
         self.on = !self.paused;
     }
 
+    /// Keep btt's bookkeeping too; `devnos[d]` is device `d`'s number.
+    pub fn keep_btt(&mut self, devnos: Vec<(u32, u32)>) {
+        self.btt = Some(crate::stats::btt::Btt::new(devnos));
+        self.on = !self.paused;
+    }
+
     /// Stop (`true`) or resume tracing: nobody hears events meanwhile.
     pub fn pause(&mut self, paused: bool) {
         self.paused = paused;
-        self.on = !paused && (!self.sinks.is_empty() || self.log.is_some() || self.analysis.is_some());
+        self.on = !paused && (!self.sinks.is_empty() || self.log.is_some() || self.analysis.is_some() || self.btt.is_some());
     }
 
     /// Whether anyone listens; callers skip building events otherwise.
@@ -255,6 +263,9 @@ impl Tracer {
         }
         if let Some(a) = &mut self.analysis {
             a.add(&ev);
+        }
+        if let Some(b) = &mut self.btt {
+            b.add(&ev, &ctx.tasks[ev.task as usize]);
         }
         if self.error.is_some() {
             return;

@@ -246,24 +246,29 @@ def check_sets(sets: Sequence[str]) -> None:
 def simulate(scenario: str, kernel: Optional[str], sets: Sequence[str],
               trace: Optional[str], requests: Optional[str],
               interval: Optional[float] = None, check: Optional[str] = None,
-              progress: bool = True, blktrace: Optional[str] = None) -> Dict[str, Any]:
+              progress: bool = True, blktrace: Optional[str] = None, btt: bool = False,
+              blktrace_dump: Optional[str] = None) -> Dict[str, Any]:
     """Run a scenario for a command; with *progress*, runs longer than a
     second show a progress bar on standard error when it is a terminal;
-    *blktrace*: a directory for blktrace's binary files."""
+    *blktrace*: a directory for blktrace's binary files; *blktrace_dump*: a
+    file for all of them in one stream; *btt*: also btt's report
+    (``reports["btt"]``)."""
     text = _engine(lambda: _core.run(scenario, kernel, list(sets), trace, requests, interval, progress, check,
-                                     blktrace))
+                                     blktrace, btt, blktrace_dump))
     return json.loads(text)
 
 
 def simulate_events(scenario: str, kernel: Optional[str], sets: Sequence[str],
                     trace: Optional[str], requests: Optional[str],
                     interval: Optional[float] = None, check: Optional[str] = None,
-                    progress: bool = True, blktrace: Optional[str] = None) -> Tuple[Dict[str, Any], Any]:
+                    progress: bool = True, blktrace: Optional[str] = None,
+                    btt: bool = False, blktrace_dump: Optional[str] = None) -> Tuple[Dict[str, Any], Any]:
     """:func:`simulate`, also keeping every event: (summary, the events
     DataFrame of :attr:`blkstack.Result.events`)."""
     from blkstack.api import _events_frame
     text, columns, tables = _engine(lambda: _core.run_columns(scenario, kernel, list(sets), interval, check, trace,
-                                                              requests, progress, blktrace))
+                                                              requests, progress, blktrace, btt,
+                                                              blktrace_dump))
     return json.loads(text), _events_frame(columns, tables)
 
 
@@ -280,8 +285,11 @@ def check_run_outputs(args: argparse.Namespace) -> List[str]:
     """Refuse output files that cannot be written or collide; return the
     options whose output goes to standard output."""
     outputs = [(opt, path) for opt, path in
-               (("--trace", args.trace), ("--requests", args.requests), ("--json", args.json))
+               (("--trace", args.trace), ("--requests", args.requests), ("--json", args.json),
+                ("--blktrace-dump", getattr(args, "blktrace_dump", None)))
                if path is not None]
+    if getattr(args, "blktrace_dump", None) == "-":
+        raise UsageError("--blktrace-dump -: binary records do not go to standard output; name a file for 'btt -i'")
     files = [(opt, path) for opt, path in outputs if path != "-"]
     for opt, path in files:
         check_output(opt, path)
@@ -319,10 +327,14 @@ def split_events(text: str) -> List[str]:
 
 
 def add_blktrace_option(p: argparse.ArgumentParser) -> None:
-    """--blktrace DIR: what blktrace would have written, for blkparse and btt."""
+    """--blktrace DIR and --blktrace-dump FILE: what blktrace would have
+    written, for blkparse and btt."""
     p.add_argument("--blktrace", metavar="DIR",
                    help="write blktrace's binary files into DIR (NAME.blktrace.0 per disk), "
                         "for 'blkparse -i NAME -D DIR', btt and blkstack stats")
+    p.add_argument("--blktrace-dump", metavar="FILE",
+                   help="write every disk's blktrace records into FILE as one time-ordered stream, "
+                        "as 'blkparse -d FILE' dumps them: for 'btt -i FILE'")
 
 
 def add_event_options(p: argparse.ArgumentParser) -> None:

@@ -42,7 +42,7 @@ fio's arguments (everything that is not one of the options below):
 
 
 FIO_USAGE = ("blkstack fio [JOBFILE ...] [--FIO-OPTION[=VALUE] ...] --stack SCENARIO.toml [--kernel K] "
-             "[--set KEY=VALUE] [--trace FILE|-] [--requests FILE|-] [--json FILE|-] [--blktrace DIR]")
+             "[--set KEY=VALUE] [--trace FILE|-] [--requests FILE|-] [--json FILE|-] [--blktrace DIR] [--blktrace-dump FILE]")
 
 
 FIO_EPILOG = """\
@@ -75,7 +75,7 @@ def cmd_fio(args: argparse.Namespace) -> int:
     to_stdout = check_run_outputs(args)
     try:
         summary = common.simulate(args.stack, args.kernel, [fio_workload(fio_args)] + sets, args.trace, args.requests,
-                                  blktrace=args.blktrace)
+                                  blktrace=args.blktrace, blktrace_dump=args.blktrace_dump)
     except ScenarioError as exc:
         raise UsageError(fio_error(str(exc), args.stack)) from None
     print_warnings(summary)

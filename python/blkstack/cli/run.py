@@ -109,7 +109,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     tools = bio_tools(args.bio)
     run = common.simulate_events if tools else common.simulate
     result = run(args.scenario, args.kernel, sets, args.trace, args.requests, args.interval, args.check,
-                 progress=not args.quiet, blktrace=args.blktrace)
+                 progress=not args.quiet, blktrace=args.blktrace, btt=args.btt,
+                 blktrace_dump=args.blktrace_dump)
     summary, events = result if tools else (result, None)
     print_warnings(summary)
 
@@ -151,7 +152,9 @@ def register(sub: Any, kernels: List[str]) -> None:
     p.add_argument("--interval", type=float, metavar="SECONDS",
                    help="print 'iostat -x' per interval of simulated time (implies --iostat)")
     p.add_argument("--btt", action="store_true",
-                   help="print btt's stage latencies (Q2G, G2I, I2D, D2C, Q2C...) and merge information")
+                   help="print what 'btt -A' prints for the run: stage latencies per process and device (Q2Q, Q2G, "
+                        "G2I, I2D, D2C, Q2C, the dm rows), device overhead, merge, seek, plug, active-request "
+                        "and active-period tables, the Q2D histogram and activity ranges")
     p.add_argument("--histograms", action="store_true",
                    help="print the seek-distance and request-size histograms of each disk")
     add_bio_option(p)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from typing import Any, Dict, List
 
@@ -39,6 +40,7 @@ STATS_EPILOG = """\
 examples:
   blkstack stats trace.txt
   blkstack stats trace.txt --btt                 # only btt's tables
+  blkstack stats trace.txt --blktrace out/ -q    # as blktrace files: blkparse -i sda -D out/
   blkstack stats trace.txt --interval 1          # iostat -x per second of trace time
   blkstack stats trace.txt --bio biolatency      # only bcc's biolatency histogram
   blkstack stats trace.txt --bio 'biolatency -F,bitesize,biopattern 1'
@@ -96,8 +98,16 @@ def cmd_stats(args: argparse.Namespace) -> int:
     tools = bio_tools(args.bio)
     if args.json not in (None, "-"):
         check_output("--json", args.json)
+    if args.blktrace is not None and not os.path.isdir(args.blktrace):
+        raise UsageError(f"--blktrace {args.blktrace}: not a directory")
+    if args.blktrace_dump is not None:
+        check_output("--blktrace-dump", args.blktrace_dump)
     try:
-        result = load_trace(args.trace, interval=args.interval, events=bool(tools))
+        chosen = [k for k in ("iostat", "btt", "histograms") if getattr(args, k)]
+        if not chosen and not tools:
+            chosen = ["iostat", "btt", "histograms"]
+        result = load_trace(args.trace, interval=args.interval, events=bool(tools), btt="btt" in chosen,
+                            blktrace=args.blktrace, blktrace_dump=args.blktrace_dump)
     except ValueError as exc:  # --interval refused by the engine, or a binary file
         raise UsageError(str(exc)) from None
     s = result.summary
@@ -111,9 +121,6 @@ def cmd_stats(args: argparse.Namespace) -> int:
         return EXIT_OK
     stream = sys.stderr if args.json == "-" else sys.stdout
     reports = s.get("reports") or {}
-    chosen = [k for k in ("iostat", "btt", "histograms") if getattr(args, k)]
-    if not chosen and not tools:
-        chosen = ["iostat", "btt", "histograms"]
     blocks: List[str] = [_header(args.trace, s)]
     blocks += [reports[k].rstrip("\n") for k in chosen if reports.get(k)]
     if tools:
@@ -130,8 +137,16 @@ def register(sub: Any, kernels: List[str]) -> None:
                        description=STATS_DESCRIPTION, epilog=STATS_EPILOG, formatter_class=fmt)
     p.add_argument("trace", metavar="TRACE", help="blkparse text or the kernel's block_* tracepoint text")
     p.add_argument("--iostat", action="store_true", help="print 'iostat -x' (default: every report)")
-    p.add_argument("--btt", action="store_true", help="print btt's stage latencies and merge information")
+    p.add_argument("--btt", action="store_true",
+                   help="print what 'btt -A' prints for the trace (stage latencies, overhead, merge, seek, plug, "
+                        "active-request and active-period tables, Q2D histogram, activity ranges)")
     p.add_argument("--histograms", action="store_true", help="print the seek-distance and request-size histograms")
+    p.add_argument("--blktrace", metavar="DIR",
+                   help="also write the trace as blktrace's binary files (DIR/NAME.blktrace.0 per device), for "
+                        "blkparse, btt and iowatcher")
+    p.add_argument("--blktrace-dump", metavar="FILE",
+                   help="also write the trace's records as one stream, as 'blkparse -d FILE' dumps them: "
+                        "for 'btt -i FILE'")
     p.add_argument("--interval", type=float, metavar="SECONDS",
                    help="iostat -x per interval of trace time instead of over the whole trace")
     add_bio_option(p)
