@@ -347,9 +347,9 @@ choice!(
         /// the kswapd wait queue and the max limit; a swap write from direct
         /// reclaim is an ordinary buffered write.
         Kswapd = "kswapd",
-        /// 6.12 on ("blk-wbt: don't throttle swap writes in direct reclaim",
-        /// v6.5): `REQ_SWAP` writes get the swap wait queue and, being in
-        /// `REQ_HIPRIO`, the max limit, whoever submits them.
+        /// 6.12 on (changed between 6.1 and 6.12: `WBT_KSWAPD` became
+        /// `WBT_SWAP`): `REQ_SWAP` writes get the swap wait queue and, being
+        /// in `REQ_HIPRIO`, the max limit, whoever submits them.
         Swap = "swap",
     }
 );
@@ -720,7 +720,7 @@ pub const SWITCHES: &[SwitchDef] = &[
     switch!(choice null_blk_no_sched, "no_sched|none_by_default",
         "null_blk's no_sched parameter: no_sched (up to 6.x: BLK_MQ_F_NO_SCHED, no scheduler can be set) or none_by_default (7.x null_setup_tagset: BLK_MQ_F_NO_SCHED_BY_DEFAULT, none until one is written)"),
     switch!(choice wbt_reclaim, "kswapd|swap",
-        "writeback throttling's reclaim writes: kswapd (up to 6.1: writes kswapd submits get their own wait queue and the max limit; a REQ_SWAP write is an ordinary one) or swap (6.12 on, \"blk-wbt: don't throttle swap writes in direct reclaim\": REQ_SWAP writes get the swap queue and the max limit). The model has no kswapd task, so only REQ_SWAP bios (flags = [\"swap\"]) differ"),
+        "writeback throttling's reclaim writes: kswapd (up to 6.1: writes kswapd submits get their own wait queue and the max limit; a REQ_SWAP write is an ordinary one) or swap (6.12 on, blk-wbt.c's WBT_KSWAPD became WBT_SWAP: REQ_SWAP writes get the swap queue and the max limit, whoever submits them). The model has no kswapd task, so only REQ_SWAP bios (flags = [\"swap\"]) differ"),
 ];
 
 pub fn switch(name: &str) -> Option<&'static SwitchDef> {
