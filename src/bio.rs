@@ -103,6 +103,15 @@ pub mod req {
     pub const ATOMIC: u32 = 1 << 8;
     pub const POLLED: u32 = 1 << 9;
     pub const NOUNMAP: u32 = 1 << 10;
+    /// `REQ_IDLE`: O_DIRECT writes carry it with `REQ_SYNC`
+    /// (`dio_bio_write_op`), which is how writeback throttling tells them
+    /// from buffered writeback (`wbt_should_throttle`). Traces do not show it.
+    pub const IDLE: u32 = 1 << 11;
+    /// `REQ_BACKGROUND`: background or periodic writeback
+    /// (`wbc_to_write_flags`); wbt gives it the background limit.
+    pub const BACKGROUND: u32 = 1 << 12;
+    /// `REQ_SWAP`: a swap write (`swap_writepage`).
+    pub const SWAP: u32 = 1 << 13;
     /// `REQ_NOMERGE_FLAGS`: a bio with any of these never merges.
     pub const NOMERGE_FLAGS: u32 = NOMERGE | PREFLUSH | FUA;
 
@@ -118,6 +127,9 @@ pub mod req {
         ("atomic", ATOMIC),
         ("polled", POLLED),
         ("nounmap", NOUNMAP),
+        ("idle", IDLE),
+        ("background", BACKGROUND),
+        ("swap", SWAP),
     ];
 
     pub fn from_name(s: &str) -> Option<u32> {

@@ -179,7 +179,9 @@ impl EngineBuilder {
             .map(|(i, (dev, model))| {
                 let d = self.topo.dev(dev);
                 let q = self.topo.queue(dev);
-                RequestQueue::new(i as u32, dev, d.kind, q.limits.clone(), q.attrs.clone(), DiskModel::new(model, d.nr_sectors))
+                let mut rq = RequestQueue::new(i as u32, dev, d.kind, q.limits.clone(), q.attrs.clone(), DiskModel::new(model, d.nr_sectors));
+                rq.rq_qos = crate::rq_qos::rq_qos_init(&q.attrs, self.beh.wbt_reclaim);
+                rq
             })
             .collect();
         let mut loop_queues = Vec::new();
@@ -251,7 +253,7 @@ pub type Phase = Box<dyn FnOnce(&mut Engine)>;
 /// and the jobs that may go on.
 #[derive(Default)]
 struct Reaped {
-    woken: Vec<(u32, mq::Waiter, (bool, bool))>,
+    woken: Vec<(u32, mq::Waiter, Option<(bool, bool)>)>,
     done: Vec<RootDone>,
     ready: Vec<usize>,
 }
@@ -575,10 +577,13 @@ impl Engine {
 
     /// A task that got a tag back finishes its allocation, then its loop,
     /// then its job's submission.
-    fn resume_task(&mut self, qi: u32, w: mq::Waiter, tags: (bool, bool)) {
+    fn resume_task(&mut self, qi: u32, w: mq::Waiter, tags: Option<(bool, bool)>) {
         let t = w.task as usize;
         self.core.current = w.task;
-        mq::blk_mq_resume_alloc(&mut self.queues, &mut self.core, qi as usize, w, tags);
+        if mq::blk_mq_resume_alloc(&mut self.queues, &mut self.core, qi as usize, w, tags) == Submit::Blocked {
+            // Past the rq-qos policy, it sleeps again for a tag.
+            return;
+        }
         let ts = &mut self.tasks[t];
         let (own_plug, suspended, job, thread) = (std::mem::take(&mut ts.own_plug), ts.suspended.take(), ts.job, ts.thread);
         ts.blocked = false;
@@ -731,6 +736,9 @@ impl Engine {
             }
             SimEvent::ZoneWplugWork { queue } => {
                 crate::zoned::blk_zone_wplug_bio_work(&mut self.queues, &mut self.core, queue as usize);
+            }
+            SimEvent::WbtTimer { queue } => {
+                crate::rq_qos::wbt::wb_timer_event(&mut self.queues[queue as usize], &mut self.core);
             }
             SimEvent::JobWake { job } => {
                 self.jobs[job as usize].wake_at = None;

@@ -230,6 +230,8 @@ pub struct SysfsWrites {
     pub nomerges: Option<u8>,
     pub rotational: Option<bool>,
     pub write_cache: Option<bool>,
+    /// `wbt_lat_usec`: microseconds, 0 (off) or -1 (the default again).
+    pub wbt_lat_usec: Option<i64>,
 }
 
 /// Request-queue attributes that are not `queue_limits`.
@@ -246,6 +248,8 @@ pub struct QueueAttrs {
     pub fua: bool,
     /// Conventional zones at the start of a zoned disk (see `DriverLimits`).
     pub nr_conv_zones: u32,
+    /// Writeback throttling's latency target (`min_lat_nsec`); 0: off.
+    pub wbt_lat_nsec: u64,
 }
 
 /// A limit the kernel would refuse: which sysfs key and why.
@@ -508,17 +512,37 @@ fn queue_attrs(d: &DriverLimits, w: &SysfsWrites) -> Result<QueueAttrs, LimitErr
     if nomerges > 2 {
         return err("nomerges", format!("{nomerges} is not 0, 1 or 2"));
     }
+    let rotational = w.rotational.unwrap_or(d.rotational);
     Ok(QueueAttrs {
         scheduler,
         nr_requests,
         queue_depth: d.queue_depth,
         nr_hw_queues: d.nr_hw_queues,
         nomerges,
-        rotational: w.rotational.unwrap_or(d.rotational),
+        rotational,
+        wbt_lat_nsec: wbt_lat_nsec(w.wbt_lat_usec, scheduler, d.rotational, rotational)?,
         write_cache: w.write_cache.unwrap_or(d.write_cache),
         fua: d.fua,
         nr_conv_zones: d.nr_conv_zones,
     })
+}
+
+/// Writeback throttling's latency target after registration and the
+/// scenario's sysfs writes (the scheduler is written first):
+/// `wbt_enable_default` at registration sets the default for the driver's
+/// `rotational` (`wbt_default_latency_nsec`), bfq turns a default wbt off
+/// (`wbt_disable_default`), and a write to `wbt_lat_usec`
+/// (`queue_wb_lat_store`) sets it, bfq or not: 0 off, -1 the default for
+/// the queue's `rotational` then, anything below -1 refused (EINVAL).
+fn wbt_lat_nsec(written: Option<i64>, scheduler: Elevator, driver_rotational: bool, rotational: bool) -> Result<u64, LimitError> {
+    use crate::rq_qos::wbt::{elevator_disables_wbt, wbt_default_latency_nsec};
+    match written {
+        None if elevator_disables_wbt(scheduler.name()) => Ok(0),
+        None => Ok(wbt_default_latency_nsec(driver_rotational)),
+        Some(-1) => Ok(wbt_default_latency_nsec(rotational)),
+        Some(v) if v < -1 => err("wbt_lat_usec", format!("{v}: invalid argument (EINVAL: below -1)")),
+        Some(v) => Ok(v as u64 * 1000),
+    }
 }
 
 /// The scheduler a queue starts with (`elevator_init_mq`).

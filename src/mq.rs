@@ -49,6 +49,11 @@ pub struct Request {
     pub in_elevator: bool,
     /// The status the request ends with (a negative errno; 0 for success).
     pub error: i32,
+    /// What writeback throttling counted it as (`rq->wbt_flags`).
+    pub wbt_flags: u8,
+    /// `io_start_time_ns`: when the driver took it, stamped only while an
+    /// rq-qos policy keeps statistics.
+    pub io_start_time_ns: u64,
 }
 
 impl Request {
@@ -155,6 +160,9 @@ pub struct RequestQueue {
     /// A loop device's file ([`crate::loopdev`]): its requests go to the
     /// loop worker instead of a device model.
     pub backing: Option<crate::loopdev::LoopBacking>,
+    /// The rq-qos policies (`q->rq_qos`, [`crate::rq_qos`]); `None` costs
+    /// each hook one test.
+    pub rq_qos: Option<Box<crate::rq_qos::RqQos>>,
 }
 
 impl RequestQueue {
@@ -179,6 +187,7 @@ impl RequestQueue {
             flush: Default::default(),
             zones,
             backing: None,
+            rq_qos: None,
         }
     }
 
@@ -296,6 +305,19 @@ pub fn blk_mq_submit_bio(qs: &mut [RequestQueue], core: &mut BlockCore, qi: usiz
 /// pay a call for that.
 #[inline(always)]
 pub(crate) fn blk_mq_new_request(qs: &mut [RequestQueue], core: &mut BlockCore, qi: usize, bio: BioId, nsegs: u32) -> Submit {
+    // blk_mq_get_new_requests: rq_qos_throttle first; a submitter over a
+    // policy's limit sleeps (io_schedule() flushes its plug).
+    if !crate::rq_qos::rq_qos_throttle(&mut qs[qi], core, bio, nsegs) {
+        let task = core.current;
+        blk_flush_plug(qs, core, task, true);
+        return Submit::Blocked;
+    }
+    blk_mq_get_request(qs, core, qi, bio, nsegs)
+}
+
+/// `__blk_mq_alloc_requests`: a tag (or sleep for one), then the request.
+#[inline(always)]
+fn blk_mq_get_request(qs: &mut [RequestQueue], core: &mut BlockCore, qi: usize, bio: BioId, nsegs: u32) -> Submit {
     let (op, flags) = (core.bio(bio).op, core.bio(bio).flags);
     let Some((sched_tag, driver_tag)) = qs[qi].try_get_tag(op, flags) else {
         // blk_mq_get_tag sleeps: io_schedule() flushes the plug first.
@@ -308,9 +330,16 @@ pub(crate) fn blk_mq_new_request(qs: &mut [RequestQueue], core: &mut BlockCore, 
     Submit::Done
 }
 
-/// A parked submitter woke with its tag: finish `blk_mq_submit_bio`.
-pub fn blk_mq_resume_alloc(qs: &mut [RequestQueue], core: &mut BlockCore, qi: usize, w: Waiter, tags: (bool, bool)) {
-    blk_mq_alloc_done(qs, core, qi, w.bio, w.nsegs, tags.0, tags.1);
+/// A parked submitter woke: with its tag, it finishes `blk_mq_submit_bio`;
+/// let go by an rq-qos policy, it goes on to get a tag (and may sleep again).
+pub fn blk_mq_resume_alloc(qs: &mut [RequestQueue], core: &mut BlockCore, qi: usize, w: Waiter, tags: Option<(bool, bool)>) -> Submit {
+    match tags {
+        Some(tags) => {
+            blk_mq_alloc_done(qs, core, qi, w.bio, w.nsegs, tags.0, tags.1);
+            Submit::Done
+        }
+        None => blk_mq_get_request(qs, core, qi, w.bio, w.nsegs),
+    }
 }
 
 /// `blk_mq_attempt_bio_merge`: a plug merge, then a scheduler (or
@@ -459,6 +488,7 @@ fn attempt_req_merge(q: &mut RequestQueue, core: &mut BlockCore, rq: u32, next: 
     }
     let gone = q.rqs.take(next);
     q.put_tags(&gone);
+    crate::rq_qos::rq_qos_done(q, core, next, &gone);
     wake_tag_waiters(q, core);
     true
 }
@@ -487,7 +517,11 @@ fn blk_mq_alloc_done(qs: &mut [RequestQueue], core: &mut BlockCore, qi: usize, b
         fifo_time: 0,
         in_elevator: false,
         error: 0,
+        wbt_flags: 0,
+        io_start_time_ns: 0,
     };
+    let mut rq = rq;
+    crate::rq_qos::rq_qos_track(&qs[qi], &mut rq, core, bio);
     let (op, flags, dev) = (rq.op, rq.flags, rq.dev as usize);
     let rule = core.beh.io_ticks;
     let s = &mut core.stats[dev];
@@ -745,6 +779,7 @@ fn blk_mq_start_request(q: &mut RequestQueue, core: &mut BlockCore, id: u32, tas
 
 #[inline(always)]
 fn blk_mq_issue(q: &mut RequestQueue, core: &mut BlockCore, id: u32, task: u32) {
+    crate::rq_qos::rq_qos_issue(q, id, core.now);
     let rq = q.rqs.get(id);
     trace_rq(core, Action::Issue, rq, task);
     let s = &mut core.stats[q.dev as usize];
@@ -797,14 +832,14 @@ pub fn blk_mq_complete_request(qs: &mut [RequestQueue], core: &mut BlockCore, qi
     let s = &mut core.stats[q.dev as usize];
     s.disk.in_driver -= 1;
     s.disk.account_sectors(rq.op, rq.flags, rq.nr_sectors as u64);
-    blk_mq_end_request_done(q, core, rq);
+    blk_mq_end_request_done(q, core, id, rq);
     blk_mq_run_hw_queue(qs, core, qi, true);
 }
 
 /// The rest of ending a request the driver is done with: tags back, 'C',
 /// the I/O accounted, bios ended, tag waiters woken.
 #[inline(always)]
-pub(crate) fn blk_mq_end_request_done(q: &mut RequestQueue, core: &mut BlockCore, rq: Request) {
+pub(crate) fn blk_mq_end_request_done(q: &mut RequestQueue, core: &mut BlockCore, id: u32, rq: Request) {
     q.put_tags(&rq);
     trace_rq(core, Action::Complete, &rq, 0);
     let rule = core.beh.io_ticks;
@@ -826,6 +861,7 @@ pub(crate) fn blk_mq_end_request_done(q: &mut RequestQueue, core: &mut BlockCore
         // blk_mq_finish_request → blk_zone_finish_request.
         crate::zoned::blk_zone_write_plug_finish_request(q, core, rq.sector);
     }
+    crate::rq_qos::rq_qos_completed(q, core, id, &rq);
     wake_tag_waiters(q, core);
 }
 
@@ -854,6 +890,6 @@ pub fn wake_tag_waiters(q: &mut RequestQueue, core: &mut BlockCore) {
         let b = core.bio(w.bio);
         let Some(tags) = q.try_get_tag(b.op, b.flags) else { return };
         q.tag_waiters.pop_front();
-        core.woken.push((q.index, w, tags));
+        core.woken.push((q.index, w, Some(tags)));
     }
 }

@@ -339,6 +339,21 @@ choice!(
     }
 );
 
+choice!(
+    /// Which writes writeback throttling treats as reclaim (blk-wbt.c
+    /// `bio_to_wbt_flags`, `get_limit`).
+    WbtReclaim {
+        /// Up to 6.1: writes submitted by kswapd (`current_is_kswapd()`) get
+        /// the kswapd wait queue and the max limit; a swap write from direct
+        /// reclaim is an ordinary buffered write.
+        Kswapd = "kswapd",
+        /// 6.12 on (changed between 6.1 and 6.12: `WBT_KSWAPD` became
+        /// `WBT_SWAP`): `REQ_SWAP` writes get the swap wait queue and, being
+        /// in `REQ_HIPRIO`, the max limit, whoever submits them.
+        Swap = "swap",
+    }
+);
+
 /// All behaviour switches in force for a run.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Behaviour {
@@ -404,6 +419,7 @@ pub struct Behaviour {
     pub nvme_io_opt_nows_zero: bool,
     pub raid5_discard: Raid5Discard,
     pub null_blk_no_sched: NullBlkNoSched,
+    pub wbt_reclaim: WbtReclaim,
 }
 
 /// A named kernel version.
@@ -465,8 +481,10 @@ pub fn profiles() -> Vec<Profile> {
         nvme_io_opt_nows_zero: true,
         raid5_discard: Raid5Discard::HideUnsafe,
         null_blk_no_sched: NullBlkNoSched::NoSched,
+        wbt_reclaim: WbtReclaim::Kswapd,
     };
     let v6_12 = Behaviour {
+        wbt_reclaim: WbtReclaim::Swap,
         limits_model: LimitsModel::Validate,
         write_zeroes_split: WriteZeroesSplit::MaxIoSize,
         secure_erase_limit: SecureEraseLimit::Own,
@@ -701,6 +719,8 @@ pub const SWITCHES: &[SwitchDef] = &[
         "md raid456 without safe discard (devices_handle_discard_safely, members discarding whole stripes): hide_unsafe (up to 6.x: discard_max_bytes 0) or fail_unsafe (7.x: discard_max_hw_bytes UINT_MAX sectors on every array, raid5_discard_limits fails each discard with -EOPNOTSUPP)"),
     switch!(choice null_blk_no_sched, "no_sched|none_by_default",
         "null_blk's no_sched parameter: no_sched (up to 6.x: BLK_MQ_F_NO_SCHED, no scheduler can be set) or none_by_default (7.x null_setup_tagset: BLK_MQ_F_NO_SCHED_BY_DEFAULT, none until one is written)"),
+    switch!(choice wbt_reclaim, "kswapd|swap",
+        "writeback throttling's reclaim writes: kswapd (up to 6.1: writes kswapd submits get their own wait queue and the max limit; a REQ_SWAP write is an ordinary one) or swap (6.12 on, blk-wbt.c's WBT_KSWAPD became WBT_SWAP: REQ_SWAP writes get the swap queue and the max limit, whoever submits them). The model has no kswapd task, so only REQ_SWAP bios (flags = [\"swap\"]) differ"),
 ];
 
 pub fn switch(name: &str) -> Option<&'static SwitchDef> {

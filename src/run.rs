@@ -370,6 +370,11 @@ pub fn summary(sc: &Scenario, engine: &Engine, st: &RunStats) -> Value {
             lim.insert("rotational".into(), json!(q.attrs.rotational as u8));
             lim.insert("write_cache".into(), json!(if q.attrs.write_cache { "write back" } else { "write through" }));
             lim.insert("fua".into(), json!(q.attrs.fua as u8));
+            if matches!(d.driver, crate::genhd::Driver::Mq(_)) {
+                // Request-based queues only; 0 while wbt is off (6.12's
+                // queue_wb_lat_show).
+                lim.insert("wbt_lat_usec".into(), json!(q.attrs.wbt_lat_nsec / 1000));
+            }
             lim.insert("zoned".into(), json!(q.limits.zoned.name()));
             dev["limits"] = Value::Object(lim);
             if let Some(f) = sc.disks.iter().find(|x| x.name == d.name).and_then(|x| x.loop_file.as_ref()) {

@@ -62,6 +62,10 @@ pub enum SimEvent {
     /// The zone write plug work queue of a zoned disk's queue runs its next
     /// work item (`blk_zone_wplug_bio_work`).
     ZoneWplugWork { queue: u32 },
+    /// Writeback throttling's window closes on a queue (its blk-stat
+    /// callback's timer): housekeeping, like a sample, that never makes a
+    /// run longer.
+    WbtTimer { queue: u32 },
 }
 
 /// What the event heap holds: an event, or the head of a stream.
@@ -199,8 +203,9 @@ pub struct BlockCore {
     /// a stack variable in the kernel, and costs nothing to set up.
     pub spare_plug_list: VecDeque<RqRef>,
     /// Submitters that got a tag back: (queue, what they were allocating
-    /// for, the tags they now hold).
-    pub woken: Vec<(u32, Waiter, (bool, bool))>,
+    /// for, the tags they now hold); `None` for one an rq-qos policy let go
+    /// (`rq_qos_wait`), which has yet to get its tag.
+    pub woken: Vec<(u32, Waiter, Option<(bool, bool)>)>,
     /// Keyed by time, class and sequence packed into one integer
     /// (`time << 64 | class << 63 | sequence`): at equal times samples
     /// (class 1) come after everything else, so a snapshot sees all that
@@ -689,7 +694,7 @@ impl BlockCore {
     /// scheduling order.
     fn event_key(&mut self, at: u64, ev: SimEvent) -> u128 {
         self.event_seq += 1;
-        let class = (ev == SimEvent::Sample) as u8;
+        let class = matches!(ev, SimEvent::Sample | SimEvent::WbtTimer { .. }) as u8;
         self.real_events += 1 - class as usize;
         (at.max(self.now) as u128) << 64 | (class as u128) << 63 | self.event_seq as u128
     }

@@ -7,10 +7,12 @@ mod common;
 use blkstack::trace::{Action, Event};
 use common::{issued, on, run_events};
 
-/// A scenario with one disk and a list of bios.
+/// A scenario with one disk and a list of bios. Writeback throttling is
+/// off (`wbt_lat_usec = 0`): its plain writes would otherwise be held to
+/// wbt's limits (tests/wbt.rs), and these tests look at the rules below it.
 fn scenario(kernel: &str, kind: &str, queue: &str, model: &str, workload: &str, bios: &[String]) -> String {
     format!(
-        "kernel = \"{kernel}\"\n[disks.d0]\nkind = \"{kind}\"\nsize = \"64GiB\"\n[disks.d0.queue]\n{queue}\n[disks.d0.model]\n{model}\n[workload]\ntype = \"bios\"\ndevice = \"d0\"\n{workload}\n{}",
+        "kernel = \"{kernel}\"\n[disks.d0]\nkind = \"{kind}\"\nsize = \"64GiB\"\n[disks.d0.queue]\nwbt_lat_usec = 0\n{queue}\n[disks.d0.model]\n{model}\n[workload]\ntype = \"bios\"\ndevice = \"d0\"\n{workload}\n{}",
         bios.join("")
     )
 }

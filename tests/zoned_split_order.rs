@@ -259,6 +259,8 @@ fn bounce_bios_left_when_the_submitter_sleeps_follow_when_it_wakes() {
     // submitted. Each completion frees a tag for the next piece, in order:
     // 8 requests in sector order, the last 4 issued after the first
     // completions; the write ends without error once all 8 are done.
+    // (Writeback throttling is off: on 4 tags it would hold this plain
+    // write to wb_normal, (4 + 1) / 2 = 2 requests, before the tags do.)
     let text = r#"kernel = "7.2"
 [disks.nvme0n1]
 kind = "nvme"
@@ -267,6 +269,7 @@ size = "1GiB"
 max_sectors_kb = 512
 queue_depth = 4
 scheduler = "none"
+wbt_lat_usec = 0
 [workload]
 type = "bios"
 device = "nvme0n1"

@@ -148,7 +148,19 @@ def _queue(r: Reader, name: str) -> Dict[str, Any]:
     wc = r.text(*base, "write_cache")
     if wc in ("write back", "write through"):
         q["write_cache"] = wc
+    wbt = r.int(*base, "wbt_lat_usec")
+    if wbt is not None and wbt != _wbt_default_usec(q):
+        q["wbt_lat_usec"] = wbt
     return q
+
+
+def _wbt_default_usec(q: Dict[str, Any]) -> int:
+    """What ``wbt_lat_usec`` shows when nobody wrote it
+    (``wbt_default_latency_nsec``): 75 ms rotational, 2 ms otherwise. A
+    value equal to it is left out: the model then applies the kernel's own
+    rule, which also keeps wbt off under bfq (6.1 shows the default there
+    while wbt is off; 6.12 shows 0, which is kept)."""
+    return 75000 if q.get("rotational", True) else 2000
 
 
 class Stack:

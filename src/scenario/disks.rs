@@ -41,6 +41,7 @@ pub const QUEUE_KEYS: &[&str] = &[
     "nomerges",
     "rotational",
     "write_cache",
+    "wbt_lat_usec",
     "fua",
     "zoned",
     "conventional_zones",
@@ -242,6 +243,12 @@ fn read_queue(q: &Obj, drv: &mut DriverLimits, w: &mut SysfsWrites) -> Result<()
     w.rotational = q.opt_bool("rotational")?.map(|x| x.0);
     if let Some((v, _)) = q.opt_bool("fua")? {
         drv.fua = v;
+    }
+    if let Some(n) = q.node("wbt_lat_usec") {
+        w.wbt_lat_usec = Some(match &n.value {
+            Value::Int(v) if *v >= -1 => *v,
+            _ => return Err(q.err("wbt_lat_usec", &n.at, "expected microseconds, 0 (off) or -1 (the kernel's default)")),
+        });
     }
     if let Some(n) = q.node("write_cache") {
         w.write_cache = Some(match &n.value {

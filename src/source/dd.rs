@@ -132,10 +132,11 @@ impl Source for Dd {
         if let (Op::Write, Some(cache)) = (op, &side.cache) {
             return Some(self.buffered_write(&side, cache, pos, len));
         }
-        // dio_bio_write_op: O_DIRECT writes are REQ_SYNC (| REQ_IDLE, which
-        // traces do not show); reads start with no flag, and dd's pread is
-        // synchronous, so blkdev_direct_io adds REQ_SYNC on the simple path.
-        let flags = side.flags | if op == Op::Read { 0 } else { req::SYNC };
+        // dio_bio_write_op: O_DIRECT writes are REQ_SYNC | REQ_IDLE (traces
+        // do not show the latter; wbt leaves such writes alone); reads start
+        // with no flag, and dd's pread is synchronous, so blkdev_direct_io
+        // adds REQ_SYNC on the simple path.
+        let flags = side.flags | if op == Op::Read { 0 } else { req::SYNC | req::IDLE };
         if op == Op::Write && side.flags & req::FUA != 0 {
             // O_SYNC/O_DSYNC: generic_write_sync after the write, i.e.
             // blkdev_fsync — nothing to write back, then the flush.

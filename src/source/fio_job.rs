@@ -330,7 +330,8 @@ impl FioJobSource {
             _ => {
                 let (op, kind, flags) = match d {
                     Ddir::Read => (Op::Read, UnitKind::Read, 0),
-                    _ => (Op::Write, UnitKind::Write, req::SYNC),
+                    // dio_bio_write_op: REQ_SYNC | REQ_IDLE.
+                    _ => (Op::Write, UnitKind::Write, req::SYNC | req::IDLE),
                 };
                 let buf = &self.buffers[self.next_buf];
                 self.next_buf = (self.next_buf + 1) % self.buffers.len();

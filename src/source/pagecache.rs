@@ -200,7 +200,10 @@ impl PageCache {
             WbRange::Background => self.cyclic(&dirty),
             _ => write_cache_pages(&dirty, self.blocksize, &WritebackControl::default()).map(|w| w.bios).unwrap_or_default(),
         };
-        let flags = if range == WbRange::Background { 0 } else { req::SYNC };
+        // wbc_to_write_flags: WB_SYNC_ALL is REQ_SYNC, background (and
+        // periodic) writeback REQ_BACKGROUND; writeback throttling picks
+        // its limit from them (get_limit in blk-wbt.c).
+        let flags = if range == WbRange::Background { req::BACKGROUND } else { req::SYNC };
         let mut bios = Vec::with_capacity(order.len());
         for b in order {
             let block = b.sector * 512 / self.blocksize as u64;
@@ -326,7 +329,7 @@ mod tests {
         }
         let u = pc.background_unit().expect("over the threshold");
         assert_eq!(sectors(&u.bios), [(8, 8), (40, 8), (72, 8)]);
-        assert!(u.plug && u.bios.iter().all(|b| b.flags == 0));
+        assert!(u.plug && u.bios.iter().all(|b| b.flags == req::BACKGROUND));
         // The next pass starts after page 9: pages 10, then 2 wrap around.
         for p in [2, 10, 11] {
             pc.write(p * 4096, 4096);

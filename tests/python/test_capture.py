@@ -73,10 +73,12 @@ def assert_limits_match(tree: str, summary: dict, devices) -> int:
 def test_raid10_over_four_nvme(tmp_path):
     text, s, err = capture_and_run(tmp_path, "sysfs-raid10-nvme")
     assert 'kernel = "6.12"' in text and "6.12.38+deb13-amd64" in text
-    # Every queue file the summary shows: each disk's 22 files (write_cache
-    # included: "write through"), and md0's 13 worked by hand.
+    # Every queue file the summary shows: each disk's 23 files (write_cache
+    # included: "write through"; wbt_lat_usec 0, switched off, which the
+    # scenario keeps), and md0's 13 worked by hand.
     n = assert_limits_match("sysfs-raid10-nvme", s, ["nvme0n1", "nvme1n1", "nvme2n1", "nvme3n1", "md0"])
-    assert n == 4 * 22 + 13
+    assert n == 4 * 23 + 13
+    assert text.count("wbt_lat_usec = 0") == 4
     # The array: raid10 of the four in slot order, its component size and
     # so its size: 2 x 1875241984 KiB = 7500967936 sectors (md0's size file).
     assert s["devices"]["md0"]["size_bytes"] == 7500967936 * 512
@@ -90,7 +92,10 @@ def test_raid10_over_four_nvme(tmp_path):
 def test_partitioned_sata_disk(tmp_path):
     text, s, err = capture_and_run(tmp_path, "sysfs-sata-partitions")
     assert 'kernel = "6.1"' in text
-    assert assert_limits_match("sysfs-sata-partitions", s, ["sda"]) == 22  # all 22 queue files
+    # All 23 queue files; wbt_lat_usec shows the default of a
+    # non-rotational disk (2000), so the scenario leaves it to the kernel rule.
+    assert assert_limits_match("sysfs-sata-partitions", s, ["sda"]) == 23
+    assert "wbt_lat_usec" not in text
     assert s["devices"]["sda"]["kind"] == "sata"
     assert (s["devices"]["sda1"]["start"], s["devices"]["sda2"]["start"]) == (2048, 1050624)
     assert s["devices"]["sda2"]["size_bytes"] == 999162880 * 512

@@ -152,7 +152,8 @@ def test_plan_for_a_partitioned_virtio_disk(tmp_path):
     job = plan.job
     # The scheduler is written before max_sectors_kb (switching it resets nr_requests).
     assert job.index("queue/scheduler") < job.index("queue/max_sectors_kb")
-    assert "record vda1 $p" in job and "wbt_lat_usec" in job
+    # Writeback throttling keeps the kernel's default (the scenario leaves it).
+    assert "record vda1 $p" in job and "wbt_lat_usec" not in job
     assert "blkio dd if=/dev/blkstack/vda1 of=/dev/null bs=1048576 count=4 iflag=direct" in job
     assert job.index("tracing_on") < job.index("blkio dd")
 
@@ -248,3 +249,26 @@ def test_validate_without_qemu_is_a_one_line_error(tmp_path, capsys, monkeypatch
     assert code == 2 and err.count("\n") == 1
     assert "qemu-that-does-not-exist not found: install it with 'apt-get install qemu-system-x86'" in err
     assert not (tmp_path / "cache" / "apt").exists()
+
+
+def test_plan_writes_the_scenarios_wbt_lat_usec_last(tmp_path):
+    # wbt_lat_usec after rotational: -1 takes the default for the value
+    # written before it, as blkstack resolves it.
+    plan = _plan(tmp_path, """
+        [disks.vda]
+        kind = "virtio"
+        size = "1GiB"
+        [disks.vda.queue]
+        wbt_lat_usec = -1
+        rotational = false
+        [workload]
+        type = "dd"
+        if = "/dev/vda"
+        of = "/dev/null"
+        bs = "1M"
+        count = 1
+        iflag = "direct"
+    """)
+    job = plan.job
+    assert "echo -1 > /sys/block/$n/queue/wbt_lat_usec" in job
+    assert job.index("queue/rotational") < job.index("queue/wbt_lat_usec")

@@ -15,9 +15,9 @@ same for users):
 * partitions: an MBR (GPT past four partitions or 2 TiB) written into the
   image before boot; the kernel reads it when the disk appears.
 * queue sysfs writes: written in the guest before tracing starts
-  (scheduler first, since switching it resets nr_requests). Writeback
-  throttling is switched off (``wbt_lat_usec = 0``): blkstack does not
-  model it.
+  (scheduler first, since switching it resets nr_requests;
+  ``wbt_lat_usec`` last). Writeback throttling keeps the kernel's default
+  unless the scenario sets ``wbt_lat_usec``, as blkstack does.
 * md: ``mdadm --create --assume-clean --bitmap=none`` (no resync, no
   bitmap writes); arrays with redundancy get ``safe_mode_delay = 0`` and
   one 4 KiB write at their end before tracing, so the superblock is
@@ -54,7 +54,9 @@ TRACE_EVENTS = (
 )
 
 # Sysfs writes, in the order the guest applies them.
-SYSFS_WRITES = ("scheduler", "nr_requests", "max_sectors_kb", "discard_max_bytes", "nomerges", "rotational", "write_cache")
+# wbt_lat_usec last: -1 takes the default for the rotational value written before it.
+SYSFS_WRITES = ("scheduler", "nr_requests", "max_sectors_kb", "discard_max_bytes", "nomerges", "rotational", "write_cache",
+                "wbt_lat_usec")
 STACK_SYSFS_WRITES = ("max_sectors_kb", "discard_max_bytes")
 
 GUEST_KINDS = ("virtio", "scsi", "nvme", "sata", "ssd")
@@ -400,7 +402,6 @@ def build_plan(path: str, kernel: str, workdir: str, resolved: Dict[str, Any]) -
         for pname, num, _s, _c in d.partitions:
             job.append(f"p=$(part_of $n {num}) || fail 'partition {num} of {d.name} was not found'")
             job.append(f"record {shlex.quote(pname)} $p")
-        job.append("echo 0 > /sys/block/$n/queue/wbt_lat_usec 2>/dev/null")
         for key in SYSFS_WRITES:
             if key in d.writes:
                 v = d.writes[key]
@@ -597,6 +598,8 @@ def _workload_job(w: Dict[str, Any], names: Sequence[str], warnings: List[str],
                     rwf.append(_FLAG_RWF[f])
                 elif f == "sync" and (op == "write" or waited):
                     pass  # O_DIRECT writes are REQ_SYNC; submit_bio_wait adds it to the others
+                elif f == "idle" and op == "write":
+                    pass  # O_DIRECT writes are REQ_SYNC | REQ_IDLE (dio_bio_write_op)
                 elif f == "nounmap" and op == "write_zeroes":
                     pass  # BLKZEROOUT passes BLKDEV_ZERO_NOUNMAP
                 else:
