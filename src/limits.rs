@@ -950,6 +950,10 @@ pub enum Raid10DiscardLimit {
 /// raid456's `max_hw_sectors`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Raid5MaxHwSectors {
+    /// Up to 5.19 (`raid5_run`: `blk_queue_max_hw_sectors(q, UINT_MAX)`):
+    /// no cap of its own, so `max_sectors` is `BLK_DEF_MAX_SECTORS` and
+    /// `max_segments` stays the members' stacked value.
+    Unlimited,
     /// 6.1/6.12: 256 stripe units (1 MiB), set after stacking.
     Fixed,
     /// 7.x: at least the full stripe width (`io_opt`), once the request
@@ -980,9 +984,14 @@ pub struct StackingBehaviour {
 }
 
 impl StackingBehaviour {
-    /// ≤5.12 (5.4, 5.8, 5.10): 6.1's setters, raid10 discards capped at a chunk.
+    /// ≤5.12 (5.4, 5.8, 5.10): 6.1's setters, raid10 discards capped at a
+    /// chunk, raid5 without its 1 MiB cap.
     pub fn v5_10() -> StackingBehaviour {
-        StackingBehaviour { raid10_discard: Raid10DiscardLimit::Chunk, ..StackingBehaviour::v6_1() }
+        StackingBehaviour {
+            raid10_discard: Raid10DiscardLimit::Chunk,
+            raid5_max_hw: Raid5MaxHwSectors::Unlimited,
+            ..StackingBehaviour::v6_1()
+        }
     }
 
     pub fn v6_1() -> StackingBehaviour {
@@ -1132,6 +1141,7 @@ pub fn raid5_set_limits(
         }
     }
     let max_hw = match beh.raid5_max_hw {
+        Raid5MaxHwSectors::Unlimited => u32::MAX,
         Raid5MaxHwSectors::Fixed => RAID5_MAX_HW_SECTORS,
         Raid5MaxHwSectors::AtLeastIoOpt => RAID5_MAX_HW_SECTORS.max(t.lim.io_opt >> SECTOR_SHIFT),
     };
@@ -1140,7 +1150,10 @@ pub fn raid5_set_limits(
     } else {
         t.lim.max_hw_sectors = max_hw;
     }
-    t.lim.max_segments = u16::MAX as u32;
+    if beh.raid5_max_hw != Raid5MaxHwSectors::Unlimited {
+        // "No restrictions on the number of segments" came with the cap.
+        t.lim.max_segments = u16::MAX as u32;
+    }
     commit(t, beh).map(|t| (t, unsafe_discard))
 }
 

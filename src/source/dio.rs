@@ -151,19 +151,21 @@ pub struct DioRules {
     pub align: Option<u64>,
     /// `blkdev_write_plug`: `blkdev_write_iter` plugs the whole write(2).
     pub write_plug: bool,
+    /// `dio_simple_sync`: the simple path's `submit_bio_wait` sets `REQ_SYNC`.
+    pub simple_sync: bool,
 }
 
 impl DioRules {
     /// 5.1–6.x rules: physically contiguous pages merge, no alignment, no
     /// plug around writes.
     pub fn merging(lbs: u32) -> Self {
-        DioRules { lbs, merge: DioBvecMerge::PhysContig, align: None, write_plug: false }
+        DioRules { lbs, merge: DioBvecMerge::PhysContig, align: None, write_plug: false, simple_sync: true }
     }
 
     /// The rules of `beh` for a device with these limits.
     pub fn new(beh: &Behaviour, lbs: u32, max_sectors: u32) -> Self {
         let align = (beh.iov_align == IovAlign::MaxIo).then_some(max_sectors as u64 * 512);
-        DioRules { lbs, merge: beh.dio_bvec_merge, align, write_plug: beh.blkdev_write_plug }
+        DioRules { lbs, merge: beh.dio_bvec_merge, align, write_plug: beh.blkdev_write_plug, simple_sync: beh.dio_simple_sync }
     }
 }
 
@@ -273,10 +275,11 @@ pub fn blkdev_direct_io_with(dev: DevId, op: Op, flags: u32, pos: u64, len: u64,
     // bios) otherwise. Asynchronous small I/O is one bio, no plug of its own.
     let multi = nr_pages > BIO_MAX_VECS as u64;
     // The simple path submits its bio with submit_bio_wait, which sets
-    // REQ_SYNC (block/bio.c, 6.1 and 6.12 alike): a synchronous O_DIRECT read
-    // of up to 256 pages is "RS". The other two paths leave a read's flags
-    // alone (writes are REQ_SYNC already, dio_bio_write_op).
-    let flags = if sync && !multi { flags | req::SYNC } else { flags };
+    // REQ_SYNC (block/bio.c, 5.16+): a synchronous O_DIRECT read of up to
+    // 256 pages is "RS"; up to 5.15 it called submit_bio and slept itself
+    // (`dio_simple_sync`). The other two paths leave a read's flags alone
+    // (writes are REQ_SYNC already, dio_bio_write_op).
+    let flags = if sync && !multi && rules.simple_sync { flags | req::SYNC } else { flags };
     while done < len {
         let vecs = buf.pages_spanned(done, len - done).min(BIO_MAX_VECS as u64) as usize;
         let mut b = bio_iov_iter_get_pages_with(buf, done, len - done, vecs, rules);

@@ -20,7 +20,7 @@ import pytest
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SUITE = os.path.join(ROOT, "validate", "scenarios")
 MODE = os.environ.get("BLKSTACK_VALIDATE", "")
-KERNELS = ("6.1", "6.12")
+KERNELS = ("5.10", "6.1", "6.12", "7.2")
 
 # What CI runs (under 15 minutes with setup on a fresh machine): small,
 # quick scenarios that hold the fixed differences in place on 6.1 —
