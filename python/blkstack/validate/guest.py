@@ -271,6 +271,16 @@ def _vmlinuz(ktree: str, moddir: str, package: str) -> str:
     raise GuestError(f"{package}: no vmlinuz in /boot or the modules directory")
 
 
+def kernel_append(kernel: str) -> str:
+    """Kernel command-line additions per kernel choice. Debian's 7.x
+    kernels preempt lazily (CONFIG_PREEMPT_LAZY): a woken kblockd worker
+    waits for the next tick or for the submitter to sleep, so whether a
+    request waits in the scheduler (and merges) depends on how long the
+    guest takes to submit; ``preempt=full`` (PREEMPT_DYNAMIC) lets it run
+    at once, as 6.1's and 6.12's do (docs/validation.md, difference G)."""
+    return "preempt=full" if kernel == "7.2" else ""
+
+
 def guest_dir(cache: str, kernel: str) -> str:
     return os.path.join(cache, "guests", kernel)
 
