@@ -73,7 +73,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
         if k == "all":
             kernels += list(V.KERNELS)
         elif k is not None and k not in V.KERNELS:
-            raise UsageError(f"--kernel {k}: Debian ships {' and '.join(V.KERNELS)} (or 'all')")
+            raise UsageError(f"--kernel {k}: Debian ships {V.kernel_list()} (or 'all')")
         else:
             kernels.append(k)
     if args.timeout <= 0:

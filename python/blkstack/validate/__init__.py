@@ -40,6 +40,11 @@ class ValidationError(Exception):
     """Validation could not run (one line)."""
 
 
+def kernel_list() -> str:
+    """The kernel choices as a phrase: "5.10, 6.1, 6.12 and 7.2"."""
+    return ", ".join(KERNELS[:-1]) + " and " + KERNELS[-1]
+
+
 def default_cache() -> str:
     env = os.environ.get("BLKSTACK_VALIDATE_CACHE")
     if env:
@@ -181,7 +186,7 @@ def validate(scenario: str, kernel: Optional[str] = None, cache: Optional[str] =
     cache = cache or default_cache()
     kernel = scenario_kernel(scenario, kernel)
     if kernel not in KERNELS:
-        raise ValidationError(f"kernel {kernel}: Debian ships {' and '.join(KERNELS)}; choose one with --kernel")
+        raise ValidationError(f"kernel {kernel}: Debian ships {kernel_list()}; choose one with --kernel")
     # The model must accept the scenario before anything is downloaded.
     resolved = json.loads(_core.check(scenario, kernel, []))
     try:
