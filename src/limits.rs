@@ -978,6 +978,10 @@ pub struct StackingBehaviour {
     pub raid5_chunk_sectors: bool,
     /// dm-stripe sets `chunk_sectors` = chunk (6.12.y via stable; not 6.1).
     pub dm_stripe_chunk_sectors: bool,
+    /// dm-stripe's discard limit is its devices' times the stripes (7.x).
+    pub dm_stripe_discard_stripes: bool,
+    /// md raid1 sets `chunk_sectors` to its barrier unit (7.x).
+    pub raid1_chunk_sectors: bool,
     /// md raid456 advertises discard (`max_hw_discard_sectors` `UINT_MAX`)
     /// even when it is unsafe, and fails the bios instead (7.x).
     pub raid5_discard_always: bool,
@@ -1004,6 +1008,8 @@ impl StackingBehaviour {
             raid5_max_hw: Raid5MaxHwSectors::Fixed,
             raid5_chunk_sectors: false,
             dm_stripe_chunk_sectors: false,
+            dm_stripe_discard_stripes: false,
+            raid1_chunk_sectors: false,
             raid5_discard_always: false,
         }
     }
@@ -1020,6 +1026,8 @@ impl StackingBehaviour {
             raid5_max_hw: Raid5MaxHwSectors::AtLeastIoOpt,
             raid5_chunk_sectors: true,
             raid5_discard_always: true,
+            dm_stripe_discard_stripes: true,
+            raid1_chunk_sectors: true,
             ..StackingBehaviour::v6_12()
         }
     }
@@ -1180,6 +1188,9 @@ pub fn dm_stripe_io_hints(l: &mut QueueLimits, chunk: u32, stripes: u32, beh: &S
     if beh.dm_stripe_chunk_sectors {
         l.chunk_sectors = chunk;
     }
+    if beh.dm_stripe_discard_stripes {
+        stripe_discard_limit(l, chunk, stripes);
+    }
     if beh.legacy() {
         let chunk_bytes = chunk.wrapping_shl(SECTOR_SHIFT);
         blk_queue_io_min(l, chunk_bytes);
@@ -1191,6 +1202,20 @@ pub fn dm_stripe_io_hints(l: &mut QueueLimits, chunk: u32, stripes: u32, beh: &S
         l.io_min = io_min;
         l.io_opt = io_opt;
     }
+}
+
+/// 7.x `stripe_io_hints`: a device limit of at least a chunk is multiplied
+/// by the stripes and rounded down to whole stripe rows (`UINT_MAX >> 9`
+/// if the product overflows), since the target cuts a discard into one
+/// per stripe.
+fn stripe_discard_limit(l: &mut QueueLimits, chunk: u32, stripes: u32) {
+    if l.max_hw_discard_sectors < chunk {
+        return;
+    }
+    l.max_hw_discard_sectors = match l.max_hw_discard_sectors.checked_mul(stripes) {
+        Some(s) => s / (chunk * stripes) * (chunk * stripes),
+        None => u32::MAX >> SECTOR_SHIFT,
+    };
 }
 
 /// One dm target for [`dm_calculate_queue_limits`]: its devices (each with
@@ -1416,5 +1441,27 @@ mod stacking_tests {
         let mut l = QueueLimits::stacking();
         dm_stripe_io_hints(&mut l, 1 << 23, 2, &StackingBehaviour::v6_1());
         assert_eq!((l.io_min, l.io_opt), (512, 0));
+    }
+
+    #[test]
+    fn dm_stripe_discard_limit_per_version() {
+        // virtio members discarding 4194303 sectors (discard_max_bytes
+        // 2147483136), 3 stripes of 128 sectors. 7.2: 3 × 4194303 =
+        // 12582909, rounded down to rows of 384: 32767 × 384 = 12582528
+        // sectors (the guest's 6442254336 bytes). Up to 6.x: the members'.
+        for (beh, want) in [(StackingBehaviour::v7_2(), 12_582_528), (StackingBehaviour::v6_12(), 4_194_303)] {
+            let mut l = QueueLimits::stacking();
+            l.max_hw_discard_sectors = 4_194_303;
+            dm_stripe_io_hints(&mut l, 128, 3, &beh);
+            assert_eq!(l.max_hw_discard_sectors, want);
+        }
+        // Below a chunk: left alone; an overflowing product: UINT_MAX >> 9.
+        let mut l = QueueLimits::stacking();
+        l.max_hw_discard_sectors = 64;
+        dm_stripe_io_hints(&mut l, 128, 3, &StackingBehaviour::v7_2());
+        assert_eq!(l.max_hw_discard_sectors, 64);
+        l.max_hw_discard_sectors = u32::MAX;
+        dm_stripe_io_hints(&mut l, 128, 3, &StackingBehaviour::v7_2());
+        assert_eq!(l.max_hw_discard_sectors, u32::MAX >> 9);
     }
 }

@@ -404,6 +404,10 @@ pub struct Behaviour {
     pub raid5_chunk_sectors: bool,
     /// dm-stripe sets `chunk_sectors` to its chunk (6.12.y; not 6.1).
     pub dm_stripe_chunk_sectors: bool,
+    /// dm-stripe's discard limit is its devices' times the stripes (7.x).
+    pub dm_stripe_discard_stripes: bool,
+    /// md raid1 sets `chunk_sectors` to its 64 MiB barrier unit (7.x).
+    pub raid1_chunk_sectors: bool,
     /// How `__blkdev_issue_discard` cuts a range into bios.
     pub discard_chopping: DiscardChopping,
     pub dio_bvec_merge: DioBvecMerge,
@@ -479,6 +483,8 @@ pub fn profiles() -> Vec<Profile> {
         raid5_max_hw: Raid5MaxHw::Fixed,
         raid5_chunk_sectors: false,
         dm_stripe_chunk_sectors: false,
+        dm_stripe_discard_stripes: false,
+        raid1_chunk_sectors: false,
         discard_chopping: DiscardChopping::BioDiscardLimit,
         dio_bvec_merge: DioBvecMerge::PhysContig,
         iov_align: IovAlign::Off,
@@ -533,6 +539,8 @@ pub fn profiles() -> Vec<Profile> {
         nvme_virt_boundary: NvmeVirtBoundary::PrpOnly,
         nvme_discard_granularity: NvmeDiscardGranularity::Npdg,
         raid5_discard: Raid5Discard::FailUnsafe,
+        dm_stripe_discard_stripes: true,
+        raid1_chunk_sectors: true,
         null_blk_no_sched: NullBlkNoSched::NoneByDefault,
         ..v6_12.clone()
     };
@@ -734,6 +742,10 @@ pub const SWITCHES: &[SwitchDef] = &[
         "md raid456 sets chunk_sectors to the full data stripe (io_opt), so md splits at stripe boundaries (7.x)"),
     switch!(flag dm_stripe_chunk_sectors,
         "dm-stripe sets chunk_sectors to its chunk (6.12.y; not 6.1)"),
+    switch!(flag dm_stripe_discard_stripes,
+        "dm-stripe's discard limit: its devices' max_hw_discard_sectors (up to 6.x) or, when that is at least a chunk, that times the stripes rounded down to whole stripe rows (7.x stripe_io_hints, read in 7.2.13; the target sends one discard per stripe)"),
+    switch!(flag raid1_chunk_sectors,
+        "md raid1 sets chunk_sectors to BARRIER_UNIT_SECTOR_SIZE (64 MiB), so bios are split at barrier units before raid1 sees them (7.x raid1_set_limits, read in 7.2.13; up to 6.x raid1_make_request splits them itself, the same places)"),
     switch!(choice discard_chopping, "max_discard_aligned|allowed_max_sectors|granularity_aligned|bio_discard_limit",
         "how __blkdev_issue_discard cuts BLKDISCARD/fstrim ranges into bios: max_discard_aligned (4.9-4.18: max_discard_sectors pieces pulled back to the granularity grid), allowed_max_sectors (4.19-5.9, 744889b7cbb5: UINT_MAX-sized pieces, the queue splits), granularity_aligned (5.10-6.0: an unaligned head piece, then granularity-aligned UINT_MAX pieces), bio_discard_limit (6.1+: the same computed per bio)"),
     switch!(choice dio_bvec_merge, "phys_contig|folio_only",
@@ -789,6 +801,8 @@ impl Behaviour {
             },
             raid5_chunk_sectors: self.raid5_chunk_sectors,
             dm_stripe_chunk_sectors: self.dm_stripe_chunk_sectors,
+            dm_stripe_discard_stripes: self.dm_stripe_discard_stripes,
+            raid1_chunk_sectors: self.raid1_chunk_sectors,
             raid5_discard_always: self.raid5_discard == Raid5Discard::FailUnsafe,
         }
     }
