@@ -301,7 +301,8 @@ class Guest:
 
 
 def build_guest(cache: str, kernel: str, progress: Progress, rebuild: bool = False) -> Guest:
-    """Build (or reuse) the guest for a kernel choice (``6.1``, ``6.12``)."""
+    """Build (or reuse) the guest for a kernel choice (``5.10``, ``6.1``,
+    ``6.12``, ``7.2``)."""
     apt = kernel_apt(cache, kernel, progress)
     apt.update()
     # What the package lists resolve to, remembered until the lists change
@@ -385,7 +386,9 @@ def build_guest(cache: str, kernel: str, progress: Progress, rebuild: bool = Fal
                 break
         else:
             raise GuestError(f"shared library {name} is in none of the downloaded packages")
-    ld = _unpacked(utree, "lib/x86_64-linux-gnu/ld-linux-x86-64.so.2") or ""
+    ld = _unpacked(utree, "lib/x86_64-linux-gnu/ld-linux-x86-64.so.2")
+    if ld is None:
+        raise GuestError("the dynamic loader (ld-linux-x86-64.so.2) is missing from libc6")
     with open(os.path.realpath(ld), "rb") as fh:
         cpio.file("lib64/ld-linux-x86-64.so.2", fh.read(), 0o755)
 
