@@ -3,8 +3,8 @@
 #                  Ray extra the sweep tests use), then its tests
 #   make install   build and install the Python package
 #   make validate     the validation suite: every validate/scenarios/ scenario on
-#                     real Debian 6.1 and 6.12 kernels under qemu, compared with
-#                     blkstack (about 5 minutes once the downloads are cached)
+#                     real Debian 5.10, 6.1, 6.12 and 7.2 kernels under qemu, compared
+#                     with blkstack (about 10 minutes once the downloads are cached)
 #   make validate-ci  the suite's CI subset (a few scenarios on 6.1, one on 6.12;
 #                     .ci/run runs it after make test)
 #   make validate-deps  install what validation needs (qemu, a C compiler, a static libc)

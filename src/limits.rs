@@ -974,6 +974,10 @@ pub enum Raid10DiscardLimit {
 /// raid456's `max_hw_sectors`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Raid5MaxHwSectors {
+    /// Up to 5.19 (`raid5_run`: `blk_queue_max_hw_sectors(q, UINT_MAX)`):
+    /// no cap of its own, so `max_sectors` is `BLK_DEF_MAX_SECTORS` and
+    /// `max_segments` stays the members' stacked value.
+    Unlimited,
     /// 6.1/6.12: 256 stripe units (1 MiB), set after stacking.
     Fixed,
     /// 7.x: at least the full stripe width (`io_opt`), once the request
@@ -998,15 +1002,24 @@ pub struct StackingBehaviour {
     pub raid5_chunk_sectors: bool,
     /// dm-stripe sets `chunk_sectors` = chunk (6.12.y via stable; not 6.1).
     pub dm_stripe_chunk_sectors: bool,
+    /// dm-stripe's discard limit is its devices' times the stripes (7.x).
+    pub dm_stripe_discard_stripes: bool,
+    /// md raid1 sets `chunk_sectors` to its barrier unit (7.x).
+    pub raid1_chunk_sectors: bool,
     /// md raid456 advertises discard (`max_hw_discard_sectors` `UINT_MAX`)
     /// even when it is unsafe, and fails the bios instead (7.x).
     pub raid5_discard_always: bool,
 }
 
 impl StackingBehaviour {
-    /// ≤5.12 (5.4, 5.8, 5.10): 6.1's setters, raid10 discards capped at a chunk.
+    /// ≤5.12 (5.4, 5.8, 5.10): 6.1's setters, raid10 discards capped at a
+    /// chunk, raid5 without its 1 MiB cap.
     pub fn v5_10() -> StackingBehaviour {
-        StackingBehaviour { raid10_discard: Raid10DiscardLimit::Chunk, ..StackingBehaviour::v6_1() }
+        StackingBehaviour {
+            raid10_discard: Raid10DiscardLimit::Chunk,
+            raid5_max_hw: Raid5MaxHwSectors::Unlimited,
+            ..StackingBehaviour::v6_1()
+        }
     }
 
     pub fn v6_1() -> StackingBehaviour {
@@ -1019,6 +1032,8 @@ impl StackingBehaviour {
             raid5_max_hw: Raid5MaxHwSectors::Fixed,
             raid5_chunk_sectors: false,
             dm_stripe_chunk_sectors: false,
+            dm_stripe_discard_stripes: false,
+            raid1_chunk_sectors: false,
             raid5_discard_always: false,
         }
     }
@@ -1035,6 +1050,8 @@ impl StackingBehaviour {
             raid5_max_hw: Raid5MaxHwSectors::AtLeastIoOpt,
             raid5_chunk_sectors: true,
             raid5_discard_always: true,
+            dm_stripe_discard_stripes: true,
+            raid1_chunk_sectors: true,
             ..StackingBehaviour::v6_12()
         }
     }
@@ -1156,6 +1173,7 @@ pub fn raid5_set_limits(
         }
     }
     let max_hw = match beh.raid5_max_hw {
+        Raid5MaxHwSectors::Unlimited => u32::MAX,
         Raid5MaxHwSectors::Fixed => RAID5_MAX_HW_SECTORS,
         Raid5MaxHwSectors::AtLeastIoOpt => RAID5_MAX_HW_SECTORS.max(t.lim.io_opt >> SECTOR_SHIFT),
     };
@@ -1164,7 +1182,10 @@ pub fn raid5_set_limits(
     } else {
         t.lim.max_hw_sectors = max_hw;
     }
-    t.lim.max_segments = u16::MAX as u32;
+    if beh.raid5_max_hw != Raid5MaxHwSectors::Unlimited {
+        // "No restrictions on the number of segments" came with the cap.
+        t.lim.max_segments = u16::MAX as u32;
+    }
     commit(t, beh).map(|t| (t, unsafe_discard))
 }
 
@@ -1191,6 +1212,9 @@ pub fn dm_stripe_io_hints(l: &mut QueueLimits, chunk: u32, stripes: u32, beh: &S
     if beh.dm_stripe_chunk_sectors {
         l.chunk_sectors = chunk;
     }
+    if beh.dm_stripe_discard_stripes {
+        stripe_discard_limit(l, chunk, stripes);
+    }
     if beh.legacy() {
         let chunk_bytes = chunk.wrapping_shl(SECTOR_SHIFT);
         blk_queue_io_min(l, chunk_bytes);
@@ -1202,6 +1226,20 @@ pub fn dm_stripe_io_hints(l: &mut QueueLimits, chunk: u32, stripes: u32, beh: &S
         l.io_min = io_min;
         l.io_opt = io_opt;
     }
+}
+
+/// 7.x `stripe_io_hints`: a device limit of at least a chunk is multiplied
+/// by the stripes and rounded down to whole stripe rows (`UINT_MAX >> 9`
+/// if the product overflows), since the target cuts a discard into one
+/// per stripe.
+fn stripe_discard_limit(l: &mut QueueLimits, chunk: u32, stripes: u32) {
+    if l.max_hw_discard_sectors < chunk {
+        return;
+    }
+    l.max_hw_discard_sectors = match l.max_hw_discard_sectors.checked_mul(stripes) {
+        Some(s) => s / (chunk * stripes) * (chunk * stripes),
+        None => u32::MAX >> SECTOR_SHIFT,
+    };
 }
 
 /// One dm target for [`dm_calculate_queue_limits`]: its devices (each with
@@ -1427,5 +1465,27 @@ mod stacking_tests {
         let mut l = QueueLimits::stacking();
         dm_stripe_io_hints(&mut l, 1 << 23, 2, &StackingBehaviour::v6_1());
         assert_eq!((l.io_min, l.io_opt), (512, 0));
+    }
+
+    #[test]
+    fn dm_stripe_discard_limit_per_version() {
+        // virtio members discarding 4194303 sectors (discard_max_bytes
+        // 2147483136), 3 stripes of 128 sectors. 7.2: 3 × 4194303 =
+        // 12582909, rounded down to rows of 384: 32767 × 384 = 12582528
+        // sectors (the guest's 6442254336 bytes). Up to 6.x: the members'.
+        for (beh, want) in [(StackingBehaviour::v7_2(), 12_582_528), (StackingBehaviour::v6_12(), 4_194_303)] {
+            let mut l = QueueLimits::stacking();
+            l.max_hw_discard_sectors = 4_194_303;
+            dm_stripe_io_hints(&mut l, 128, 3, &beh);
+            assert_eq!(l.max_hw_discard_sectors, want);
+        }
+        // Below a chunk: left alone; an overflowing product: UINT_MAX >> 9.
+        let mut l = QueueLimits::stacking();
+        l.max_hw_discard_sectors = 64;
+        dm_stripe_io_hints(&mut l, 128, 3, &StackingBehaviour::v7_2());
+        assert_eq!(l.max_hw_discard_sectors, 64);
+        l.max_hw_discard_sectors = u32::MAX;
+        dm_stripe_io_hints(&mut l, 128, 3, &StackingBehaviour::v7_2());
+        assert_eq!(l.max_hw_discard_sectors, u32::MAX >> 9);
     }
 }

@@ -17,7 +17,7 @@ use crate::genhd::{DevId, DiskKind};
 use crate::limits::{QueueAttrs, QueueLimits, Zoned};
 use crate::merge::{self, blk_attempt_bio_merge, bio_mergeable, BioMerge, ElvMerge};
 use crate::plug::{Plug, RqRef};
-use crate::profile::PlugListPath;
+use crate::profile::{PlugListPath, PlugMerge, PlugSizeRq};
 use crate::sched::mq_deadline::MqDeadline;
 use crate::submit::{BlockCore, SimEvent, EIO, KWORKER};
 use crate::trace::{Action, Event};
@@ -364,18 +364,44 @@ fn blk_mq_attempt_bio_merge(qs: &mut [RequestQueue], core: &mut BlockCore, qi: u
     }
 }
 
-/// `blk_attempt_plug_merge`: exactly one request of the plug is tried.
+/// `blk_attempt_plug_merge`: exactly one request of the plug is tried
+/// (5.16+), or up to 5.15 every request of the bio's queue.
 #[inline(always)]
 fn blk_attempt_plug_merge(qs: &mut [RequestQueue], core: &mut BlockCore, qi: usize, bio: BioId, nsegs: u32) -> bool {
     let dev = qs[qi].dev as usize;
     core.stats[dev].plug_merge_attempts += 1;
     let task = core.current as usize;
     let Some(plug) = core.plugs.get(task).and_then(|p| p.as_ref()) else { return false };
+    if core.beh.plug_merge == PlugMerge::EveryFromTail {
+        return blk_attempt_plug_merge_walk(qs, core, qi, bio, nsegs);
+    }
     let Some((cq, cid)) = plug.merge_candidate(qi as u32, core.beh.plug_merge) else { return false };
     let q = &mut qs[cq as usize];
     let ok = blk_attempt_bio_merge(core, q.rqs.get_mut(cid), bio, nsegs, &q.lim) == BioMerge::Ok;
     core.stats[dev].plug_merges += ok as u64;
     ok
+}
+
+/// Up to 5.15 `blk_attempt_plug_merge` walks the plug list from its tail
+/// (`list_for_each_entry_reverse`) and tries every request of the bio's
+/// queue until one takes the bio.
+#[cold]
+#[inline(never)]
+fn blk_attempt_plug_merge_walk(qs: &mut [RequestQueue], core: &mut BlockCore, qi: usize, bio: BioId, nsegs: u32) -> bool {
+    let dev = qs[qi].dev as usize;
+    let task = core.current as usize;
+    let ids: Vec<u32> = match core.plugs[task].as_ref() {
+        Some(plug) => plug.list.iter().rev().filter(|r| r.0 as usize == qi).map(|r| r.1).collect(),
+        None => return false,
+    };
+    let q = &mut qs[qi];
+    for id in ids {
+        if blk_attempt_bio_merge(core, q.rqs.get_mut(id), bio, nsegs, &q.lim) == BioMerge::Ok {
+            core.stats[dev].plug_merges += 1;
+            return true;
+        }
+    }
+    false
 }
 
 /// `blk_bio_list_merge` over the software queue: newest to oldest, at most 8
@@ -550,7 +576,11 @@ fn blk_mq_alloc_done(qs: &mut [RequestQueue], core: &mut BlockCore, qi: usize, b
 fn blk_add_rq_to_plug(qs: &mut [RequestQueue], core: &mut BlockCore, task: u32, rq: RqRef) {
     let plug = core.plugs[task as usize].as_ref().expect("plugged");
     let (count, max) = (plug.rq_count, plug.max_rq_count(core.beh.plug_max_requests));
-    let reference_bytes = plug.peek().map(|(q, id)| qs[q as usize].rqs.get(id).bytes() as u64).unwrap_or(0);
+    let reference = match core.beh.plug_size_rq {
+        PlugSizeRq::Head => plug.peek(),
+        PlugSizeRq::Tail => plug.list.back().copied(),
+    };
+    let reference_bytes = reference.map(|(q, id)| qs[q as usize].rqs.get(id).bytes() as u64).unwrap_or(0);
     let q = &qs[rq.0 as usize];
     let dev = q.dev;
     let size_flush = q.attrs.nomerges != 2 && core.beh.plug_flush_size != 0 && reference_bytes >= core.beh.plug_flush_size as u64;
@@ -604,6 +634,9 @@ pub fn blk_mq_flush_plug_list(qs: &mut [RequestQueue], core: &mut BlockCore, tas
     plug.rq_count = 0;
     let (multi, elevator) = (plug.multiple_queues, plug.has_elevator);
     let mut list = std::mem::take(&mut plug.list);
+    if core.beh.plug_sort && multi && depth > 2 {
+        plug_rq_cmp_sort(qs, &mut list);
+    }
     if !multi && !elevator && !from_schedule {
         // Path A: one queue, no elevator: hand the batch to the driver.
         let qi = list[0].0 as usize;
@@ -628,6 +661,15 @@ pub fn blk_mq_flush_plug_list(qs: &mut [RequestQueue], core: &mut BlockCore, tas
             plug.list = list;
         }
     }
+}
+
+/// Up to 5.15 `blk_mq_flush_plug_list` sorts a plug of several queues
+/// (`list_sort` with `plug_rq_cmp`, a stable merge sort) by software queue,
+/// hardware queue, then start sector. The software queues compare by
+/// address (`mq_ctx`, allocated per queue when its disk is created); the
+/// model orders them as the disks were created, by queue index.
+fn plug_rq_cmp_sort(qs: &[RequestQueue], list: &mut VecDeque<RqRef>) {
+    list.make_contiguous().sort_by_key(|&(q, id)| (q, qs[q as usize].rqs.get(id).sector));
 }
 
 /// `->queue_rqs` (nvme-pci, virtio-blk): each request is started ('D') as

@@ -78,6 +78,9 @@ impl Plug {
                 Some(_) if self.multiple_queues => first_of_q(),
                 _ => None,
             },
+            // The first the walk tries (blk_attempt_plug_merge_walk in
+            // mq.rs goes on to the others).
+            PlugMerge::EveryFromTail => self.list.iter().rev().find(|r| r.0 == q).copied(),
         }
     }
 }

@@ -82,6 +82,23 @@ choice!(
         /// The list tail if it is the bio's queue, else (several queues) the
         /// first from the head: 961296e89dc3 (6.16, 6.12.35).
         TailThenFirstFromHead = "tail_then_first_from_head",
+        /// Up to 5.15: every request of the bio's queue, newest (list tail)
+        /// first, until one merges (`list_for_each_entry_reverse`); bc490f81731e
+        /// "blk-mq: change plugging to use a singly linked list" (5.16) kept one.
+        EveryFromTail = "every_from_tail",
+    }
+);
+
+choice!(
+    /// Which request `blk_mq_submit_bio` measures against
+    /// `BLK_PLUG_FLUSH_SIZE` before adding to the plug.
+    PlugSizeRq {
+        /// Up to 5.15: the list tail (`list_entry_rq(plug->mq_list.prev)`),
+        /// the newest request.
+        Tail = "tail",
+        /// 5.16+ (bc490f81731e): the list head (`rq_list_peek`): the newest
+        /// under head-add, the oldest under tail-add.
+        Head = "head",
     }
 );
 
@@ -206,6 +223,9 @@ choice!(
 choice!(
     /// raid456's `max_hw_sectors`.
     Raid5MaxHw {
+        /// Up to 5.19: `UINT_MAX`, so `max_sectors` is `BLK_DEF_MAX_SECTORS`
+        /// and `max_segments` the members' stacked value.
+        Unlimited = "unlimited",
         /// 6.1/6.12: `RAID5_MAX_REQ_STRIPES` units (1 MiB), set after stacking.
         Fixed = "fixed",
         /// 7.x: at least the full stripe width (`io_opt`).
@@ -367,6 +387,9 @@ pub struct Behaviour {
     pub plug_add: PlugAdd,
     pub plug_merge: PlugMerge,
     pub plug_list_path: PlugListPath,
+    /// `blk_mq_flush_plug_list` sorts a multi-queue plug (`plug_rq_cmp`; up to 5.15).
+    pub plug_sort: bool,
+    pub plug_size_rq: PlugSizeRq,
     /// nvme/virtio `->queue_rqs` submit the batch in reverse (head-add era).
     pub queue_rqs_reverse: bool,
     /// `block_unplug` also on the direct plug-flush path (6.12+).
@@ -396,10 +419,17 @@ pub struct Behaviour {
     pub raid5_chunk_sectors: bool,
     /// dm-stripe sets `chunk_sectors` to its chunk (6.12.y; not 6.1).
     pub dm_stripe_chunk_sectors: bool,
+    /// dm-stripe's discard limit is its devices' times the stripes (7.x).
+    pub dm_stripe_discard_stripes: bool,
+    /// md raid1 sets `chunk_sectors` to its 64 MiB barrier unit (7.x).
+    pub raid1_chunk_sectors: bool,
     /// How `__blkdev_issue_discard` cuts a range into bios.
     pub discard_chopping: DiscardChopping,
     pub dio_bvec_merge: DioBvecMerge,
     pub iov_align: IovAlign,
+    /// `__blkdev_direct_IO_simple` submits with `submit_bio_wait`, which
+    /// sets `REQ_SYNC` (5.16+).
+    pub dio_simple_sync: bool,
     /// `blkdev_write_iter` runs every write(2) to a block device inside a
     /// plug (up to 6.4; 6.1 only among the profiles).
     pub blkdev_write_plug: bool,
@@ -448,6 +478,8 @@ pub fn profiles() -> Vec<Profile> {
         plug_add: PlugAdd::Head,
         plug_merge: PlugMerge::FirstFromHead,
         plug_list_path: PlugListPath::ListAdd,
+        plug_sort: false,
+        plug_size_rq: PlugSizeRq::Head,
         queue_rqs_reverse: true,
         unplug_trace_direct: false,
         submit_bio_plug: false,
@@ -467,9 +499,12 @@ pub fn profiles() -> Vec<Profile> {
         raid5_max_hw: Raid5MaxHw::Fixed,
         raid5_chunk_sectors: false,
         dm_stripe_chunk_sectors: false,
+        dm_stripe_discard_stripes: false,
+        raid1_chunk_sectors: false,
         discard_chopping: DiscardChopping::BioDiscardLimit,
         dio_bvec_merge: DioBvecMerge::PhysContig,
         iov_align: IovAlign::Off,
+        dio_simple_sync: true,
         blkdev_write_plug: true,
         dd_next: DdNext::NextRq,
         flush_data_path: FlushDataPath::Requeue,
@@ -522,6 +557,8 @@ pub fn profiles() -> Vec<Profile> {
         nvme_virt_boundary: NvmeVirtBoundary::PrpOnly,
         nvme_discard_granularity: NvmeDiscardGranularity::Npdg,
         raid5_discard: Raid5Discard::FailUnsafe,
+        dm_stripe_discard_stripes: true,
+        raid1_chunk_sectors: true,
         null_blk_no_sched: NullBlkNoSched::NoneByDefault,
         ..v6_12.clone()
     };
@@ -541,8 +578,29 @@ pub fn profiles() -> Vec<Profile> {
 }
 
 /// Old kernels the seeds were taken on: 6.1's values except what the spec
-/// documents for them (stack §2.4, §3.3, §3.4, §4.4; block-core §6.4).
+/// documents for them (stack §2.4, §3.3, §3.4, §4.4; block-core §6.4), and
+/// 5.10 as Debian bullseye ships it (5.10.262, read in its source).
 fn pre_6_profiles(v6_1: &Behaviour) -> Vec<Profile> {
+    let v5_10 = Behaviour {
+        // blk-mq's list-based plug (block/blk-mq.c, blk-merge.c up to 5.15).
+        plug_add: PlugAdd::Tail,
+        plug_merge: PlugMerge::EveryFromTail,
+        plug_list_path: PlugListPath::ListAddTail,
+        plug_sort: true,
+        plug_size_rq: PlugSizeRq::Tail,
+        // No ->queue_rqs: blk_mq_try_issue_list_directly issues in list order.
+        queue_rqs_reverse: false,
+        // blk_mq_flush_plug_list traces block_unplug for every batch.
+        unplug_trace_direct: true,
+        io_ticks: IoTicks::Legacy,
+        raid10_discard: Raid10Discard::ChunkLimited,
+        raid0_split: Raid0Split::RemainderToMd,
+        md_accounting: MdAccounting::Inline,
+        raid5_max_hw: Raid5MaxHw::Unlimited,
+        discard_chopping: DiscardChopping::GranularityAligned,
+        dio_simple_sync: false,
+        ..v6_1.clone()
+    };
     let v5_8 = Behaviour {
         raid10_discard: Raid10Discard::ChunkLimited,
         raid0_split: Raid0Split::RemainderToMd,
@@ -550,6 +608,7 @@ fn pre_6_profiles(v6_1: &Behaviour) -> Vec<Profile> {
         md_accounting: MdAccounting::Inline,
         io_ticks: IoTicks::Legacy,
         discard_chopping: DiscardChopping::AllowedMaxSectors,
+        raid5_max_hw: Raid5MaxHw::Unlimited,
         ..v6_1.clone()
     };
     let v5_13 = Behaviour {
@@ -560,6 +619,12 @@ fn pre_6_profiles(v6_1: &Behaviour) -> Vec<Profile> {
     };
     vec![
         Profile { name: "5.8", kernel: "5.8.18", summary: "md raid10 discards one chunk at a time (seed 002's old kernels)", behaviour: v5_8 },
+        Profile {
+            name: "5.10",
+            kernel: "5.10.262",
+            summary: "Debian bullseye's 5.10 LTS: list plug (sorted at flush, every request tried for a merge), raid5 without the 1 MiB cap",
+            behaviour: v5_10,
+        },
         Profile { name: "5.13", kernel: "5.13.19", summary: "md raid10 whole-range discard, md accounting in md_submit_bio", behaviour: v5_13 },
     ]
 }
@@ -649,10 +714,14 @@ pub const SWITCHES: &[SwitchDef] = &[
         "secure erase split by max_discard_sectors (6.1) or by max_secure_erase_sectors (6.12+)"),
     switch!(choice plug_add, "head|tail",
         "blk_add_rq_to_plug adds at the head (newest first; 6.1, 6.12.0-24) or the tail (e70c301faece \"block: don't reorder requests in blk_add_rq_to_plug\", 6.13, 6.12.25); seed 001"),
-    switch!(choice plug_merge, "first_from_head|tail_then_first_from_head",
-        "blk_attempt_plug_merge tries the first request of the queue from the list head, or the tail first (961296e89dc3 \"block: use plug request list tail for one-shot backmerge attempt\", 6.16, 6.12.35); seed 001"),
+    switch!(choice plug_merge, "first_from_head|tail_then_first_from_head|every_from_tail",
+        "blk_attempt_plug_merge tries the first request of the queue from the list head, or the tail first (961296e89dc3 \"block: use plug request list tail for one-shot backmerge attempt\", 6.16, 6.12.35), or every request of the queue from the tail (up to 5.15, list_for_each_entry_reverse; one-shot since bc490f81731e, 5.16); seed 001"),
     switch!(choice plug_list_path, "list_add|list_add_tail",
         "blk_mq_dispatch_plug_list builds its list with list_add (reverses; 6.1.21+) or list_add_tail (keeps order; 6.12.25+)"),
+    switch!(flag plug_sort,
+        "blk_mq_flush_plug_list sorts a plug holding more than two requests of several queues with plug_rq_cmp (by software queue, hardware queue, then sector) before inserting them (up to 5.15; dropped by bc490f81731e \"blk-mq: change plugging to use a singly linked list\", 5.16)"),
+    switch!(choice plug_size_rq, "tail|head",
+        "the plugged request blk_mq_submit_bio compares with BLK_PLUG_FLUSH_SIZE: tail (up to 5.15: list_entry_rq(plug->mq_list.prev), the newest) or head (5.16+ rq_list_peek, bc490f81731e)"),
     switch!(flag queue_rqs_reverse,
         "nvme/virtio ->queue_rqs push each request at the head of their submit list, so the device sees the batch reversed (head-add era; undone with e70c301faece)"),
     switch!(flag unplug_trace_direct,
@@ -661,8 +730,8 @@ pub const SWITCHES: &[SwitchDef] = &[
         "each __submit_bio runs in its own plug when the task has none (6.12 only; every request shows P and U)"),
     switch!(number plug_flush_size, 0, "131072",
         "BLK_PLUG_FLUSH_SIZE in bytes: adding a request flushes the plug first when the reference request is this large (0 disables); seed 000"),
-    switch!(number plug_max_requests, 1, "32",
-        "BLK_MAX_REQUEST_COUNT: requests in a plug before it is flushed (doubled with several queues)"),
+    switch!(number plug_max_requests, 1, "16|32",
+        "BLK_MAX_REQUEST_COUNT: requests in a plug before it is flushed (doubled with several queues): 16 up to 5.15, 32 since ba0ffdd8ce48 \"block: bump max plugged deferred size from 16 to 32\" (5.16, backported to the stable trees: Debian's 5.10.262 has 32)"),
     switch!(choice gap_rule, "current|old|same_page_rfc",
         "virt_boundary merge gap rule: current (5a8d75a1b8c9 \"block: fix bio_will_gap() for first bvec with offset\", 4.12+), old (any non-zero next offset is a gap), same_page_rfc (the 2016 RFC \"block: fix bio merge checks when virt_boundary is set\", never merged); seed 004"),
     switch!(choice inflight_count, "driver|accounted",
@@ -685,16 +754,22 @@ pub const SWITCHES: &[SwitchDef] = &[
         "md raid0 sets the queue's chunk_sectors to its chunk, so md_submit_bio already splits at chunks (7.x)"),
     switch!(flag raid10_chunk_sectors,
         "md raid10 sets the queue's chunk_sectors to its chunk (6.12+)"),
-    switch!(choice raid5_max_hw, "fixed|at_least_io_opt",
-        "md raid456 max_hw_sectors: fixed 1 MiB (RAID5_MAX_REQ_STRIPES, 6.1/6.12) or at least the full stripe width (7.x)"),
+    switch!(choice raid5_max_hw, "unlimited|fixed|at_least_io_opt",
+        "md raid456 max_hw_sectors: unlimited (up to 5.19: UINT_MAX, so max_sectors_kb 1280 and the members' max_segments), fixed 1 MiB with max_segments 65535 (RAID5_MAX_REQ_STRIPES, 7e55c60acfbb \"md/raid5: Pivot raid5_make_request()\", 6.0; 6.1/6.12) or at least the full stripe width (7.x)"),
     switch!(flag raid5_chunk_sectors,
         "md raid456 sets chunk_sectors to the full data stripe (io_opt), so md splits at stripe boundaries (7.x)"),
     switch!(flag dm_stripe_chunk_sectors,
         "dm-stripe sets chunk_sectors to its chunk (6.12.y; not 6.1)"),
+    switch!(flag dm_stripe_discard_stripes,
+        "dm-stripe's discard limit: its devices' max_hw_discard_sectors (up to 6.x) or, when that is at least a chunk, that times the stripes rounded down to whole stripe rows (7.x stripe_io_hints, read in 7.2.13; the target sends one discard per stripe)"),
+    switch!(flag raid1_chunk_sectors,
+        "md raid1 sets chunk_sectors to BARRIER_UNIT_SECTOR_SIZE (64 MiB), so bios are split at barrier units before raid1 sees them (7.x raid1_set_limits, read in 7.2.13; up to 6.x raid1_make_request splits them itself, the same places)"),
     switch!(choice discard_chopping, "max_discard_aligned|allowed_max_sectors|granularity_aligned|bio_discard_limit",
         "how __blkdev_issue_discard cuts BLKDISCARD/fstrim ranges into bios: max_discard_aligned (4.9-4.18: max_discard_sectors pieces pulled back to the granularity grid), allowed_max_sectors (4.19-5.9, 744889b7cbb5: UINT_MAX-sized pieces, the queue splits), granularity_aligned (5.10-6.0: an unaligned head piece, then granularity-aligned UINT_MAX pieces), bio_discard_limit (6.1+: the same computed per bio)"),
     switch!(choice dio_bvec_merge, "phys_contig|folio_only",
         "direct I/O bvecs: phys_contig (5.1-6.x bvec_try_merge_page: a physically contiguous run of user pages is one bvec) or folio_only (7.x: pages merge only within a folio, so order-0 user memory is one page per bvec and a bio holds 256 pages)"),
+    switch!(flag dio_simple_sync,
+        "__blkdev_direct_IO_simple (a synchronous O_DIRECT I/O of at most 256 pages) submits its bio with submit_bio_wait, which sets REQ_SYNC, so such reads are RS (9650b453a3d4 \"block: ignore RWF_HIPRI hint for sync dio\", 5.16); up to 5.15 plain submit_bio, reads R"),
     switch!(flag blkdev_write_plug,
         "blkdev_write_iter plugs every write(2) to a block device (up to 6.4; removed by 712c7364655f \"block: don't plug in blkdev_write_iter\", 6.5): a synchronous O_DIRECT write's bios wait in the plug until the task sleeps for them, so pieces of one write merge"),
     switch!(choice dd_next, "next_rq|latest_pos",
@@ -740,11 +815,14 @@ impl Behaviour {
             },
             raid10_chunk_sectors: self.raid10_chunk_sectors,
             raid5_max_hw: match self.raid5_max_hw {
+                Raid5MaxHw::Unlimited => Raid5MaxHwSectors::Unlimited,
                 Raid5MaxHw::Fixed => Raid5MaxHwSectors::Fixed,
                 Raid5MaxHw::AtLeastIoOpt => Raid5MaxHwSectors::AtLeastIoOpt,
             },
             raid5_chunk_sectors: self.raid5_chunk_sectors,
             dm_stripe_chunk_sectors: self.dm_stripe_chunk_sectors,
+            dm_stripe_discard_stripes: self.dm_stripe_discard_stripes,
+            raid1_chunk_sectors: self.raid1_chunk_sectors,
             raid5_discard_always: self.raid5_discard == Raid5Discard::FailUnsafe,
         }
     }
@@ -787,6 +865,7 @@ mod tests {
     fn stacking_switches_match_the_limit_code_per_version() {
         // The per-version StackingBehaviour of limits.rs is what the profiles give.
         assert_eq!(profile("5.8").unwrap().behaviour.stacking(), StackingBehaviour::v5_10());
+        assert_eq!(profile("5.10").unwrap().behaviour.stacking(), StackingBehaviour::v5_10());
         assert_eq!(profile("6.1").unwrap().behaviour.stacking(), StackingBehaviour::v6_1());
         assert_eq!(profile("6.12").unwrap().behaviour.stacking(), StackingBehaviour::v6_12());
         assert_eq!(profile("7.2").unwrap().behaviour.stacking(), StackingBehaviour::v7_2());

@@ -113,7 +113,7 @@ fn set_overrides_a_value() {
 #[test]
 fn unknown_kernel_and_kind() {
     let e = err(&GOOD.replace("kernel = \"6.12\"", "kernel = \"5.99\""), &[]);
-    assert_eq!(e, "s.toml:1: kernel: unknown kernel profile '5.99' (known: 5.8, 5.13, 6.1, 6.12, 6.15, 7.2)");
+    assert_eq!(e, "s.toml:1: kernel: unknown kernel profile '5.99' (known: 5.8, 5.10, 5.13, 6.1, 6.12, 6.15, 7.2)");
     let e = err(&GOOD.replace("kind = \"sata\"", "kind = \"floppy\""), &[]);
     assert!(e.starts_with("s.toml:3: disks.sda.kind: unknown kind 'floppy'"), "{e}");
 }
@@ -149,7 +149,7 @@ fn kernel_option_overrides_the_file() {
     let sc = load("s.toml", GOOD, Some("7.2"), &[]).unwrap();
     assert_eq!(sc.profile.name, "7.2");
     let e = load("s.toml", GOOD, Some("4.4"), &[]).unwrap_err().to_string();
-    assert_eq!(e, "--kernel: unknown kernel profile '4.4' (known: 5.8, 5.13, 6.1, 6.12, 6.15, 7.2)");
+    assert_eq!(e, "--kernel: unknown kernel profile '4.4' (known: 5.8, 5.10, 5.13, 6.1, 6.12, 6.15, 7.2)");
 }
 
 /// GOOD with a `[disks.sda.model]` table holding `body` (from line 16).

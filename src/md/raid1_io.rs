@@ -18,11 +18,16 @@ fn align_to_barrier_unit_end(start: u64, sectors: u32) -> u32 {
 }
 
 /// md raid1's limits (`raid1_run` in 6.1, `raid1_set_limits` in 6.12+):
-/// no write zeroes, everything else stacked from the mirrors.
+/// no write zeroes, everything else stacked from the mirrors; 7.x sets
+/// `chunk_sectors` to the barrier unit.
 pub fn raid1_limits(members: &[StackMember], beh: &StackingBehaviour) -> Result<StackedLimits, LimitError> {
     let legacy = beh.model == LimitsModel::Legacy;
     let mut t = blk_set_stacking_limits(legacy);
     t.lim.max_write_zeroes_sectors = 0;
+    if beh.raid1_chunk_sectors {
+        // 7.x raid1_set_limits: bios are split at barrier units.
+        t.lim.chunk_sectors = BARRIER_UNIT_SECTOR_SIZE as u32;
+    }
     for m in members {
         blk_stack_limits(&mut t, &m.limits, m.start, legacy);
     }
@@ -146,5 +151,16 @@ mod tests {
         assert_eq!(align_to_barrier_unit_end(0, 2048), 2048);
         // At a bucket start the whole next bucket is available.
         assert_eq!(align_to_barrier_unit_end(131_072, 200_000), 131_072);
+    }
+
+    #[test]
+    fn chunk_sectors_is_the_barrier_unit_on_7_x() {
+        // 7.2's md0 over two virtio disks showed chunk_sectors 131072.
+        let mut m = crate::limits::QueueLimits::stacking();
+        (m.max_hw_sectors, m.max_sectors, m.max_dev_sectors) = (2560, 2560, 0);
+        let members = vec![StackMember { limits: m.into(), start: 2048 }; 2];
+        let l72 = raid1_limits(&members, &StackingBehaviour::v7_2()).unwrap();
+        let l612 = raid1_limits(&members, &StackingBehaviour::v6_12()).unwrap();
+        assert_eq!((l72.lim.chunk_sectors, l612.lim.chunk_sectors), (131_072, 0));
     }
 }

@@ -37,6 +37,7 @@ const DD_KEYS: &[&str] = &[
     "buffer_offset",
     "buffer_fragmentation",
     "buffer_segments",
+    "buffer_hugepages",
     "pid",
     "comm",
 ];
@@ -62,6 +63,8 @@ pub struct DdSpec {
     pub buffer_offset: u32,
     /// The user buffer's physical pages.
     pub layout: BufferLayout,
+    /// `buffer_hugepages`: the buffer is in 2 MiB huge pages (folios).
+    pub hugepages: bool,
     /// The output is written through the page cache (no `oflag=direct`).
     pub out_buffered: bool,
     /// `conv=fsync` or `conv=fdatasync`.
@@ -87,7 +90,10 @@ impl DdSpec {
             };
             let input = side(&dd.input, shared, false);
             let output = side(&dd.output, shared, dd.out_buffered);
-            let buffer = UserBuffer::with_layout(dd.bs, dd.buffer_offset, &dd.layout, seed);
+            let mut buffer = UserBuffer::with_layout(dd.bs, dd.buffer_offset, &dd.layout, seed);
+            if dd.hugepages {
+                buffer.folio_pages = HUGE_PAGE_PAGES;
+            }
             let mut source = Dd::new(input, output, dd.bs, dd.total, buffer);
             source.conv_fsync = dd.conv_fsync;
             Box::new(source) as Box<dyn crate::source::Source>
@@ -295,6 +301,7 @@ fn read_dd(w: &Obj, disks: &[DiskSpec], seed: u64) -> Result<DdSpec, ScenarioErr
     };
     let pages = (buffer_offset as u64 + bs).div_ceil(PAGE_SIZE);
     let layout = buffer_layout(w, pages)?;
+    let hugepages = w.opt_bool("buffer_hugepages")?.map(|x| x.0).unwrap_or(false);
     let _ = seed;
     let conv_fsync = dd_conv(w)?;
     let out_buffered = out_dev.is_some() && !odirect;
@@ -302,7 +309,7 @@ fn read_dd(w: &Obj, disks: &[DiskSpec], seed: u64) -> Result<DdSpec, ScenarioErr
     let blocksize = soft_blocksize(w, "blocksize", lbs)?;
     let dirty_background = w.opt_size("dirty_background_bytes")?.map(|x| x.0);
     let output = output.map(|t| DdTarget { flags: oflags, ..t });
-    Ok(DdSpec { input, output, bs, total, buffer_offset, layout, out_buffered, conv_fsync, blocksize, dirty_background })
+    Ok(DdSpec { input, output, bs, total, buffer_offset, layout, hugepages, out_buffered, conv_fsync, blocksize, dirty_background })
 }
 
 /// `conv=`: `fsync`/`fdatasync` (one fsync before exit); `notrunc` and
@@ -319,6 +326,9 @@ fn dd_conv(w: &Obj) -> Result<bool, ScenarioError> {
     }
     Ok(fsync)
 }
+
+/// Pages of a 2 MiB huge page (`buffer_hugepages`).
+const HUGE_PAGE_PAGES: u64 = 512;
 
 /// The user buffer's layout: `buffer_fragmentation` (a probability) or
 /// `buffer_segments`, its physically contiguous pieces — each a number of

@@ -55,6 +55,9 @@ pub struct UserBuffer {
     /// For each page, the index of the first later page that does not
     /// continue it physically (so a run of pages is added in one step).
     run_end: Vec<u32>,
+    /// Pages per folio of the buffer's memory: 1 (order-0 pages, the
+    /// default) or 512 (2 MiB huge pages, naturally aligned).
+    pub folio_pages: u64,
 }
 
 impl UserBuffer {
@@ -116,7 +119,7 @@ impl UserBuffer {
                 run_end[i] = i as u32 + 1;
             }
         }
-        UserBuffer { offset, pfns, run_end }
+        UserBuffer { offset, pfns, run_end, folio_pages: 1 }
     }
 
     /// Bytes from `pos` to the end of its physically contiguous run.
@@ -151,19 +154,21 @@ pub struct DioRules {
     pub align: Option<u64>,
     /// `blkdev_write_plug`: `blkdev_write_iter` plugs the whole write(2).
     pub write_plug: bool,
+    /// `dio_simple_sync`: the simple path's `submit_bio_wait` sets `REQ_SYNC`.
+    pub simple_sync: bool,
 }
 
 impl DioRules {
     /// 5.1–6.x rules: physically contiguous pages merge, no alignment, no
     /// plug around writes.
     pub fn merging(lbs: u32) -> Self {
-        DioRules { lbs, merge: DioBvecMerge::PhysContig, align: None, write_plug: false }
+        DioRules { lbs, merge: DioBvecMerge::PhysContig, align: None, write_plug: false, simple_sync: true }
     }
 
     /// The rules of `beh` for a device with these limits.
     pub fn new(beh: &Behaviour, lbs: u32, max_sectors: u32) -> Self {
         let align = (beh.iov_align == IovAlign::MaxIo).then_some(max_sectors as u64 * 512);
-        DioRules { lbs, merge: beh.dio_bvec_merge, align, write_plug: beh.blkdev_write_plug }
+        DioRules { lbs, merge: beh.dio_bvec_merge, align, write_plug: beh.blkdev_write_plug, simple_sync: beh.dio_simple_sync }
     }
 }
 
@@ -225,11 +230,14 @@ fn add_runs(bio: &mut BvecBuilder, buf: &UserBuffer, from: u64, batch: u64) {
     }
 }
 
-/// One bvec per page: no page joins a bvec of another folio.
+/// One bvec per folio: no page joins a bvec of another folio (order-0
+/// memory: one bvec per page; a huge page: its contiguous pages together).
 fn add_pages(bio: &mut BvecBuilder, buf: &UserBuffer, from: u64, batch: u64) {
+    let folio = buf.folio_pages * PAGE_SIZE;
     let mut at = from;
     while at < from + batch {
-        let piece = (PAGE_SIZE - (buf.offset as u64 + at) % PAGE_SIZE).min(from + batch - at);
+        let to_folio_end = folio - buf.phys(at) % folio;
+        let piece = to_folio_end.min(buf.contiguous_from(at)).min(from + batch - at);
         bio.bvecs.push(Bvec { phys: buf.phys(at), len: piece as u32 });
         bio.size += piece;
         at += piece;
@@ -273,10 +281,11 @@ pub fn blkdev_direct_io_with(dev: DevId, op: Op, flags: u32, pos: u64, len: u64,
     // bios) otherwise. Asynchronous small I/O is one bio, no plug of its own.
     let multi = nr_pages > BIO_MAX_VECS as u64;
     // The simple path submits its bio with submit_bio_wait, which sets
-    // REQ_SYNC (block/bio.c, 6.1 and 6.12 alike): a synchronous O_DIRECT read
-    // of up to 256 pages is "RS". The other two paths leave a read's flags
-    // alone (writes are REQ_SYNC already, dio_bio_write_op).
-    let flags = if sync && !multi { flags | req::SYNC } else { flags };
+    // REQ_SYNC (block/bio.c, 5.16+): a synchronous O_DIRECT read of up to
+    // 256 pages is "RS"; up to 5.15 it called submit_bio and slept itself
+    // (`dio_simple_sync`). The other two paths leave a read's flags alone
+    // (writes are REQ_SYNC already, dio_bio_write_op).
+    let flags = if sync && !multi && rules.simple_sync { flags | req::SYNC } else { flags };
     while done < len {
         let vecs = buf.pages_spanned(done, len - done).min(BIO_MAX_VECS as u64) as usize;
         let mut b = bio_iov_iter_get_pages_with(buf, done, len - done, vecs, rules);
@@ -328,6 +337,26 @@ mod tests {
         let s = buf.slice(6144, 8192);
         assert_eq!((s.offset, s.pfns.clone()), (2048, vec![b + 1, b + 3, b + 4]));
         assert_eq!(s.phys(0), (b + 1) * PAGE_SIZE + 2048);
+    }
+
+    #[test]
+    fn folio_only_merges_within_a_huge_page() {
+        // 7.x: 1 MiB of order-0 memory is 256 bvecs of one page; in a 2 MiB
+        // huge page (one folio, naturally aligned) it is one bvec. 1 MiB
+        // starting 1.5 MiB into a huge page crosses into the next folio at
+        // 0.5 MiB: two bvecs of 512 KiB.
+        let rules = DioRules { merge: DioBvecMerge::FolioOnly, ..DioRules::merging(512) };
+        let buf = UserBuffer::new(1 << 20, 0, 0.0, 1);
+        assert_eq!(bio_iov_iter_get_pages_with(&buf, 0, 1 << 20, 256, &rules).bvecs.len(), 256);
+        let mut huge = UserBuffer::new(1 << 20, 0, 0.0, 1);
+        huge.folio_pages = 512;
+        let b = bio_iov_iter_get_pages_with(&huge, 0, 1 << 20, 256, &rules);
+        assert_eq!((b.bvecs.len(), b.size), (1, 1 << 20));
+        let mut late = UserBuffer::new(5 << 19, 0, 0.0, 1);
+        late.folio_pages = 512;
+        let b = bio_iov_iter_get_pages_with(&late, 3 << 19, 1 << 20, 256, &rules);
+        let lens: Vec<u32> = b.bvecs.iter().map(|v| v.len).collect();
+        assert_eq!(lens, [1 << 19, 1 << 19]);
     }
 
     #[test]

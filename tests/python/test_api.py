@@ -15,7 +15,7 @@ from blkstack import ScenarioError, _core
 
 from conftest import TINY, replace_once
 
-KERNELS = ("5.8", "5.13", "6.1", "6.12", "6.15", "7.2")
+KERNELS = ("5.8", "5.10", "5.13", "6.1", "6.12", "6.15", "7.2")
 VOLATILE = ("wall_time_s", "bios_per_s")  # depend on the machine, not the model
 
 

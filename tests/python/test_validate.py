@@ -233,9 +233,9 @@ def test_every_suite_scenario_plans_and_states_expectations(tmp_path):
 def test_validate_cli_errors(tmp_path, capsys):
     p = tmp_path / "s.toml"
     p.write_text('[disks.sda]\nkind = "sata"\nsize = "1GiB"\n')
-    assert cli.main(["validate", str(p), "--kernel", "7.2"]) == 2
+    assert cli.main(["validate", str(p), "--kernel", "6.15"]) == 2
     err = capsys.readouterr().err
-    assert err.startswith("blkstack: error: --kernel 7.2: Debian ships 6.1 and 6.12") and err.count("\n") == 1
+    assert err.startswith("blkstack: error: --kernel 6.15: Debian ships 5.10, 6.1, 6.12 and 7.2") and err.count("\n") == 1
     assert cli.main(["validate", str(tmp_path / "nope.toml")]) == 2
     assert "no such file" in capsys.readouterr().err
 
@@ -272,3 +272,37 @@ def test_plan_writes_the_scenarios_wbt_lat_usec_last(tmp_path):
     job = plan.job
     assert "echo -1 > /sys/block/$n/queue/wbt_lat_usec" in job
     assert job.index("queue/rotational") < job.index("queue/wbt_lat_usec")
+
+
+def test_each_kernel_comes_from_its_own_debian_release(tmp_path):
+    from blkstack.validate.debian import Apt, apt_root, kernel_apt, release_sources
+    # bookworm keeps the original directory, so existing caches stay valid.
+    assert apt_root("/c", "6.1") == apt_root("/c", "6.12") == "/c/apt"
+    assert kernel_apt(str(tmp_path), "5.10").root == str(tmp_path / "apt-bullseye")
+    assert kernel_apt(str(tmp_path), "7.2").release == "unstable"
+    assert "Suites: bullseye-security" in release_sources("bullseye", "")
+    assert "security" not in release_sources("unstable", "")
+    # 7.x splits the image: linux-binary-ABI (vmlinuz) and linux-modules-ABI.
+    image = {"Package": "linux-image-7.2.13+deb14-amd64",
+             "Depends": "dracut | initramfs-tools (>= 0.120+deb8u2) | linux-initramfs-tool, "
+                        "linux-base-7.2.13+deb14-amd64 (= 7.2.13-1), linux-binary-7.2.13+deb14-amd64 (= 7.2.13-1), "
+                        "linux-modules-7.2.13+deb14-amd64 (= 7.2.13-1)"}
+    assert Apt(str(tmp_path)).kernel_parts(image) == [
+        "linux-base-7.2.13+deb14-amd64", "linux-binary-7.2.13+deb14-amd64", "linux-modules-7.2.13+deb14-amd64"]
+    # Up to 6.x the image package holds everything.
+    old = {"Package": "linux-image-6.1.0-56-amd64", "Depends": "kmod, linux-base (>= 4.3~), initramfs-tools (>= 0.120+deb8u2)"}
+    assert Apt(str(tmp_path)).kernel_parts(old) == []
+
+
+def test_guest_command_line_and_model_overrides_per_kernel(tmp_path):
+    from blkstack.validate import guest_sets
+    from blkstack.validate.guest import kernel_append
+    assert kernel_append("5.10") == "no_timer_check"
+    assert kernel_append("7.2") == "preempt=full"
+    assert kernel_append("6.1") == kernel_append("6.12") == ""
+    dd = tmp_path / "dd.toml"
+    dd.write_text('[workload]\ntype = "dd"\n')
+    assert guest_sets(str(dd)) == ["workload.buffer_hugepages=true"]
+    bios = tmp_path / "bios.toml"
+    bios.write_text('[workload]\ntype = "bios"\n')
+    assert guest_sets(str(bios)) == []

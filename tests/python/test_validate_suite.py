@@ -3,7 +3,7 @@ Debian kernels under qemu and compared with blkstack (docs/validation.md).
 
 Opt-in, since it boots virtual machines and downloads kernels on first use:
 
-    make validate          # the full suite, 6.1 and 6.12 (BLKSTACK_VALIDATE=full)
+    make validate          # the full suite, 5.10, 6.1, 6.12 and 7.2 (BLKSTACK_VALIDATE=full)
     make validate-ci       # the CI subset (BLKSTACK_VALIDATE=ci)
 
 Each run must meet its scenario's ``# expect`` line: ``exact``, or the
@@ -20,7 +20,7 @@ import pytest
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SUITE = os.path.join(ROOT, "validate", "scenarios")
 MODE = os.environ.get("BLKSTACK_VALIDATE", "")
-KERNELS = ("6.1", "6.12")
+KERNELS = ("5.10", "6.1", "6.12", "7.2")
 
 # What CI runs (under 15 minutes with setup on a fresh machine): small,
 # quick scenarios that hold the fixed differences in place on 6.1 —

@@ -28,7 +28,7 @@ def _expand_scenarios(items: Sequence[str]) -> List[str]:
 VALIDATE_DESCRIPTION = """\
 Run a scenario on a real Linux kernel and in blkstack, and compare them.
 
-A Debian kernel (6.1 or 6.12) boots under qemu (TCG) with the scenario's
+A Debian kernel (5.10, 6.1, 6.12 or 7.2) boots under qemu (TCG) with the scenario's
 disks; the guest builds the stack (partitions, md arrays, dm tables, sysfs
 writes), runs the workload for real and records the block tracepoints and
 every /sys/block/*/queue/* value. blkstack then runs the same scenario with
@@ -50,7 +50,7 @@ without such a line, is not exact)."""
 VALIDATE_EPILOG = """\
 examples:
   blkstack validate validate/scenarios/split-max-sectors.toml --kernel 6.1
-  blkstack validate my.toml --kernel all               # 6.1 and 6.12
+  blkstack validate my.toml --kernel all               # 5.10, 6.1, 6.12 and 7.2
   blkstack validate validate/scenarios --kernel all --check --summary
   blkstack validate my.toml --out run/ --events Q,X,D  # keep the traces in run/
   blkstack diff run/trace.txt run/sim-trace.txt        # compare them again
@@ -73,7 +73,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
         if k == "all":
             kernels += list(V.KERNELS)
         elif k is not None and k not in V.KERNELS:
-            raise UsageError(f"--kernel {k}: Debian ships {' and '.join(V.KERNELS)} (or 'all')")
+            raise UsageError(f"--kernel {k}: Debian ships {V.kernel_list()} (or 'all')")
         else:
             kernels.append(k)
     if args.timeout <= 0:

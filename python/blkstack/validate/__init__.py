@@ -27,7 +27,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 from blkstack import _core
 from blkstack.diff import DiffReport, Trace, diff_traces, read_sysfs_snapshot
 from blkstack.validate.debian import KERNEL_META, DebianError
-from blkstack.validate.guest import GuestError, boot, build_guest, find_qemu
+from blkstack.validate.guest import GuestError, boot, build_guest, find_qemu, kernel_append
 from blkstack.validate.plan import Plan, PlanError, build_plan, make_image, read_devices
 
 __all__ = ["KERNELS", "ValidationError", "Validation", "Expectation", "default_cache", "read_expectations", "validate"]
@@ -38,6 +38,11 @@ Progress = Callable[[str], None]
 
 class ValidationError(Exception):
     """Validation could not run (one line)."""
+
+
+def kernel_list() -> str:
+    """The kernel choices as a phrase: "5.10, 6.1, 6.12 and 7.2"."""
+    return ", ".join(KERNELS[:-1]) + " and " + KERNELS[-1]
 
 
 def default_cache() -> str:
@@ -151,6 +156,21 @@ def _stderr(msg: str) -> None:
     print(f"blkstack: {msg}", file=sys.stderr, flush=True)
 
 
+def guest_sets(path: str) -> List[str]:
+    """What the guest does that a scenario leaves to its defaults, as
+    ``--set`` overrides for the model: blkio's dd buffer is in 2 MiB huge
+    pages (one folio, which 7.x direct I/O makes one bvec)."""
+    import tomllib
+    try:
+        with open(path, "rb") as fh:
+            workload = tomllib.load(fh).get("workload") or {}
+    except (OSError, ValueError):
+        return []
+    if workload.get("type") == "dd" and "buffer_hugepages" not in workload:
+        return ["workload.buffer_hugepages=true"]
+    return []
+
+
 def scenario_kernel(path: str, kernel: Optional[str]) -> str:
     if kernel:
         return kernel
@@ -166,7 +186,7 @@ def validate(scenario: str, kernel: Optional[str] = None, cache: Optional[str] =
     cache = cache or default_cache()
     kernel = scenario_kernel(scenario, kernel)
     if kernel not in KERNELS:
-        raise ValidationError(f"kernel {kernel}: Debian ships {' and '.join(KERNELS)}; choose one with --kernel")
+        raise ValidationError(f"kernel {kernel}: Debian ships {kernel_list()}; choose one with --kernel")
     # The model must accept the scenario before anything is downloaded.
     resolved = json.loads(_core.check(scenario, kernel, []))
     try:
@@ -197,7 +217,7 @@ def validate(scenario: str, kernel: Optional[str] = None, cache: Optional[str] =
         plan.save(out_dir)
         progress(f"booting {guest.package} with {len(plan.disks)} disk(s) (qemu TCG) for {stem}")
         try:
-            boot_s = boot(guest, out_dir, plan.qemu_args, timeout, progress)
+            boot_s = boot(guest, out_dir, plan.qemu_args, timeout, progress, append=kernel_append(kernel))
         except GuestError as exc:
             raise ValidationError(str(exc))
     finally:
@@ -221,7 +241,7 @@ def validate(scenario: str, kernel: Optional[str] = None, cache: Optional[str] =
 
     progress(f"simulating {stem} with profile {kernel}")
     sim_trace = os.path.join(out_dir, "sim-trace.txt")
-    summary = json.loads(_core.run(scenario, kernel, [], sim_trace, None, None, False))
+    summary = json.loads(_core.run(scenario, kernel, guest_sets(scenario), sim_trace, None, None, False))
     with open(os.path.join(out_dir, "sim-summary.json"), "w") as fh:
         json.dump(summary, fh, indent=2)
 

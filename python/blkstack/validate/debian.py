@@ -3,10 +3,12 @@ in the cache directory, ``apt-get download`` and ``dpkg -x``.
 
 Nothing here touches the system's apt state: the package lists, the
 sources list and the downloaded ``.deb`` files all live under
-``CACHE/apt``. The sources are Debian bookworm, bookworm-updates and
-bookworm-security (``main``), which carry both validated kernels:
-``linux-image-amd64`` is 6.1 and ``linux-image-6.12-amd64`` is 6.12 (from
-bookworm-security).
+``CACHE/apt`` (bookworm) or ``CACHE/apt-SUITE``. Each kernel comes from
+one Debian release, whose userland (busybox, mdadm, dmsetup) the guest
+takes too: bookworm, bookworm-updates and bookworm-security carry 6.1
+(``linux-image-amd64``) and 6.12 (``linux-image-6.12-amd64``, from
+bookworm-security); bullseye-security carries 5.10 and unstable 7.2 (each
+release's ``linux-image-amd64``).
 """
 
 from __future__ import annotations
@@ -20,7 +22,10 @@ from typing import Callable, Dict, List, Optional, Sequence
 
 # What each kernel choice installs: a meta package whose dependency names
 # the versioned image package.
-KERNEL_META = {"6.1": "linux-image-amd64", "6.12": "linux-image-6.12-amd64"}
+KERNEL_META = {"5.10": "linux-image-amd64", "6.1": "linux-image-amd64", "6.12": "linux-image-6.12-amd64",
+               "7.2": "linux-image-amd64"}
+# The Debian release each kernel choice comes from (its apt configuration).
+KERNEL_RELEASE = {"5.10": "bullseye", "6.1": "bookworm", "6.12": "bookworm", "7.2": "unstable"}
 
 MIRROR = os.environ.get("BLKSTACK_DEBIAN_MIRROR", "http://deb.debian.org/debian")
 SECURITY_MIRROR = os.environ.get("BLKSTACK_DEBIAN_SECURITY_MIRROR", "http://deb.debian.org/debian-security")
@@ -39,12 +44,38 @@ def _quiet(_msg: str) -> None:
     pass
 
 
+def release_sources(release: str, signed: str) -> str:
+    """The deb822 sources of a Debian release: its main suite, updates and
+    security where the release has them (unstable has neither)."""
+    if release == "unstable":
+        return f"Types: deb\nURIs: {MIRROR}\nSuites: unstable\nComponents: main{signed}\n"
+    return (
+        f"Types: deb\nURIs: {MIRROR}\nSuites: {release} {release}-updates\nComponents: main{signed}\n\n"
+        f"Types: deb\nURIs: {SECURITY_MIRROR}\nSuites: {release}-security\nComponents: main{signed}\n"
+    )
+
+
+def apt_root(cache: str, kernel: str) -> str:
+    """The private apt directory of a kernel choice's release (bookworm's is
+    ``CACHE/apt``, the others ``CACHE/apt-RELEASE``)."""
+    release = KERNEL_RELEASE[kernel]
+    return os.path.join(cache, "apt" if release == "bookworm" else f"apt-{release}")
+
+
+def kernel_apt(cache: str, kernel: str, progress: Progress = _quiet) -> "Apt":
+    """The private apt configuration a kernel choice's packages come from."""
+    if kernel not in KERNEL_RELEASE:
+        raise DebianError(f"no Debian kernel for profile {kernel} (choose one of: {', '.join(KERNEL_META)})")
+    return Apt(apt_root(cache, kernel), progress, KERNEL_RELEASE[kernel])
+
+
 class Apt:
     """apt-get and apt-cache over a private configuration in *root*."""
 
-    def __init__(self, root: str, progress: Progress = _quiet) -> None:
+    def __init__(self, root: str, progress: Progress = _quiet, release: str = "bookworm") -> None:
         self.root = root
         self.progress = progress
+        self.release = release
         self.debs = os.path.join(root, "debs")
         self._conf = os.path.join(root, "apt.conf")
 
@@ -55,10 +86,7 @@ class Apt:
             os.makedirs(os.path.join(self.root, sub), exist_ok=True)
         keyring = KEYRING if os.path.exists(KEYRING) else ""
         signed = f"\nSigned-By: {keyring}" if keyring else ""
-        sources = (
-            f"Types: deb\nURIs: {MIRROR}\nSuites: bookworm bookworm-updates\nComponents: main{signed}\n\n"
-            f"Types: deb\nURIs: {SECURITY_MIRROR}\nSuites: bookworm-security\nComponents: main{signed}\n"
-        )
+        sources = release_sources(self.release, signed)
         _write_if_changed(os.path.join(self.root, "etc", "debian.sources"), sources)
         status = os.path.join(self.root, "status")
         empty = os.path.join(self.root, "etc", "empty")
@@ -111,7 +139,7 @@ Debug::NoLocking "true";
         fresh = os.path.exists(stamp) and time.time() - os.path.getmtime(stamp) < LISTS_MAX_AGE_S
         if fresh and not force:
             return
-        self.progress("updating the package lists (bookworm, bookworm-security)")
+        self.progress(f"updating the package lists ({self.release})")
         self._run(["apt-get", "update", "-q"])
         with open(stamp, "w") as fh:
             fh.write(time.strftime("%Y-%m-%dT%H:%M:%S\n"))
@@ -133,6 +161,14 @@ Debug::NoLocking "true";
                 fields = self.show(alt)
                 return fields
         raise DebianError(f"{KERNEL_META[kernel]} names no linux-image package")
+
+    def kernel_parts(self, image: Dict[str, str]) -> List[str]:
+        """The packages an image package is split into (7.x: linux-binary-
+        and linux-modules-ABI hold vmlinuz and the modules; empty when the
+        image package holds them itself, as up to 6.x)."""
+        abi = image["Package"][len("linux-image-"):]
+        return [d for d in _depends(image.get("Depends", ""))
+                if d.startswith("linux-") and d.endswith(abi) and not d.startswith("linux-image-")]
 
     def closure(self, packages: Sequence[str], skip: Sequence[str] = ()) -> List[str]:
         """The packages and the libraries they depend on, recursively
@@ -239,6 +275,16 @@ def kernel_release(tree: str) -> str:
             if names:
                 return names[-1]
     raise DebianError(f"{tree}: no lib/modules/RELEASE in the kernel package")
+
+
+def module_dir(tree: str, release: str) -> str:
+    """The modules of *release* in an unpacked kernel: ``lib/modules`` up
+    to 6.x, ``usr/lib/modules`` in 7.x's split packages."""
+    for base in ("lib/modules", "usr/lib/modules"):
+        d = os.path.join(tree, base, release)
+        if os.path.isdir(d):
+            return d
+    raise DebianError(f"{tree}: no modules directory for {release}")
 
 
 def remove_tree(path: str) -> None:

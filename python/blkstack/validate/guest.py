@@ -25,7 +25,7 @@ import subprocess
 import time
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
-from blkstack.validate.debian import Apt, DebianError, kernel_release
+from blkstack.validate.debian import DebianError, kernel_apt, kernel_release, module_dir
 
 # Bump when the guest's layout or /init changes: old cached guests are rebuilt.
 GUEST_FORMAT = 4
@@ -250,6 +250,39 @@ def _elf_needed(data: bytes) -> List[str]:
     return out
 
 
+def _unpacked(tree: str, path: str) -> Optional[str]:
+    """*path* in an unpacked tree, or under usr/ (packages built for a
+    merged /usr, Debian 13 and later, ship only that)."""
+    for p in (os.path.join(tree, path), os.path.join(tree, "usr", path)):
+        if os.path.exists(p):
+            return p
+    return None
+
+
+def _vmlinuz(ktree: str, moddir: str, package: str) -> str:
+    """The kernel image: /boot/vmlinuz-RELEASE up to 6.x, beside the
+    modules in 7.x's linux-binary package."""
+    boot_dir = os.path.join(ktree, "boot")
+    names = sorted(f for f in os.listdir(boot_dir) if f.startswith("vmlinuz")) if os.path.isdir(boot_dir) else []
+    if names:
+        return os.path.join(boot_dir, names[0])
+    if os.path.exists(os.path.join(moddir, "vmlinuz")):
+        return os.path.join(moddir, "vmlinuz")
+    raise GuestError(f"{package}: no vmlinuz in /boot or the modules directory")
+
+
+def kernel_append(kernel: str) -> str:
+    """Kernel command-line additions per kernel choice. Debian's 7.x
+    kernels preempt lazily (CONFIG_PREEMPT_LAZY): a woken kblockd worker
+    waits for the next tick or for the submitter to sleep, so whether a
+    request waits in the scheduler (and merges) depends on how long the
+    guest takes to submit; ``preempt=full`` (PREEMPT_DYNAMIC) lets it run
+    at once, as 6.1's and 6.12's do (docs/validation.md, difference G).
+    5.10 under TCG fails its IO-APIC timer check and panics unless told to
+    skip it (``no_timer_check``)."""
+    return {"5.10": "no_timer_check", "7.2": "preempt=full"}.get(kernel, "")
+
+
 def guest_dir(cache: str, kernel: str) -> str:
     return os.path.join(cache, "guests", kernel)
 
@@ -268,12 +301,13 @@ class Guest:
 
 
 def build_guest(cache: str, kernel: str, progress: Progress, rebuild: bool = False) -> Guest:
-    """Build (or reuse) the guest for a kernel choice (``6.1``, ``6.12``)."""
-    apt = Apt(os.path.join(cache, "apt"), progress)
+    """Build (or reuse) the guest for a kernel choice (``5.10``, ``6.1``,
+    ``6.12``, ``7.2``)."""
+    apt = kernel_apt(cache, kernel, progress)
     apt.update()
     # What the package lists resolve to, remembered until the lists change
     # (asking apt-cache takes seconds).
-    resolved_path = os.path.join(cache, "apt", f"resolved-{kernel}.json")
+    resolved_path = os.path.join(apt.root, f"resolved-{kernel}.json")
     lists_id = f"{os.path.getmtime(apt.lists_stamp)}:{GUEST_FORMAT}"
     resolved = None
     try:
@@ -285,10 +319,11 @@ def build_guest(cache: str, kernel: str, progress: Progress, rebuild: bool = Fal
         resolved = None
     if resolved is None:
         image = apt.kernel_package(kernel)
+        parts = apt.kernel_parts(image)
         libs = apt.closure(PACKAGES + ["libc6"])
-        versions = [f"{image['Package']}={image['Version']}"] + [f"{p}={apt.show(p).get('Version')}" for p in libs]
+        versions = [f"{p}={apt.show(p).get('Version')}" for p in [image["Package"]] + parts + libs]
         resolved = {"lists": lists_id, "image": {"Package": image["Package"], "Version": image["Version"]},
-                    "libs": libs, "versions": versions}
+                    "parts": parts, "libs": libs, "versions": versions}
         with open(resolved_path, "w") as fh:
             json.dump(resolved, fh)
     image, libs, versions = resolved["image"], resolved["libs"], resolved["versions"]
@@ -303,11 +338,13 @@ def build_guest(cache: str, kernel: str, progress: Progress, rebuild: bool = Fal
     progress(f"building the {kernel} guest ({image['Package']} {image['Version']})")
     root = os.path.join(cache, "unpacked")
     ktree = apt.unpack(image["Package"], os.path.join(root, image["Package"] + "_" + image["Version"]))
+    for part in resolved.get("parts", []):
+        apt.unpack(part, ktree)
     utree = os.path.join(root, "userland-" + key)
     for p in libs:
         apt.unpack(p, utree)
     release = kernel_release(ktree)
-    moddir = os.path.join(ktree, "lib", "modules", release)
+    moddir = module_dir(ktree, release)
 
     tmp = out + ".tmp"
     shutil.rmtree(tmp, ignore_errors=True)
@@ -321,8 +358,8 @@ def build_guest(cache: str, kernel: str, progress: Progress, rebuild: bool = Fal
     # Binaries and their libraries.
     needed: List[str] = []
     for src, dst in BINARIES:
-        path = os.path.join(utree, src)
-        if not os.path.exists(path):
+        path = _unpacked(utree, src)
+        if path is None:
             raise GuestError(f"{src} is missing from the unpacked packages")
         with open(path, "rb") as fh:
             data = fh.read()
@@ -349,7 +386,9 @@ def build_guest(cache: str, kernel: str, progress: Progress, rebuild: bool = Fal
                 break
         else:
             raise GuestError(f"shared library {name} is in none of the downloaded packages")
-    ld = os.path.join(utree, "lib/x86_64-linux-gnu/ld-linux-x86-64.so.2")
+    ld = _unpacked(utree, "lib/x86_64-linux-gnu/ld-linux-x86-64.so.2")
+    if ld is None:
+        raise GuestError("the dynamic loader (ld-linux-x86-64.so.2) is missing from libc6")
     with open(os.path.realpath(ld), "rb") as fh:
         cpio.file("lib64/ld-linux-x86-64.so.2", fh.read(), 0o755)
 
@@ -366,10 +405,7 @@ def build_guest(cache: str, kernel: str, progress: Progress, rebuild: bool = Fal
     with open(os.path.join(tmp, "initrd.cpio"), "wb") as fh:
         fh.write(cpio.bytes())
     os.unlink(blkio)
-    vmlinuz = [f for f in os.listdir(os.path.join(ktree, "boot")) if f.startswith("vmlinuz")]
-    if not vmlinuz:
-        raise GuestError(f"{image['Package']}: no /boot/vmlinuz in the package")
-    shutil.copy(os.path.join(ktree, "boot", vmlinuz[0]), os.path.join(tmp, "vmlinuz"))
+    shutil.copy(_vmlinuz(ktree, moddir, image["Package"]), os.path.join(tmp, "vmlinuz"))
     with open(os.path.join(tmp, "release"), "w") as fh:
         fh.write(release + "\n")
     with open(os.path.join(tmp, "package"), "w") as fh:
