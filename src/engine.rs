@@ -179,7 +179,7 @@ impl EngineBuilder {
             .map(|(i, (dev, model))| {
                 let d = self.topo.dev(dev);
                 let q = self.topo.queue(dev);
-                RequestQueue::new(i as u32, dev, d.kind, q.limits.clone(), q.attrs.clone(), DiskModel::new(model, d.nr_sectors))
+                RequestQueue::new(i as u32, dev, d.kind, q.limits.clone(), q.attrs.clone(), DiskModel::new(model, d.nr_sectors), &self.beh)
             })
             .collect();
         let mut loop_queues = Vec::new();

@@ -234,6 +234,31 @@ pub struct SysfsWrites {
     pub nomerges: Option<u8>,
     pub rotational: Option<bool>,
     pub write_cache: Option<bool>,
+    /// Writes to the elevator's own files (`queue/iosched/`).
+    pub iosched: IoschedWrites,
+}
+
+/// Writes to `queue/iosched/` files (kyber's latency targets).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct IoschedWrites {
+    pub read_lat_nsec: Option<u64>,
+    pub write_lat_nsec: Option<u64>,
+}
+
+/// The elevator's tunables (`queue/iosched/`), with the kernel's defaults
+/// for those not written.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Iosched {
+    /// kyber's read latency target (`kyber_latency_targets[KYBER_READ]`, 2 ms).
+    pub read_lat_nsec: u64,
+    /// kyber's write latency target (10 ms).
+    pub write_lat_nsec: u64,
+}
+
+impl Default for Iosched {
+    fn default() -> Self {
+        Iosched { read_lat_nsec: 2_000_000, write_lat_nsec: 10_000_000 }
+    }
 }
 
 /// Request-queue attributes that are not `queue_limits`.
@@ -250,6 +275,7 @@ pub struct QueueAttrs {
     pub fua: bool,
     /// Conventional zones at the start of a zoned disk (see `DriverLimits`).
     pub nr_conv_zones: u32,
+    pub iosched: Iosched,
 }
 
 /// A limit the kernel would refuse: which sysfs key and why.
@@ -522,6 +548,10 @@ fn queue_attrs(d: &DriverLimits, w: &SysfsWrites) -> Result<QueueAttrs, LimitErr
         write_cache: w.write_cache.unwrap_or(d.write_cache),
         fua: d.fua,
         nr_conv_zones: d.nr_conv_zones,
+        iosched: Iosched {
+            read_lat_nsec: w.iosched.read_lat_nsec.unwrap_or(Iosched::default().read_lat_nsec),
+            write_lat_nsec: w.iosched.write_lat_nsec.unwrap_or(Iosched::default().write_lat_nsec),
+        },
     })
 }
 

@@ -17,7 +17,7 @@ use crate::genhd::{DevId, DiskKind};
 use crate::limits::{QueueAttrs, QueueLimits, Zoned};
 use crate::merge::{blk_attempt_bio_merge, bio_mergeable, BioMerge};
 use crate::plug::{Plug, RqRef};
-use crate::profile::PlugListPath;
+use crate::profile::{Behaviour, PlugListPath};
 use crate::sched::{self, ElevatorQueue};
 use crate::submit::{BlockCore, SimEvent, EIO, KWORKER};
 use crate::trace::{Action, Event};
@@ -159,8 +159,8 @@ pub struct RequestQueue {
 }
 
 impl RequestQueue {
-    pub fn new(index: u32, dev: DevId, kind: DiskKind, lim: QueueLimits, attrs: QueueAttrs, disk: DiskModel) -> Self {
-        let sched = ElevatorQueue::init(attrs.scheduler);
+    pub fn new(index: u32, dev: DevId, kind: DiskKind, lim: QueueLimits, attrs: QueueAttrs, disk: DiskModel, beh: &Behaviour) -> Self {
+        let sched = ElevatorQueue::init(&attrs, beh);
         let zones = (lim.zoned == Zoned::HostManaged).then(|| Box::new(Zones::new(lim.chunk_sectors as u64, attrs.nr_conv_zones as u64)));
         RequestQueue {
             index,
@@ -331,7 +331,8 @@ fn blk_mq_attempt_bio_merge(qs: &mut [RequestQueue], core: &mut BlockCore, qi: u
     if qs[qi].sched.is_some() {
         sched::bio_merge(&mut qs[qi], core, bio, nsegs)
     } else {
-        blk_bio_list_merge(&mut qs[qi], core, bio, nsegs)
+        let RequestQueue { ctx_list, rqs, lim, .. } = &mut qs[qi];
+        blk_bio_list_merge(ctx_list, rqs, lim, core, bio, nsegs)
     }
 }
 
@@ -349,15 +350,15 @@ fn blk_attempt_plug_merge(qs: &mut [RequestQueue], core: &mut BlockCore, qi: usi
     ok
 }
 
-/// `blk_bio_list_merge` over the software queue: newest to oldest, at most 8
-/// (`blk_mq_sched_bio_merge` skips an empty queue before taking its lock).
+/// `blk_bio_list_merge` over a software queue list: newest to oldest, at
+/// most 8 (`blk_mq_sched_bio_merge` skips an empty queue before taking its
+/// lock).
 #[inline(always)]
-fn blk_bio_list_merge(q: &mut RequestQueue, core: &mut BlockCore, bio: BioId, nsegs: u32) -> bool {
-    let RequestQueue { ctx_list, rqs, lim, .. } = q;
-    if ctx_list.is_empty() {
+pub(crate) fn blk_bio_list_merge(list: &VecDeque<u32>, rqs: &mut Rqs, lim: &QueueLimits, core: &mut BlockCore, bio: BioId, nsegs: u32) -> bool {
+    if list.is_empty() {
         return false;
     }
-    for &id in ctx_list.iter().rev().take(8) {
+    for &id in list.iter().rev().take(8) {
         match blk_attempt_bio_merge(core, rqs.get_mut(id), bio, nsegs, lim) {
             BioMerge::None => continue,
             BioMerge::Ok => return true,
@@ -659,14 +660,17 @@ pub fn blk_mq_complete_request(qs: &mut [RequestQueue], core: &mut BlockCore, qi
     let s = &mut core.stats[q.dev as usize];
     s.disk.in_driver -= 1;
     s.disk.account_sectors(rq.op, rq.flags, rq.nr_sectors as u64);
-    blk_mq_end_request_done(q, core, rq);
+    blk_mq_end_request_done(q, core, rq, id);
     blk_mq_run_hw_queue(qs, core, qi, true);
 }
 
 /// The rest of ending a request the driver is done with: tags back, 'C',
 /// the I/O accounted, bios ended, tag waiters woken.
 #[inline(always)]
-pub(crate) fn blk_mq_end_request_done(q: &mut RequestQueue, core: &mut BlockCore, rq: Request) {
+pub(crate) fn blk_mq_end_request_done(q: &mut RequestQueue, core: &mut BlockCore, rq: Request, id: u32) {
+    if let Some(e) = q.sched.as_mut() {
+        e.completed_request(&rq, id, core.now);
+    }
     q.put_tags(&rq);
     trace_rq(core, Action::Complete, &rq, 0);
     let rule = core.beh.io_ticks;

@@ -225,7 +225,6 @@ pub fn dd_insert_request(q: &mut RequestQueue, core: &mut BlockCore, id: u32, ta
     core.stats[q.dev as usize].inserts += 1;
     trace_rq(core, Action::Insert, q.rqs.get(id), task);
     let e = q.sched.as_mut().expect("elevator");
-    #[allow(irrefutable_let_patterns)]
     let ElevatorData::MqDeadline(dd) = &mut e.data else { unreachable!("mq-deadline's insert") };
     dd.insert(&mut e.hash, &mut q.rqs, id, core.now);
     if q.last_merge.is_none() && crate::merge::rq_mergeable(q.rqs.get(id)) {
