@@ -158,3 +158,28 @@ def test_profile_for_a_release():
     assert profile_for("6.1.0-31-amd64", profiles, "6.12")[0] == "6.1"
     assert profile_for("5.10.0", profiles, "6.12")[0] == "6.1"      # older than all: the oldest
     assert profile_for(None, profiles, "6.12") == ("6.12", "no /proc/sys/kernel/osrelease: the default profile")
+
+
+def test_kyber_latency_targets_from_iosched(tmp_path):
+    # The SATA tree with kyber selected and its queue/iosched/ files (a
+    # 1 ms read target written, the 10 ms write default): capture writes
+    # them to [disks.sda.queue.iosched], and the run takes them.
+    import shutil
+    tree = tmp_path / "sysfs-kyber"
+    shutil.copytree(DATA / "sysfs-sata-partitions", tree)
+    queue = tree / "sys/block/sda/queue"
+    (queue / "scheduler").write_text("mq-deadline [kyber] none\n")
+    (queue / "iosched").mkdir()
+    (queue / "iosched/read_lat_nsec").write_text("1000000\n")
+    (queue / "iosched/write_lat_nsec").write_text("10000000\n")
+    out = tmp_path / "kyber.toml"
+    proc = run_cli("capture", "--root", tree, "--out", out)
+    assert proc.returncode == 0, proc.stderr
+    text = out.read_text()
+    assert 'scheduler = "kyber"' in text
+    assert "[disks.sda.queue.iosched]\nread_lat_nsec = 1000000\nwrite_lat_nsec = 10000000\n" in text
+    run = run_cli("run", out, "--json", "-", "--quiet")
+    assert run.returncode == 0, run.stderr + text
+    dev = json.loads(run.stdout)["devices"]["sda"]
+    assert dev["limits"]["scheduler"] == "kyber"
+    assert dev["iosched"] == {"read_lat_nsec": 1000000, "write_lat_nsec": 10000000}
