@@ -509,7 +509,9 @@ pub fn profiles() -> Vec<Profile> {
         ..v6_1.clone()
     };
     // Mainline 6.15: tail add without the tail-first merge fix (seed 001).
-    let v6_15 = Behaviour { plug_merge: PlugMerge::FirstFromHead, ..v6_12.clone() };
+    // Mainline 6.15 predates the sbitmap shallow-depth rework (6.17) that
+    // 6.12.y took as a backport: kyber's async depth is still per word.
+    let v6_15 = Behaviour { plug_merge: PlugMerge::FirstFromHead, kyber_async_depth: KyberAsyncDepth::Word, ..v6_12.clone() };
     let v7_2 = Behaviour {
         split_remainder: SplitRemainder::Head,
         def_max_sectors_cap: 8192,

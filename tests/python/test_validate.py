@@ -248,3 +248,29 @@ def test_validate_without_qemu_is_a_one_line_error(tmp_path, capsys, monkeypatch
     assert code == 2 and err.count("\n") == 1
     assert "qemu-that-does-not-exist not found: install it with 'apt-get install qemu-system-x86'" in err
     assert not (tmp_path / "cache" / "apt").exists()
+
+
+def test_plan_loads_kyber_and_writes_its_iosched_files(tmp_path):
+    # kyber is a module in Debian's kernels: loaded with the disk driver;
+    # its iosched/ files are written after the scheduler is.
+    plan = _plan(tmp_path, """
+        [disks.vda]
+        kind = "virtio"
+        size = "256MiB"
+        [disks.vda.queue]
+        scheduler = "kyber"
+        [disks.vda.queue.iosched]
+        read_lat_nsec = 1000000
+        [workload]
+        type = "bios"
+        device = "vda"
+        [[workload.bio]]
+        op = "read"
+        flags = ["sync"]
+        sector = 0
+        size = "4KiB"
+    """)
+    job = plan.job
+    assert "for m in virtio_blk kyber_iosched; do load $m; done" in job
+    assert job.index("queue/scheduler") < job.index("echo 1000000 > /sys/block/$n/queue/iosched/read_lat_nsec")
+    assert not plan.warnings
