@@ -179,7 +179,7 @@ impl EngineBuilder {
             .map(|(i, (dev, model))| {
                 let d = self.topo.dev(dev);
                 let q = self.topo.queue(dev);
-                let mut rq = RequestQueue::new(i as u32, dev, d.kind, q.limits.clone(), q.attrs.clone(), DiskModel::new(model, d.nr_sectors));
+                let mut rq = RequestQueue::new(i as u32, dev, d.kind, q.limits.clone(), q.attrs.clone(), DiskModel::new(model, d.nr_sectors), &self.beh);
                 rq.rq_qos = crate::rq_qos::rq_qos_init(&q.attrs, self.beh.wbt_reclaim);
                 rq
             })

@@ -261,7 +261,7 @@ pub fn rq_completed(qs: &mut [RequestQueue], core: &mut BlockCore, qi: usize, id
 fn end_request(qs: &mut [RequestQueue], core: &mut BlockCore, qi: usize, id: u32) {
     let q = &mut qs[qi];
     let rq = q.rqs.take(id);
-    blk_mq_end_request_done(q, core, id, rq);
+    blk_mq_end_request_done(q, core, rq, id);
 }
 
 #[cfg(test)]

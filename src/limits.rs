@@ -42,6 +42,8 @@ pub enum LimitsModel {
 pub enum Elevator {
     None,
     MqDeadline,
+    Kyber,
+    Bfq,
 }
 
 impl Elevator {
@@ -49,6 +51,8 @@ impl Elevator {
         match self {
             Elevator::None => "none",
             Elevator::MqDeadline => "mq-deadline",
+            Elevator::Kyber => "kyber",
+            Elevator::Bfq => "bfq",
         }
     }
 }
@@ -232,6 +236,31 @@ pub struct SysfsWrites {
     pub write_cache: Option<bool>,
     /// `wbt_lat_usec`: microseconds, 0 (off) or -1 (the default again).
     pub wbt_lat_usec: Option<i64>,
+    /// Writes to the elevator's own files (`queue/iosched/`).
+    pub iosched: IoschedWrites,
+}
+
+/// Writes to `queue/iosched/` files (kyber's latency targets).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct IoschedWrites {
+    pub read_lat_nsec: Option<u64>,
+    pub write_lat_nsec: Option<u64>,
+}
+
+/// The elevator's tunables (`queue/iosched/`), with the kernel's defaults
+/// for those not written.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Iosched {
+    /// kyber's read latency target (`kyber_latency_targets[KYBER_READ]`, 2 ms).
+    pub read_lat_nsec: u64,
+    /// kyber's write latency target (10 ms).
+    pub write_lat_nsec: u64,
+}
+
+impl Default for Iosched {
+    fn default() -> Self {
+        Iosched { read_lat_nsec: 2_000_000, write_lat_nsec: 10_000_000 }
+    }
 }
 
 /// Request-queue attributes that are not `queue_limits`.
@@ -250,6 +279,7 @@ pub struct QueueAttrs {
     pub nr_conv_zones: u32,
     /// Writeback throttling's latency target (`min_lat_nsec`); 0: off.
     pub wbt_lat_nsec: u64,
+    pub iosched: Iosched,
 }
 
 /// A limit the kernel would refuse: which sysfs key and why.
@@ -277,12 +307,12 @@ fn queue_requests_store(v: u64, scheduler: Elevator, queue_depth: u32, sched_nr:
     let n = (v as u32).max(BLKDEV_MIN_RQ);
     let max = match scheduler {
         Elevator::None => queue_depth,
-        Elevator::MqDeadline => MAX_SCHED_RQ.max(sched_nr),
+        _ => MAX_SCHED_RQ.max(sched_nr),
     };
     if n > max {
         let why = match scheduler {
             Elevator::None => format!("the tag set depth ({queue_depth}) without a scheduler"),
-            Elevator::MqDeadline => format!("MAX_SCHED_RQ ({MAX_SCHED_RQ}) with a scheduler"),
+            _ => format!("MAX_SCHED_RQ ({MAX_SCHED_RQ}) with a scheduler"),
         };
         return err("nr_requests", format!("{n}: invalid argument (EINVAL: above {why})"));
     }
@@ -495,14 +525,14 @@ fn queue_attrs(d: &DriverLimits, w: &SysfsWrites) -> Result<QueueAttrs, LimitErr
     if d.nr_hw_queues == 0 {
         return err("nr_hw_queues", "must be at least 1");
     }
-    if d.elevator == ElevatorPolicy::NoSched && w.scheduler == Some(Elevator::MqDeadline) {
+    if d.elevator == ElevatorPolicy::NoSched && w.scheduler.is_some_and(|s| s != Elevator::None) {
         return err("scheduler", "the driver's tag set has BLK_MQ_F_NO_SCHED (null_blk no_sched): only none");
     }
     let scheduler = w.scheduler.unwrap_or_else(|| elevator_default(d));
     // blk_mq_init_sched: 2 * min(queue_depth, BLKDEV_DEFAULT_RQ=128) with a scheduler.
     let default_nr = match scheduler {
         Elevator::None => d.queue_depth,
-        Elevator::MqDeadline => 2 * d.queue_depth.min(128),
+        _ => 2 * d.queue_depth.min(128),
     };
     let nr_requests = match w.nr_requests {
         None => default_nr,
@@ -524,6 +554,10 @@ fn queue_attrs(d: &DriverLimits, w: &SysfsWrites) -> Result<QueueAttrs, LimitErr
         write_cache: w.write_cache.unwrap_or(d.write_cache),
         fua: d.fua,
         nr_conv_zones: d.nr_conv_zones,
+        iosched: Iosched {
+            read_lat_nsec: w.iosched.read_lat_nsec.unwrap_or(Iosched::default().read_lat_nsec),
+            write_lat_nsec: w.iosched.write_lat_nsec.unwrap_or(Iosched::default().write_lat_nsec),
+        },
     })
 }
 

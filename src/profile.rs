@@ -267,6 +267,22 @@ choice!(
 );
 
 choice!(
+    /// How kyber limits the scheduler tags of asynchronous requests
+    /// (`kyber_depth_updated`, `kyber_limit_depth`, lib/sbitmap's shallow
+    /// depth).
+    KyberAsyncDepth {
+        /// 6.1: `async_depth` is 75% of one sbitmap word, and
+        /// `sbitmap_get_shallow` applies it to every word of the tags.
+        Word = "word",
+        /// 6.12.y and 7.x: 75% of `nr_requests`, spread over the words in
+        /// proportion ("lib/sbitmap: convert shallow_depth from one word to
+        /// the whole sbitmap", 6.17, with its kyber half; backported
+        /// to 6.12.y).
+        Queue = "queue",
+    }
+);
+
+choice!(
     /// Which request mq-deadline continues a batch with
     /// (`deadline_next_request`).
     DdNext {
@@ -434,6 +450,7 @@ pub struct Behaviour {
     /// plug (up to 6.4; 6.1 only among the profiles).
     pub blkdev_write_plug: bool,
     pub dd_next: DdNext,
+    pub kyber_async_depth: KyberAsyncDepth,
     pub flush_data_path: FlushDataPath,
     /// Writes to a host-managed zoned disk's sequential zones go through
     /// zone write plugs (6.10+, [`crate::zoned`]).
@@ -507,6 +524,7 @@ pub fn profiles() -> Vec<Profile> {
         dio_simple_sync: true,
         blkdev_write_plug: true,
         dd_next: DdNext::NextRq,
+        kyber_async_depth: KyberAsyncDepth::Word,
         flush_data_path: FlushDataPath::Requeue,
         zone_write_plugging: false,
         crypto_fallback: CryptoFallback::InSubmitBio,
@@ -536,6 +554,7 @@ pub fn profiles() -> Vec<Profile> {
         dm_stripe_chunk_sectors: true,
         blkdev_write_plug: false,
         dd_next: DdNext::LatestPos,
+        kyber_async_depth: KyberAsyncDepth::Queue,
         flush_data_path: FlushDataPath::Normal,
         zone_write_plugging: true,
         nvme_max_segs: 128,
@@ -543,7 +562,9 @@ pub fn profiles() -> Vec<Profile> {
         ..v6_1.clone()
     };
     // Mainline 6.15: tail add without the tail-first merge fix (seed 001).
-    let v6_15 = Behaviour { plug_merge: PlugMerge::FirstFromHead, ..v6_12.clone() };
+    // Mainline 6.15 predates the sbitmap shallow-depth rework (6.17) that
+    // 6.12.y took as a backport: kyber's async depth is still per word.
+    let v6_15 = Behaviour { plug_merge: PlugMerge::FirstFromHead, kyber_async_depth: KyberAsyncDepth::Word, ..v6_12.clone() };
     let v7_2 = Behaviour {
         split_remainder: SplitRemainder::Head,
         def_max_sectors_cap: 8192,
@@ -774,6 +795,8 @@ pub const SWITCHES: &[SwitchDef] = &[
         "blkdev_write_iter plugs every write(2) to a block device (up to 6.4; removed by 712c7364655f \"block: don't plug in blkdev_write_iter\", 6.5): a synchronous O_DIRECT write's bios wait in the plug until the task sleeps for them, so pieces of one write merge"),
     switch!(choice dd_next, "next_rq|latest_pos",
         "mq-deadline's next request in sector order: next_rq (up to 6.4: the request after the last dispatched one when it was dispatched; a direction's first dispatch takes the FIFO head) or latest_pos (83c46ed67557 \"block: mq-deadline: Track the dispatch position\", 6.5: the lowest request at or above the last dispatched sector)"),
+    switch!(choice kyber_async_depth, "word|queue",
+        "kyber's limit on the scheduler tags of asynchronous requests (writes without REQ_SYNC): word (6.1: 75% of each sbitmap word of the tags, so 75% of nr_requests rounded per word) or queue (6.12.y and 7.x, \"lib/sbitmap: convert shallow_depth from one word to the whole sbitmap\" of 6.17 backported: 75% of nr_requests spread over the words)"),
     switch!(choice flush_data_path, "requeue|normal",
         "the data of a PREFLUSH/FUA write on a disk with a volatile cache: requeue (up to 6.4: a write needing no flush goes straight to hctx->dispatch, a flush sequence's data through the requeue list and kblockd) or normal (360f264834e3, 615939a2ae73, 6.5: the normal submission path, plug and scheduler included)"),
     switch!(flag zone_write_plugging,

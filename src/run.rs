@@ -377,6 +377,10 @@ pub fn summary(sc: &Scenario, engine: &Engine, st: &RunStats) -> Value {
             }
             lim.insert("zoned".into(), json!(q.limits.zoned.name()));
             dev["limits"] = Value::Object(lim);
+            if q.attrs.scheduler == crate::limits::Elevator::Kyber {
+                // queue/iosched/ of the elevator in force.
+                dev["iosched"] = json!({"read_lat_nsec": q.attrs.iosched.read_lat_nsec, "write_lat_nsec": q.attrs.iosched.write_lat_nsec});
+            }
             if let Some(f) = sc.disks.iter().find(|x| x.name == d.name).and_then(|x| x.loop_file.as_ref()) {
                 dev["loop"] = json!({"backing_device": f.backing, "offset": f.offset << 9, "direct_io": f.direct_io});
             }

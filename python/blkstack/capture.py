@@ -127,6 +127,10 @@ def disk_kind(r: Reader, name: str, rotational: bool) -> Optional[str]:
     return None
 
 
+# queue/iosched/ files the model reads, per scheduler.
+IOSCHED_KEYS = {"kyber": ("read_lat_nsec", "write_lat_nsec")}
+
+
 def _queue(r: Reader, name: str) -> Dict[str, Any]:
     q: Dict[str, Any] = {}
     base = ("sys/block", name, "queue")
@@ -138,6 +142,9 @@ def _queue(r: Reader, name: str) -> Dict[str, Any]:
     if sched:
         m = re.search(r"\[([^\]]+)\]", sched)
         q["scheduler"] = m.group(1) if m else sched.split()[0]
+    iosched = {k: v for k in IOSCHED_KEYS.get(q.get("scheduler", ""), ()) if (v := r.int(*base, "iosched", k)) is not None}
+    if iosched:
+        q["iosched"] = iosched
     for key in ("rotational",):
         v = r.int(*base, key)
         if v is not None:
@@ -395,8 +402,11 @@ def render(st: Stack, root: str, profile: str, why: str, extra_queue: Dict[str, 
     for name, d in st.disks.items():
         out += [f"[disks.{toml_key(name)}]", f'kind = "{d["kind"]}"', f"size = {d['size']}", "",
                 f"[disks.{toml_key(name)}.queue]"]
-        out += [f"{k} = {toml_value(v)}" for k, v in d["queue"].items()]
+        out += [f"{k} = {toml_value(v)}" for k, v in d["queue"].items() if k != "iosched"]
         out.append("")
+        if d["queue"].get("iosched"):
+            out += [f"[disks.{toml_key(name)}.queue.iosched]"]
+            out += [f"{k} = {toml_value(v)}" for k, v in d["queue"]["iosched"].items()] + [""]
         for p, part in d["partitions"].items():
             out += [f"[disks.{toml_key(name)}.partitions.{toml_key(p)}]", f"start = {part['start']}",
                     f'size = "{part["size"]}"', ""]

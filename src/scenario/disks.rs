@@ -45,7 +45,11 @@ pub const QUEUE_KEYS: &[&str] = &[
     "fua",
     "zoned",
     "conventional_zones",
+    "iosched",
 ];
+/// Keys of `[disks.NAME.queue.iosched]`, as in sysfs `queue/iosched/`, and
+/// the scheduler each belongs to.
+const IOSCHED_KEYS: &[(&str, Elevator)] = &[("read_lat_nsec", Elevator::Kyber), ("write_lat_nsec", Elevator::Kyber)];
 
 /// A partition of a disk.
 #[derive(Clone, Debug, PartialEq)]
@@ -138,6 +142,7 @@ fn read_disk(name: &str, d: &Obj, beh: &Behaviour, cpus: Option<u32>, disks: &[D
     kind.derive_driver_limits(&mut drv, beh, |k| q.has(k));
     q.finish(QUEUE_KEYS)?;
     let (limits, attrs) = resolve(&drv, &writes, beh.limits_model, beh.def_max_sectors_cap).map_err(|e| limit_err(&q, d, e))?;
+    check_iosched(&q, attrs.scheduler)?;
     if size == 0 || size % limits.logical_block_size as u64 != 0 {
         let at = size_n.map_or(d.at.clone(), |n| n.at.clone());
         return Err(d.err("size", &at, format!("{size} bytes is not a positive multiple of the logical block size ({})", limits.logical_block_size)));
@@ -167,6 +172,26 @@ fn check_kind_keys(d: &Obj, kind: DiskKind) -> Result<(), ScenarioError> {
     } else {
         for key in LOOP_KEYS {
             refuse(key, "only for kind = \"loop\"")?;
+        }
+    }
+    Ok(())
+}
+
+/// `queue/iosched/` writes: the files of the scheduler in force only (the
+/// directory holds those of the elevator set, no others).
+fn read_iosched(q: &Obj, w: &mut SysfsWrites) -> Result<(), ScenarioError> {
+    let Some(t) = q.table("iosched")? else { return Ok(()) };
+    w.iosched.read_lat_nsec = t.opt_u64("read_lat_nsec")?.map(|x| x.0);
+    w.iosched.write_lat_nsec = t.opt_u64("write_lat_nsec")?.map(|x| x.0);
+    let known: Vec<&str> = IOSCHED_KEYS.iter().map(|(k, _)| *k).collect();
+    t.finish(&known)
+}
+
+fn check_iosched(q: &Obj, scheduler: Elevator) -> Result<(), ScenarioError> {
+    let Some(t) = q.table("iosched")? else { return Ok(()) };
+    for &(key, owner) in IOSCHED_KEYS {
+        if let (Some(n), true) = (t.node(key), owner != scheduler) {
+            return Err(t.err(key, &n.at, format!("a file of {}'s iosched/ directory; this queue's scheduler is {}", owner.name(), scheduler.name())));
         }
     }
     Ok(())
@@ -229,10 +254,15 @@ fn read_queue(q: &Obj, drv: &mut DriverLimits, w: &mut SysfsWrites) -> Result<()
         w.scheduler = Some(match s.trim_matches(|c| c == '[' || c == ']') {
             "none" => Elevator::None,
             "mq-deadline" => Elevator::MqDeadline,
-            "bfq" | "kyber" => return Err(q.err("scheduler", &n.at, format!("'{s}' is not modelled (use none or mq-deadline)"))),
-            _ => return Err(q.err("scheduler", &n.at, format!("unknown scheduler '{s}' (none or mq-deadline)"))),
+            "kyber" => Elevator::Kyber,
+            "bfq" => Elevator::Bfq,
+            _ => return Err(q.err("scheduler", &n.at, format!("unknown scheduler '{s}' (none, mq-deadline, kyber or bfq)"))),
         });
+        if let Some(e @ Elevator::Bfq) = w.scheduler {
+            return Err(q.err("scheduler", &n.at, format!("'{}' is not modelled yet (use none, mq-deadline or kyber)", e.name())));
+        }
     }
+    read_iosched(q, w)?;
     w.nr_requests = q.opt_u64("nr_requests")?.map(|x| x.0);
     if let Some((v, n)) = q.opt_u64("nomerges")? {
         if v > 2 {

@@ -58,6 +58,21 @@ def capture_and_run(tmp_path, tree: str, *extra):
     return out.read_text(), json.loads(run.stdout), proc.stderr
 
 
+def capture_edited(tmp_path, tree: str, files: dict):
+    """Capture a copy of a data tree with some files written (made if new)
+    into tmp_path/captured.toml: its text and the warnings."""
+    import shutil
+    root = tmp_path / "root"
+    shutil.copytree(DATA / tree, root)
+    for rel, text in files.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text)
+    out = tmp_path / "captured.toml"
+    proc = run_cli("capture", "--root", root, "--out", out)
+    assert proc.returncode == 0, proc.stderr
+    return out.read_text(), proc.stderr
+
+
 def assert_limits_match(tree: str, summary: dict, devices) -> int:
     compared = 0
     limits = tree_limits(DATA / tree)
@@ -138,20 +153,13 @@ def test_md_sysfs_writes_and_differences(tmp_path):
     # scenario writes it too. An io_opt the model does not derive (the
     # tree claims 2 MiB, the rules give 1 MiB) cannot be written: it is
     # named in a comment and a warning.
-    import shutil
-    root = tmp_path / "root"
-    shutil.copytree(DATA / "sysfs-raid10-nvme", root)
-    (root / "sys/block/md0/queue/max_sectors_kb").write_text("64\n")
-    (root / "sys/block/md0/queue/optimal_io_size").write_text("2097152\n")
-    out = tmp_path / "md.toml"
-    proc = run_cli("capture", "--root", root, "--out", out)
-    assert proc.returncode == 0, proc.stderr
-    text = out.read_text()
+    text, err = capture_edited(tmp_path, "sysfs-raid10-nvme", {"sys/block/md0/queue/max_sectors_kb": "64\n",
+                                                          "sys/block/md0/queue/optimal_io_size": "2097152\n"})
     assert "[md.md0.queue]\nmax_sectors_kb = 64\n" in text
     differs = "md0 optimal_io_size: the machine shows 2097152, the model derives 1048576"
     assert f"# Differs: {differs}." in text
-    assert proc.stderr == f"blkstack: warning: {differs}\n"
-    s = json.loads(run_cli("run", out, "--json", "-", "-q").stdout)
+    assert err == f"blkstack: warning: {differs}\n"
+    s = json.loads(run_cli("run", tmp_path / "captured.toml", "--json", "-", "-q").stdout)
     assert s["devices"]["md0"]["limits"]["max_sectors_kb"] == 64
 
 
@@ -163,3 +171,21 @@ def test_profile_for_a_release():
     assert profile_for("6.1.0-31-amd64", profiles, "6.12")[0] == "6.1"
     assert profile_for("5.10.0", profiles, "6.12")[0] == "6.1"      # older than all: the oldest
     assert profile_for(None, profiles, "6.12") == ("6.12", "no /proc/sys/kernel/osrelease: the default profile")
+
+
+def test_kyber_latency_targets_from_iosched(tmp_path):
+    # The SATA tree with kyber selected and its queue/iosched/ files (a
+    # 1 ms read target written, the 10 ms write default): capture writes
+    # them to [disks.sda.queue.iosched], and the run takes them.
+    queue = "sys/block/sda/queue/"
+    text, _ = capture_edited(tmp_path, "sysfs-sata-partitions", {queue + "scheduler": "mq-deadline [kyber] none\n",
+                                                              queue + "iosched/read_lat_nsec": "1000000\n",
+                                                              queue + "iosched/write_lat_nsec": "10000000\n"})
+    out = tmp_path / "captured.toml"
+    assert 'scheduler = "kyber"' in text
+    assert "[disks.sda.queue.iosched]\nread_lat_nsec = 1000000\nwrite_lat_nsec = 10000000\n" in text
+    run = run_cli("run", out, "--json", "-", "--quiet")
+    assert run.returncode == 0, run.stderr + text
+    dev = json.loads(run.stdout)["devices"]["sda"]
+    assert dev["limits"]["scheduler"] == "kyber"
+    assert dev["iosched"] == {"read_lat_nsec": 1000000, "write_lat_nsec": 10000000}

@@ -306,3 +306,29 @@ def test_guest_command_line_and_model_overrides_per_kernel(tmp_path):
     bios = tmp_path / "bios.toml"
     bios.write_text('[workload]\ntype = "bios"\n')
     assert guest_sets(str(bios)) == []
+
+
+def test_plan_loads_kyber_and_writes_its_iosched_files(tmp_path):
+    # kyber is a module in Debian's kernels: loaded with the disk driver;
+    # its iosched/ files are written after the scheduler is.
+    plan = _plan(tmp_path, """
+        [disks.vda]
+        kind = "virtio"
+        size = "256MiB"
+        [disks.vda.queue]
+        scheduler = "kyber"
+        [disks.vda.queue.iosched]
+        read_lat_nsec = 1000000
+        [workload]
+        type = "bios"
+        device = "vda"
+        [[workload.bio]]
+        op = "read"
+        flags = ["sync"]
+        sector = 0
+        size = "4KiB"
+    """)
+    job = plan.job
+    assert "for m in virtio_blk kyber_iosched; do load $m; done" in job
+    assert job.index("queue/scheduler") < job.index("echo 1000000 > /sys/block/$n/queue/iosched/read_lat_nsec")
+    assert not plan.warnings

@@ -28,12 +28,12 @@ from typing import Callable, Dict, List, Optional, Sequence, Tuple
 from blkstack.validate.debian import DebianError, kernel_apt, kernel_release, module_dir
 
 # Bump when the guest's layout or /init changes: old cached guests are rebuilt.
-GUEST_FORMAT = 4
+GUEST_FORMAT = 5
 
 # Modules the guest may load, by name; each is loaded with its dependencies.
 MODULES = [
     "virtio_pci", "virtio_blk", "scsi_mod", "sd_mod", "virtio_scsi", "libata", "libahci", "ahci",
-    "nvme_core", "nvme", "dm_mod", "md_mod", "raid0", "raid1", "raid10", "raid456",
+    "nvme_core", "nvme", "dm_mod", "md_mod", "raid0", "raid1", "raid10", "raid456", "kyber_iosched",
     "9pnet", "9pnet_virtio", "netfs", "9p",
 ]
 # Module names of the crypto aliases that softdeps name.

@@ -58,6 +58,8 @@ TRACE_EVENTS = (
 SYSFS_WRITES = ("scheduler", "nr_requests", "max_sectors_kb", "discard_max_bytes", "nomerges", "rotational", "write_cache",
                 "wbt_lat_usec")
 STACK_SYSFS_WRITES = ("max_sectors_kb", "discard_max_bytes")
+# Schedulers built as modules in Debian's kernels: loaded before they are written.
+SCHED_MODULES = {"kyber": "kyber_iosched"}
 
 GUEST_KINDS = ("virtio", "scsi", "nvme", "sata", "ssd")
 
@@ -113,6 +115,7 @@ class Disk:
     partitions: List[Tuple[str, int, int, int]] = field(default_factory=list)  # (name, number, start, sectors)
     props: Dict[str, Any] = field(default_factory=dict)
     writes: Dict[str, Any] = field(default_factory=dict)
+    iosched: Dict[str, Any] = field(default_factory=dict)  # queue/iosched/ writes
 
 
 @dataclass
@@ -350,6 +353,7 @@ def build_plan(path: str, kernel: str, workdir: str, resolved: Dict[str, Any]) -
         for key in SYSFS_WRITES:
             if key in q:
                 d.writes[key] = q.pop(key)
+        d.iosched = dict(q.pop("iosched", None) or {})
         for key in ("zoned",):
             if q.get(key, "none") != "none":
                 raise PlanError(f"disks.{name}.queue.zoned: zoned disks cannot be reproduced in the guest")
@@ -393,6 +397,7 @@ def build_plan(path: str, kernel: str, workdir: str, resolved: Dict[str, Any]) -
                 mods.append(mod)
         if levels & {"4", "5", "6"}:
             mods.append("raid456")
+    mods += sorted({SCHED_MODULES[s] for d in disks if (s := str(d.writes.get("scheduler", ""))) in SCHED_MODULES})
 
     job = [JOB_HEAD]
     job.append(f"for m in {' '.join(mods)}; do load $m; done")
@@ -408,6 +413,8 @@ def build_plan(path: str, kernel: str, workdir: str, resolved: Dict[str, Any]) -
                 if isinstance(v, bool):
                     v = int(v)
                 job.append(f"echo {shlex.quote(str(v))} > /sys/block/$n/queue/{key} || fail 'writing {v} to {d.name}/queue/{key} failed'")
+        for key, v in d.iosched.items():
+            job.append(f"echo {shlex.quote(str(v))} > /sys/block/$n/queue/iosched/{key} || fail 'writing {v} to {d.name}/queue/iosched/{key} failed'")
 
     # Stacked devices, in file order (md, then dm, as written).
     stack_order = _stack_order(md, dm)
