@@ -178,3 +178,55 @@ def test_fio_jobs_join_their_cgroups_in_one_fio_process():
     assert "cgroup=" not in jobs.text
     text = _fio_join_cgroups(jobs.text, jobs.cgroups)
     assert "[x]\nexec_prerun=sh /out/cgjoin.sh a" in text and "[y]\nexec_prerun=sh /out/cgjoin.sh b" in text
+
+
+def test_random_scenarios_are_reproducible_and_plan(tmp_path):
+    import random
+    from blkstack.validate.randomized import draw_disk_set, generate, toml_text
+    texts = []
+    for run in range(2):
+        rng = random.Random(7)
+        base = draw_disk_set(rng)
+        docs = [generate(rng, base, "6.12", str(tmp_path), f"r{run}-{i}") for i in range(6)]
+        texts.append([toml_text(dict(d, name="x")) for d in docs])
+        for i, d in enumerate(docs):
+            # Every drawn scenario is one the model accepts and the guest can build.
+            path = str(tmp_path / f"r{run}-{i}.toml")
+            plan = build_plan(path, "6.12", str(tmp_path), json.loads(_core.check(path, "6.12", [])))
+            # The batch's disks and partitions, whatever the stack.
+            assert [x.name for x in plan.disks] == list(base["disks"])
+            assert all(d["disks"][n].get("partitions") == s.get("partitions") for n, s in base["disks"].items())
+            # Each disk's scheduler and max_sectors_kb are written, so no
+            # scenario of a batch inherits another's.
+            assert all(set(s["queue"]) == {"scheduler", "max_sectors_kb"} for s in d["disks"].values())
+    assert texts[0] == texts[1]
+
+
+def test_batch_job_runs_each_scenario_in_its_own_directory(tmp_path):
+    from blkstack.validate.randomized import batch_job
+    plans = [_plan(tmp_path, f"""
+        [disks.vda]
+        kind = "virtio"
+        size = "1GiB"
+        [workload]
+        type = "fio"
+        args = ["--name=r", "--rw=read", "--bs=4k", "--size={n}M", "--direct=1"]
+    """) for n in (1, 2)]
+    job, files = batch_job(plans)
+    assert sorted(files) == ["s0/job.fio", "s0/job.sh", "s1/job.fio", "s1/job.sh"]
+    assert "/out/s1/fio.txt /out/s1/job.fio" in files["s1/job.sh"] and "size=2M" in files["s1/job.fio"]
+    # Each in a subshell (a failure ends only its own), then the stack is torn down.
+    assert job.index("( . /out/s0/job.sh ) > /out/s0/job.log") < job.index("teardown /out/s0") < job.index("/out/s1/job.sh")
+
+
+def test_shrink_candidates_make_the_scenario_smaller():
+    from blkstack.validate.randomized import shrink_candidates
+    doc = {"disks": {"vda": {"queue": {"scheduler": "mq-deadline", "max_sectors_kb": 64}}},
+           "workload": {"type": "dd", "count": 6, "skip": 3}}
+    cands = shrink_candidates(doc)
+    assert [c["workload"] for c in cands[:2]] == [{"type": "dd", "count": 3, "skip": 3}, {"type": "dd", "count": 6, "skip": 0}]
+    assert cands[2]["disks"]["vda"]["queue"]["scheduler"] == "none"
+    fio = {"disks": {"vda": {"queue": {"scheduler": "none"}}},
+           "workload": {"type": "fio", "job": "[r]\nbs=4096\nsize=12288\n"}}
+    # 12 KiB halves to 6 KiB, rounded down to the 4 KiB block size.
+    assert [c["workload"]["job"] for c in shrink_candidates(fio)] == ["[r]\nbs=4096\nsize=4096\n"]

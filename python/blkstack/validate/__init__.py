@@ -218,6 +218,14 @@ def validate(scenario: str, kernel: Optional[str] = None, cache: Optional[str] =
     finally:
         if not keep_images:
             shutil.rmtree(work, ignore_errors=True)
+    return compare_run(scenario, kernel, plan, out_dir, guest.package, boot_s, progress, events, ignore_flags)
+
+
+def compare_run(scenario: str, kernel: str, plan: Plan, out_dir: str, package: str, boot_s: float,
+                progress: Progress = _stderr, events: Sequence[str] = ("D",), ignore_flags: bool = False) -> Validation:
+    """What the guest left in *out_dir* for *scenario*, compared with
+    blkstack's run of it (written beside it)."""
+    stem = os.path.splitext(os.path.basename(scenario))[0]
     err_path = os.path.join(out_dir, "job.error")
     if os.path.exists(err_path):
         with open(err_path) as fh:
@@ -264,7 +272,7 @@ def validate(scenario: str, kernel: Optional[str] = None, cache: Optional[str] =
     if os.path.exists(md_txt):
         with open(md_txt) as fh:
             md_offsets = [l.strip() for l in fh if l.strip()]
-    v = Validation(scenario, kernel, guest.package, out_dir, report, warnings, devices, sim_devices,
+    v = Validation(scenario, kernel, package, out_dir, report, warnings, devices, sim_devices,
                    md_offsets, boot_s, read_expectations(scenario).get(kernel) or read_expectations(scenario).get(""))
     with open(os.path.join(out_dir, "diff.txt"), "w") as fh:
         fh.write(v.text())
