@@ -4,21 +4,15 @@ cgroups: the plan a scenario turns into (no virtual machine is booted)."""
 from __future__ import annotations
 
 import json
-import textwrap
 
 import pytest
 
 from blkstack import _core
 from blkstack.validate.guest import fio_release
+from test_validate import _plan
+
 from blkstack.validate.plan import (PlanError, _fio_join_cgroups, build_plan, cgroup_job, fio_job_source,
                                     fio_version_sets, guest_fio_jobs, scenario_cpus)
-
-
-def _plan(tmp_path, text, kernel="6.12"):
-    p = tmp_path / "s.toml"
-    p.write_text(textwrap.dedent(text))
-    resolved = json.loads(_core.check(str(p), kernel, []))
-    return build_plan(str(p), kernel, str(tmp_path), resolved)
 
 
 def test_fio_workload_runs_the_same_job_file_on_the_guest_devices(tmp_path):

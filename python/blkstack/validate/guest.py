@@ -273,6 +273,25 @@ def _copy_libraries(needed: List[str], libdirs: Sequence[str], put: Callable[[st
             raise GuestError(f"shared library {name} is in none of the downloaded packages")
 
 
+def _remembered(apt: Apt, name: str, fmt: int, resolve: Callable[[], Dict[str, object]]) -> Dict:
+    """What the package lists resolve to (*resolve*), remembered in
+    ``resolved-NAME.json`` until the lists or the format change (asking
+    apt-cache takes seconds)."""
+    path = os.path.join(apt.root, f"resolved-{name}.json")
+    lists_id = f"{os.path.getmtime(apt.lists_stamp)}:{fmt}"
+    try:
+        with open(path) as fh:
+            resolved = json.load(fh)
+        if resolved.get("lists") == lists_id:
+            return resolved
+    except (OSError, ValueError):
+        pass
+    resolved = dict(resolve(), lists=lists_id)
+    with open(path, "w") as fh:
+        json.dump(resolved, fh)
+    return resolved
+
+
 def guest_dir(cache: str, kernel: str) -> str:
     return os.path.join(cache, "guests", kernel)
 
@@ -294,26 +313,14 @@ def build_guest(cache: str, kernel: str, progress: Progress, rebuild: bool = Fal
     """Build (or reuse) the guest for a kernel choice (``6.1``, ``6.12``)."""
     apt = Apt(os.path.join(cache, "apt"), progress)
     apt.update()
-    # What the package lists resolve to, remembered until the lists change
-    # (asking apt-cache takes seconds).
-    resolved_path = os.path.join(cache, "apt", f"resolved-{kernel}.json")
-    lists_id = f"{os.path.getmtime(apt.lists_stamp)}:{GUEST_FORMAT}"
-    resolved = None
-    try:
-        with open(resolved_path) as fh:
-            resolved = json.load(fh)
-        if resolved.get("lists") != lists_id:
-            resolved = None
-    except (OSError, ValueError):
-        resolved = None
-    if resolved is None:
+
+    def resolve() -> Dict[str, object]:
         image = apt.kernel_package(kernel)
         libs = apt.closure(PACKAGES + ["libc6"])
         versions = [f"{image['Package']}={image['Version']}"] + [f"{p}={apt.show(p).get('Version')}" for p in libs]
-        resolved = {"lists": lists_id, "image": {"Package": image["Package"], "Version": image["Version"]},
-                    "libs": libs, "versions": versions}
-        with open(resolved_path, "w") as fh:
-            json.dump(resolved, fh)
+        return {"image": {"Package": image["Package"], "Version": image["Version"]}, "libs": libs, "versions": versions}
+
+    resolved = _remembered(apt, kernel, GUEST_FORMAT, resolve)
     image, libs, versions = resolved["image"], resolved["libs"], resolved["versions"]
     with open(os.path.join(os.path.dirname(__file__), "blkio.c"), "rb") as fh:
         helper = fh.read()
@@ -432,21 +439,11 @@ def build_tools(cache: str, progress: Progress, rebuild: bool = False) -> Tools:
     """Build (or reuse) the tools tree in ``CACHE/tools``."""
     apt = Apt(os.path.join(cache, "apt"), progress)
     apt.update()
-    resolved_path = os.path.join(cache, "apt", "resolved-tools.json")
-    lists_id = f"{os.path.getmtime(apt.lists_stamp)}:{TOOLS_FORMAT}"
-    try:
-        with open(resolved_path) as fh:
-            resolved = json.load(fh)
-        if resolved.get("lists") != lists_id:
-            resolved = None
-    except (OSError, ValueError):
-        resolved = None
-    if resolved is None:
+    def resolve() -> Dict[str, object]:
         libs = apt.closure(TOOL_PACKAGES + ["libc6"])
-        resolved = {"lists": lists_id, "libs": libs,
-                    "versions": [f"{p}={apt.show(p).get('Version')}" for p in libs]}
-        with open(resolved_path, "w") as fh:
-            json.dump(resolved, fh)
+        return {"libs": libs, "versions": [f"{p}={apt.show(p).get('Version')}" for p in libs]}
+
+    resolved = _remembered(apt, "tools", TOOLS_FORMAT, resolve)
     libs, versions = resolved["libs"], resolved["versions"]
     key = hashlib.sha256(("\n".join(versions) + f"\n{TOOLS_FORMAT}\n").encode()).hexdigest()[:16]
     out = os.path.join(cache, "tools")
