@@ -286,10 +286,21 @@ def _qemu_disk(d: Disk, index: int, warnings: List[str], controllers: Dict[str, 
         controllers["ahci_port"] = port + 1
         dev = [f"ide-hd,drive=d{index},bus=ahci0.{port},serial={d.serial},rotation_rate=1"] + common
         args += ["-device", ",".join(dev)]
+        warnings.extend(_qemu_ata_warnings(d, controllers.get("kernel", "")))
     for key in sorted(p):
         warnings.append(f"{d.name}: driver value {key} = {p[key]} cannot be set on qemu's {d.kind} device: "
                         "the guest keeps its own (see the limits below)")
     return args
+
+
+def _qemu_ata_warnings(d: Disk, kernel: str) -> List[str]:
+    """QEMU's ide-hd identifies as "QEMU HARDDISK", which only kernels with
+    its ATA_QUIRK_BRIDGE_OK entry (6.12 has it, 6.1 not) spare from
+    ata_dev_knobble's bridge limits: 6.1 caps its requests at 128 KiB."""
+    if kernel != "6.1":
+        return []
+    return [f"{d.name}: on 6.1 QEMU's sata disk gets libata's bridge limits (ata_dev_knobble: max_hw_sectors_kb "
+            "128, UDMA/100); the model's sata preset is a real SATA SSD's (32767): requests above 128 KiB differ"]
 
 
 def _num_queues(d: Disk, p: Dict[str, Any], cpus: int, prop: str, warnings: List[str]) -> List[str]:
@@ -421,7 +432,7 @@ def build_plan(path: str, kernel: str, workdir: str, resolved: Dict[str, Any]) -
         names.insert(len(names) - len(d.partitions), name)
 
     qemu: List[str] = []
-    controllers: Dict[str, Any] = {"cpus": scenario_cpus(doc)}
+    controllers: Dict[str, Any] = {"cpus": scenario_cpus(doc), "kernel": kernel}
     for i, d in enumerate(disks):
         qemu += _qemu_disk(d, i, warnings, controllers)
 

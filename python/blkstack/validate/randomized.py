@@ -178,10 +178,10 @@ def generate(rng: random.Random, base: Doc, kernel: str, work: str, name: str) -
     path = os.path.join(work, name + ".toml")
     write_toml(path, doc)
     devs = resolve(path, kernel).get("devices") or {}
-    # At most the default max_sectors_kb, which the real kernel accepts
-    # whatever its max_hw_sectors_kb (6.1's libata reports 128 where the
-    # model has 32767: docs/validation.md, randomized testing).
+    # At most the default max_sectors_kb; on sata at most 128 KiB: 6.1
+    # gives QEMU's disk libata's bridge limits (docs/validation.md, H).
     caps = {n: int((d.get("limits") or {}).get("max_sectors_kb") or 128) for n, d in devs.items()}
+    caps.update({n: min(caps.get(n, 128), 128) for n, s in doc["disks"].items() if s["kind"] == "sata"})
     draw_queues(rng, doc, caps)
     doc["workload"] = draw_workload(rng, target, int(devs[target]["size_bytes"]))
     write_toml(path, doc)
