@@ -224,3 +224,13 @@ def test_shrink_candidates_make_the_scenario_smaller():
            "workload": {"type": "fio", "job": "[r]\nbs=4096\nsize=12288\n"}}
     # 12 KiB halves to 6 KiB, rounded down to the 4 KiB block size.
     assert [c["workload"]["job"] for c in shrink_candidates(fio)] == ["[r]\nbs=4096\nsize=4096\n"]
+
+
+def test_random_cli_errors(capsys):
+    from blkstack import cli
+    for argv, msg in ((["validate"], "give scenario files"),
+                      (["validate", "--random", "3", "x.toml"], "draws its own scenarios"),
+                      (["validate", "--random", "3"], "--random needs --kernel"),
+                      (["validate", "--random", "0", "--kernel", "6.1"], "must be at least 1")):
+        assert cli.main(argv) == 2
+        assert msg in capsys.readouterr().err

@@ -71,7 +71,7 @@ def test_scenario_meets_its_expectation(name, kernel):
 
 
 # Randomized differential testing (docs/validation.md): in CI the first
-# four scenarios of seed 1 in one 6.12 boot (md, partitions, dd and bios;
+# four scenarios of seed 1 in one 6.12 boot (sata, virtio and nvme disks, an md array, dd;
 # no fio, so CI downloads no tools); `make validate` runs 16 per kernel.
 RANDOM_RUNS = {"ci": [("6.12", 4)], "full": [(k, 16) for k in KERNELS]}
 
