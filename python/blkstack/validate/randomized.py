@@ -316,13 +316,21 @@ def run_batch(paths: Sequence[str], kernel: str, cache: str, out_dir: str, progr
         with open(os.path.join(out_dir, "job.sh"), "w") as fh:
             fh.write(job)
         progress(f"booting {guest.package} for {len(plans)} random scenario(s)")
-        boot_s = boot(guest, out_dir, lead.qemu_args, timeout, progress, cpus=lead.cpus)
+        boot_s, boot_error = 0.0, ""
+        try:
+            boot_s = boot(guest, out_dir, lead.qemu_args, timeout, progress, cpus=lead.cpus)
+        except GuestError as exc:  # the scenarios the guest finished still count
+            boot_error = str(exc)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     out: List[Outcome] = []
     for i, (path, plan) in enumerate(zip(paths, plans)):
         d = os.path.join(out_dir, f"s{i}")
         o = Outcome(path, d)
+        if boot_error and not os.path.exists(os.path.join(d, "job.status")):
+            o.error = boot_error
+            out.append(o)
+            continue
         try:
             v = compare_run(path, kernel, plan, d, guest.package, boot_s, lambda m: None)
             for s in v.report.streams:
