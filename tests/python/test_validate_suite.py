@@ -68,3 +68,21 @@ def test_scenario_meets_its_expectation(name, kernel):
               "update its '# expect' line")
     assert v.meets_expectation, (f"{name} on {kernel}: {v.match_percent:.1f}% of requests match; "
                                  f"expected {v.expectation}\n{v.text()}")
+
+
+# Randomized differential testing (docs/validation.md): in CI the first
+# four scenarios of seed 1 in one 6.12 boot (sata, virtio and nvme disks, an md array, dd;
+# no fio, so CI downloads no tools); `make validate` runs 16 per kernel.
+RANDOM_RUNS = {"ci": [("6.12", 4)], "full": [(k, 16) for k in KERNELS]}
+
+
+@pytest.mark.parametrize("kernel,count", RANDOM_RUNS.get(MODE, [("-", 0)]))
+def test_random_scenarios_match_per_device(kernel, count, tmp_path):
+    from blkstack.validate import default_cache
+    from blkstack.validate.randomized import random_validate
+    r = random_validate(count, 1, kernel, default_cache(), str(tmp_path / "runs"), str(tmp_path / "found"),
+                        lambda m: print(f"blkstack: {m}", flush=True), timeout=TIMEOUT_S, shrink=False)
+    print(r.text())
+    f = r.figures()
+    assert f["errors"] == 0, r.text()
+    assert f["exact_scenarios"] == f["scenarios"], r.text()

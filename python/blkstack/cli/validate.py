@@ -65,8 +65,40 @@ environment:
   BLKSTACK_DEBIAN_MIRROR    Debian mirror (default http://deb.debian.org/debian)"""
 
 
+def cmd_validate_random(args: argparse.Namespace) -> int:
+    """``--random N``: scenarios drawn from ``--seed``, run per kernel."""
+    from blkstack import validate as V
+    from blkstack.validate.randomized import random_validate
+    if args.scenario:
+        raise UsageError("--random draws its own scenarios: give no scenario files")
+    if args.random < 1:
+        raise UsageError(f"--random {args.random}: must be at least 1")
+    kernels = list(V.KERNELS) if "all" in (args.kernel or []) else (args.kernel or [])
+    if not kernels or any(k not in V.KERNELS for k in kernels):
+        raise UsageError(f"--random needs --kernel ({' or '.join(V.KERNELS)}, or all)")
+    cache = args.cache or V.default_cache()
+    reports = []
+    for k in kernels:
+        out_root = os.path.abspath(args.out or os.path.join(cache, "random", f"seed{args.seed}-{k}"))
+        try:
+            r = random_validate(args.random, args.seed, k, cache, out_root, os.path.abspath(args.found), V._stderr,
+                                timeout=args.timeout, shrink=not args.no_shrink)
+        except (V.ValidationError, V.GuestError, V.DebianError, V.PlanError) as exc:
+            raise UsageError(one_line(str(exc)))
+        sys.stdout.write(r.text())
+        reports.append(r.figures())
+    if args.json is not None:
+        write_json_output("--json", args.json, reports)
+    exact = all(r["exact_scenarios"] == r["scenarios"] for r in reports)
+    return EXIT_OK if exact or not args.check else 1
+
+
 def cmd_validate(args: argparse.Namespace) -> int:
     from blkstack import validate as V
+    if args.random is not None:
+        return cmd_validate_random(args)
+    if not args.scenario:
+        raise UsageError("give scenario files (or directories), or --random N")
     scenarios = _expand_scenarios(args.scenario)
     kernels: List[Optional[str]] = []
     for k in args.kernel or [None]:
@@ -145,7 +177,7 @@ def register(sub: Any, kernels: List[str]) -> None:
     fmt = argparse.RawDescriptionHelpFormatter
     p = sub.add_parser("validate", help="run a scenario on a real kernel (qemu) and compare with blkstack",
                        description=VALIDATE_DESCRIPTION, epilog=VALIDATE_EPILOG, formatter_class=fmt)
-    p.add_argument("scenario", nargs="+", metavar="SCENARIO.toml",
+    p.add_argument("scenario", nargs="*", metavar="SCENARIO.toml",
                    help="scenario files, or directories of them (a suite)")
     p.add_argument("--kernel", action="append", metavar="6.1|6.12|all",
                    help="Debian kernel to boot and profile to model (default: the scenario's); may be repeated")
@@ -161,4 +193,10 @@ def register(sub: Any, kernels: List[str]) -> None:
                    help="exit with status 1 when a result does not meet its scenario's '# expect' line")
     p.add_argument("--summary", action="store_true", help="print only the summary table")
     p.add_argument("--json", metavar="FILE|-", help="write every result as JSON to FILE ('-' for standard output)")
+    p.add_argument("--random", type=int, metavar="N",
+                   help="run N scenarios drawn at random (docs/validation.md, randomized testing) instead of files")
+    p.add_argument("--seed", type=int, default=1, help="seed of --random's draws (default 1)")
+    p.add_argument("--found", default=os.path.join("validate", "found"), metavar="DIR",
+                   help="where --random saves the shrunk scenarios that differ (default validate/found)")
+    p.add_argument("--no-shrink", action="store_true", help="save --random's differing scenarios as drawn")
     p.set_defaults(func=cmd_validate)

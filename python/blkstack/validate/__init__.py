@@ -27,8 +27,8 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 from blkstack import _core
 from blkstack.diff import DiffReport, Trace, diff_traces, read_sysfs_snapshot
 from blkstack.validate.debian import KERNEL_META, DebianError
-from blkstack.validate.guest import GuestError, boot, build_guest, find_qemu, kernel_append
-from blkstack.validate.plan import Plan, PlanError, build_plan, make_image, read_devices
+from blkstack.validate.guest import GuestError, boot, build_guest, build_tools, find_qemu, kernel_append
+from blkstack.validate.plan import Plan, PlanError, build_plan, fio_version_sets, load_toml, make_image, read_devices
 
 __all__ = ["KERNELS", "ValidationError", "Validation", "Expectation", "default_cache", "read_expectations", "validate"]
 
@@ -178,6 +178,20 @@ def scenario_kernel(path: str, kernel: Optional[str]) -> str:
     return str(resolved.get("profile"))
 
 
+def _add_tools(plan: Plan, scenario: str, cache: str, progress: Progress, rebuild: bool) -> None:
+    """Give a plan that runs fio the tools share, and the model the guest
+    fio's ``fio_version``."""
+    if not plan.tools:
+        return
+    try:
+        tools = build_tools(cache, progress, rebuild=rebuild)
+    except (DebianError, GuestError) as exc:
+        raise ValidationError(str(exc))
+    plan.qemu_args += tools.share_args()
+    workload = load_toml(scenario).get("workload") or {}
+    plan.sim_sets += fio_version_sets(workload, tools.fio_version, plan.warnings)
+
+
 def validate(scenario: str, kernel: Optional[str] = None, cache: Optional[str] = None,
              out_dir: Optional[str] = None, timeout: float = 900.0, progress: Progress = _stderr,
              events: Sequence[str] = ("D",), rebuild: bool = False, keep_images: bool = False,
@@ -212,17 +226,27 @@ def validate(scenario: str, kernel: Optional[str] = None, cache: Optional[str] =
             plan = build_plan(scenario, kernel, work, resolved)
         except PlanError as exc:
             raise ValidationError(f"{scenario}: {exc}")
+        _add_tools(plan, scenario, cache, progress, rebuild)
         for d in plan.disks:
             make_image(d)
         plan.save(out_dir)
         progress(f"booting {guest.package} with {len(plan.disks)} disk(s) (qemu TCG) for {stem}")
         try:
-            boot_s = boot(guest, out_dir, plan.qemu_args, timeout, progress, append=kernel_append(kernel))
+            boot_s = boot(guest, out_dir, plan.qemu_args, timeout, progress, cpus=plan.cpus,
+                          append=kernel_append(kernel))
         except GuestError as exc:
             raise ValidationError(str(exc))
     finally:
         if not keep_images:
             shutil.rmtree(work, ignore_errors=True)
+    return compare_run(scenario, kernel, plan, out_dir, guest.package, boot_s, progress, events, ignore_flags)
+
+
+def compare_run(scenario: str, kernel: str, plan: Plan, out_dir: str, package: str, boot_s: float,
+                progress: Progress = _stderr, events: Sequence[str] = ("D",), ignore_flags: bool = False) -> Validation:
+    """What the guest left in *out_dir* for *scenario*, compared with
+    blkstack's run of it (written beside it)."""
+    stem = os.path.splitext(os.path.basename(scenario))[0]
     err_path = os.path.join(out_dir, "job.error")
     if os.path.exists(err_path):
         with open(err_path) as fh:
@@ -241,7 +265,8 @@ def validate(scenario: str, kernel: Optional[str] = None, cache: Optional[str] =
 
     progress(f"simulating {stem} with profile {kernel}")
     sim_trace = os.path.join(out_dir, "sim-trace.txt")
-    summary = json.loads(_core.run(scenario, kernel, guest_sets(scenario), sim_trace, None, None, False))
+    summary = json.loads(_core.run(scenario, kernel, guest_sets(scenario) + list(plan.sim_sets), sim_trace, None, None,
+                                   False))
     with open(os.path.join(out_dir, "sim-summary.json"), "w") as fh:
         json.dump(summary, fh, indent=2)
 
@@ -269,7 +294,7 @@ def validate(scenario: str, kernel: Optional[str] = None, cache: Optional[str] =
     if os.path.exists(md_txt):
         with open(md_txt) as fh:
             md_offsets = [l.strip() for l in fh if l.strip()]
-    v = Validation(scenario, kernel, guest.package, out_dir, report, warnings, devices, sim_devices,
+    v = Validation(scenario, kernel, package, out_dir, report, warnings, devices, sim_devices,
                    md_offsets, boot_s, read_expectations(scenario).get(kernel) or read_expectations(scenario).get(""))
     with open(os.path.join(out_dir, "diff.txt"), "w") as fh:
         fh.write(v.text())
