@@ -27,6 +27,7 @@ pub mod mq;
 pub mod nullb;
 pub mod plug;
 pub mod profile;
+pub mod rq_qos;
 pub mod run;
 pub mod scenario;
 pub mod sched;

@@ -173,6 +173,7 @@ impl Scenario {
             let layout = s.layout(&engine.core.topo);
             engine.core.check.set_layout(dev, layout);
         }
+        self.enable_throttle(&mut engine);
         add_workload(&mut engine, &self.workload, &self.beh, self.seed);
         // Steps: the first now, each later one once the stack is idle.
         for (i, step) in self.steps.iter().enumerate() {
@@ -188,6 +189,22 @@ impl Scenario {
             }
         }
         engine
+    }
+}
+
+impl Scenario {
+    /// blk-throttle with the groups' io.max limits, when any group has some.
+    fn enable_throttle(&self, engine: &mut Engine) {
+        let mut limits = Vec::new();
+        for (i, g) in self.cgroups.iter().enumerate() {
+            for m in &g.io_max {
+                let dev = engine.core.topo.by_name(&m.device).expect("validated device");
+                limits.push((dev, i as u16 + 1, m.bps, m.iops));
+            }
+        }
+        if !limits.is_empty() {
+            engine.enable_throttle(&limits);
+        }
     }
 }
 
