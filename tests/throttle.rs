@@ -104,3 +104,61 @@ fn no_limits_no_throttle() {
     assert!(engine.core.throtl.is_none());
     assert!(engine.jobs[0].units_done > 100, "{}", engine.jobs[0].units_done);
 }
+
+/// blktests throtl/002 and throtl/003 (the kernel's own tests of split
+/// accounting): a 1 MiB direct write or read to a null_blk disk of
+/// max_sectors 8 (4 KiB: 256 pieces) in a group with `limit`; the run
+/// takes about a second. Returns the time of the last request.
+fn blktests_throtl(limit: &str, op: &str, kernel: &str) -> u64 {
+    let text = format!(
+        r#"kernel = "{kernel}"
+[disks.nullb0]
+kind = "null_blk"
+size = "1GiB"
+[disks.nullb0.queue]
+max_sectors_kb = 4
+[cgroups.test]
+"io.max" = "nullb0 {limit}"
+[workload]
+type = "bios"
+device = "nullb0"
+cgroup = "test"
+[[workload.bio]]
+op = "{op}"
+sector = 0
+size = "1MiB"
+"#
+    );
+    let (_, events) = common::run_events(&text, &[]);
+    let issued = times(&events, Action::Issue);
+    assert_eq!(issued.len(), 256, "{limit} {op} {kernel}: 256 requests of 4 KiB");
+    *issued.last().expect("issued")
+}
+
+#[test]
+fn blktests_throtl_002_iops_counts_every_split_piece() {
+    // wiops/riops=256: 256 × 25 / 250 = 25 I/Os per slice, and each of the
+    // 256 pieces is one (the first bio, then each remainder as it is
+    // resubmitted). 25 go at jiffy 0; the 26th waits to the slice's end
+    // (jiffy 25, max(25, 250/256 + 1)), where the trim moves the slice on
+    // by 25 I/Os: 25 per slice, the last 6 pieces at jiffy 250 = 1.000 s
+    // (blktests expects 1 s).
+    for kernel in ["6.1", "6.12", "7.2"] {
+        assert_eq!(blktests_throtl("wiops=256", "write", kernel), 1000 * MS, "{kernel} write");
+        assert_eq!(blktests_throtl("riops=256", "read", kernel), 1000 * MS, "{kernel} read");
+    }
+}
+
+#[test]
+fn blktests_throtl_003_bps_charges_a_split_bio_once() {
+    // wbps/rbps=1 MiB/s: 104857 bytes per slice (104857.6 truncated). The
+    // 1 MiB bio waits (1048576 − 104857) × 250 / 1048576 = 225 jiffies
+    // (225.0001 truncated) plus the rounding of 0 elapsed jiffies to a
+    // slice, 25: released at jiffy 250 (1.000 s), where 1 MiB is allowed;
+    // its 255 remainders carry BIO_BPS_THROTTLED and pass uncharged, so
+    // all 256 requests go at 1.000 s (blktests expects 1 s).
+    for kernel in ["6.1", "6.12", "7.2"] {
+        assert_eq!(blktests_throtl("wbps=1048576", "write", kernel), 1000 * MS, "{kernel} write");
+        assert_eq!(blktests_throtl("rbps=1048576", "read", kernel), 1000 * MS, "{kernel} read");
+    }
+}
