@@ -446,6 +446,9 @@ pub struct Behaviour {
     pub throtl_dispatch: ThrotlDispatch,
     pub throtl_iops_wait: ThrotlIopsWait,
     pub throtl_trim: ThrotlTrim,
+    /// blk-throttle counts each split piece of a bio as an I/O (5.18+);
+    /// before, a piece of a bio that passed went through unthrottled.
+    pub throtl_split_ios: bool,
     /// io.max values below this are refused (EINVAL): 2 up to 6.x, 1 in 7.x.
     pub throtl_min_limit: u32,
 }
@@ -512,6 +515,7 @@ pub fn profiles() -> Vec<Profile> {
         throtl_dispatch: ThrotlDispatch::BpsOrIops,
         throtl_iops_wait: ThrotlIopsWait::SliceEnd,
         throtl_trim: ThrotlTrim::WholeSlices,
+        throtl_split_ios: true,
         throtl_min_limit: 2,
     };
     let v6_12 = Behaviour {
@@ -585,6 +589,7 @@ fn pre_6_profiles(v6_1: &Behaviour) -> Vec<Profile> {
         md_accounting: MdAccounting::Inline,
         io_ticks: IoTicks::Legacy,
         discard_chopping: DiscardChopping::AllowedMaxSectors,
+        throtl_split_ios: false,
         ..v6_1.clone()
     };
     let v5_13 = Behaviour {
@@ -760,6 +765,8 @@ pub const SWITCHES: &[SwitchDef] = &[
         "io.max: how long a bio over the iops limit waits (tg_within_iops_limit): slice_end (6.1: to the end of the slice) or one_io (6.12+: at least HZ/iops + 1 jiffies)"),
     switch!(choice throtl_trim, "whole_slices|keep_one_slice",
         "io.max: throtl_trim_slice after a dispatch takes off every whole elapsed slice (up to 6.x) or, from two slices on, all but one (7.x \"blk-throttle: fix lower bps rate by throtl_trim_slice()\")"),
+    switch!(flag throtl_split_ios,
+        "io.max: each split piece of a bio is one I/O against riops/wiops (true: 9f5ede3c01f9 \"block: throttle split bio in case of iops limit\", 5.18, and from 6.0 BIO_BPS_THROTTLED, which also spares the pieces' bytes) or a piece of a bio that passed goes through unthrottled (false: BIO_THROTTLED, up to 5.17); blktests throtl/002"),
     switch!(number throtl_min_limit, 1, "2|1",
         "io.max: the smallest value tg_set_limit accepts (2 up to 6.x: 'val > 1'; 1 in 7.x); smaller values are EINVAL"),
 ];

@@ -57,11 +57,12 @@ pub struct ThrotlRules {
     pub dispatch: ThrotlDispatch,
     pub iops_wait: ThrotlIopsWait,
     pub trim: ThrotlTrim,
+    pub split_ios: bool,
 }
 
 impl ThrotlRules {
     pub fn of(beh: &Behaviour) -> ThrotlRules {
-        ThrotlRules { dispatch: beh.throtl_dispatch, iops_wait: beh.throtl_iops_wait, trim: beh.throtl_trim }
+        ThrotlRules { dispatch: beh.throtl_dispatch, iops_wait: beh.throtl_iops_wait, trim: beh.throtl_trim, split_ios: beh.throtl_split_ios }
     }
 
     fn split_queues(self) -> bool {
@@ -540,8 +541,10 @@ fn throttle_bio(core: &mut BlockCore, t: &mut Throtl, id: BioId) -> bool {
     let Some(g) = td.group(blkcg) else { return false };
     let tg = &mut td.groups[g];
     // blk_should_throtl: an iops limit counts every bio, a bps limit
-    // only bios whose bytes were not charged yet.
-    if !tg.iops_limited(rw) && !(tg.bps_limited(rw) && bio.flags & BIO_BPS_THROTTLED == 0) {
+    // only bios whose bytes were not charged yet (up to 5.17, a bio that
+    // passed once is never looked at again).
+    let passed = bio.flags & BIO_BPS_THROTTLED != 0;
+    if (passed && !rules.split_ios) || (!tg.iops_limited(rw) && !(tg.bps_limited(rw) && !passed)) {
         return false;
     }
     if tg.tg_within_limit(rw, &mut bio, j, rules) {
