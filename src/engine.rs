@@ -350,8 +350,9 @@ impl Engine {
             t.set_limit(dev, blkcg, bps, iops);
         }
         self.core.throtl = Some(Box::new(t));
-        // kthrotld is a bound (per-CPU) workqueue: a kworker of CPU 0.
-        let w = self.add_task(THROTL_WORKER_PID, "kworker/0:2");
+        // kthrotld is a bound (per-CPU) workqueue: a kworker of CPU 0
+        // (kworker/0:0 in the guests' traces).
+        let w = self.add_task(THROTL_WORKER_PID, "kworker/0:0");
         self.tasks[w as usize].throtl_worker = true;
     }
 

@@ -710,6 +710,24 @@ mod tests {
     }
 
     #[test]
+    fn split_remainders_pass_bios_waiting_for_bytes_in_7x() {
+        // wbps=1 MiB/s, wiops=1000. A 2 MiB write waits for its bytes
+        // (queued); a split remainder of another write (bytes charged)
+        // arrives: 6.x queues it behind the 2 MiB write (FIFO), 7.x checks
+        // only the empty iops queue and its iops allowance (100 per slice)
+        // and lets it go.
+        for (p, passes) in [("6.1", false), ("6.12", false), ("7.2", true)] {
+            let r = rules(p);
+            let mut tg = ThrotlGrp::new(1, [u64::MAX, 1 << 20], [u32::MAX, 1000]);
+            let mut big = bio(0, 2 << 20);
+            assert!(!tg.tg_within_limit(WRITE, &mut big, 0, r), "{p}");
+            tg.throtl_add_bio_tg(WRITE, big, r);
+            let mut rest = QBio { id: 1, size: 128 << 10, flags: BIO_BPS_THROTTLED };
+            assert_eq!(tg.tg_within_limit(WRITE, &mut rest, 0, r), passes, "{p}");
+        }
+    }
+
+    #[test]
     fn released_bios_alternate_between_groups() {
         let mut td = ThrotlData::default();
         td.released[READ].push_back((0, VecDeque::from([1, 2])));
