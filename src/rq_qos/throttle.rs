@@ -540,11 +540,7 @@ fn throttle_bio(core: &mut BlockCore, t: &mut Throtl, id: BioId) -> bool {
     let Some(td) = t.tds.get_mut(dev as usize).and_then(Option::as_mut) else { return false };
     let Some(g) = td.group(blkcg) else { return false };
     let tg = &mut td.groups[g];
-    // blk_should_throtl: an iops limit counts every bio, a bps limit
-    // only bios whose bytes were not charged yet (up to 5.17, a bio that
-    // passed once is never looked at again).
-    let passed = bio.flags & BIO_BPS_THROTTLED != 0;
-    if (passed && !rules.split_ios) || (!tg.iops_limited(rw) && !(tg.bps_limited(rw) && !passed)) {
+    if !blk_should_throtl(tg, rw, bio.flags & BIO_BPS_THROTTLED != 0, rules) {
         return false;
     }
     if tg.tg_within_limit(rw, &mut bio, j, rules) {
@@ -560,6 +556,16 @@ fn throttle_bio(core: &mut BlockCore, t: &mut Throtl, id: BioId) -> bool {
         arm_timer(core, dev, td);
     }
     true
+}
+
+/// `blk_should_throtl`: an iops limit counts every bio, a bps limit only
+/// bios whose bytes were not charged yet (`passed`); up to 5.17 a bio that
+/// passed once is never looked at again.
+fn blk_should_throtl(tg: &ThrotlGrp, rw: usize, passed: bool, rules: ThrotlRules) -> bool {
+    if passed && !rules.split_ios {
+        return false;
+    }
+    tg.iops_limited(rw) || (tg.bps_limited(rw) && !passed)
 }
 
 /// `mod_timer`: the pending timer fires at its expiry's tick, or at the
