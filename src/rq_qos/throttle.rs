@@ -239,13 +239,7 @@ impl ThrotlGrp {
             return wait;
         }
         self.throtl_charge_bps_bio(rw, bio);
-        if !self.iops_limited(rw) {
-            return 0;
-        }
-        self.tg_update_slice(rw, j);
-        let wait = self.tg_within_iops_limit(rw, j, rules);
-        self.throtl_extend_slice(rw, j + wait);
-        wait
+        self.tg_dispatch_iops_time(rw, j, rules)
     }
 
     fn tg_dispatch_bps_time(&mut self, rw: usize, bio: &QBio, j: u64) -> u64 {
@@ -311,7 +305,7 @@ impl ThrotlGrp {
             return self.nr_queued(rw) == 0 && self.tg_may_dispatch(rw, bio, j, rules) == 0;
         }
         if bio.flags & BIO_BPS_THROTTLED != 0 {
-            return self.queued[rw][IOPS_Q].is_empty() && self.tg_iops_time(rw, j, rules) == 0;
+            return self.queued[rw][IOPS_Q].is_empty() && self.tg_dispatch_iops_time(rw, j, rules) == 0;
         }
         if self.nr_queued(rw) > 0 {
             if self.queued[rw][BPS_Q].is_empty() && self.tg_dispatch_bps_time(rw, bio, j) == 0 {
@@ -323,7 +317,7 @@ impl ThrotlGrp {
     }
 
     /// 7.x `tg_dispatch_iops_time`.
-    fn tg_iops_time(&mut self, rw: usize, j: u64, rules: ThrotlRules) -> u64 {
+    fn tg_dispatch_iops_time(&mut self, rw: usize, j: u64, rules: ThrotlRules) -> u64 {
         if !self.iops_limited(rw) {
             return 0;
         }
