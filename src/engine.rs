@@ -20,7 +20,7 @@ use crate::mq::{self, blk_mq_complete_request, blk_mq_submit_bio, RequestQueue, 
 use crate::profile::{Behaviour, CryptoFallback};
 use crate::source::{BioSpec, IoUnit, Source, UnitKind};
 use crate::stats::clat::LatStat;
-use crate::submit::{resume_submit, submit_bio_from_thread, BioDriver, BlockCore, RootDone, SimEvent, Stack, Suspended};
+use crate::submit::{resume_submit, submit_bio_from_thread, submit_bio_nocheck_from_thread, BioDriver, BlockCore, RootDone, SimEvent, Stack, Suspended};
 
 /// A submitter: one task running a [`Source`].
 pub struct Job {
@@ -126,6 +126,10 @@ struct TaskState {
     thread_plug: bool,
     /// A loop device's worker: the loop queue's index.
     loop_worker: Option<u32>,
+    /// The task's cgroup (0: the root group): its bios' `bi_blkg`.
+    blkcg: u16,
+    /// The kworker running blk-throttle's dispatch work.
+    throtl_worker: bool,
 }
 
 /// Builds the device stack before a run.
@@ -297,6 +301,8 @@ impl Stack for Engine {
 const THREAD_PID: u32 = 180;
 /// The pid of the first loop worker.
 const LOOP_WORKER_PID: u32 = 210;
+/// The pid of the kworker of the `kthrotld` workqueue.
+const THROTL_WORKER_PID: u32 = 230;
 /// Root bios a loop worker submits are owned by `LOOP_OWNER - queue`.
 const LOOP_OWNER: u32 = u32::MAX;
 
@@ -329,6 +335,27 @@ impl Engine {
     pub fn add_task(&mut self, pid: u32, comm: &str) -> u32 {
         self.tasks.push(TaskState::default());
         self.core.add_task(pid, comm)
+    }
+
+    /// Move job `j`'s task into cgroup `cgroup` (1 + its index in the
+    /// scenario's `[cgroups]`; 0 the root group).
+    pub fn set_job_cgroup(&mut self, j: usize, cgroup: u16) {
+        let t = self.jobs[j].task as usize;
+        self.tasks[t].blkcg = cgroup;
+    }
+
+    /// Turn blk-throttle on with `limits`: (disk, cgroup, bytes/s and I/Os
+    /// per second by direction), and add the kworker of its dispatch work.
+    pub fn enable_throttle(&mut self, limits: &[(DevId, u16, [u64; 2], [u32; 2])]) {
+        let mut t = crate::rq_qos::throttle::Throtl::new(&self.core.beh, self.core.topo.devs.len());
+        for &(dev, blkcg, bps, iops) in limits {
+            t.set_limit(dev, blkcg, bps, iops);
+        }
+        self.core.throtl = Some(Box::new(t));
+        // kthrotld is a bound (per-CPU) workqueue: a kworker of CPU 0
+        // (kworker/0:0 in the guests' traces).
+        let w = self.add_task(THROTL_WORKER_PID, "kworker/0:0");
+        self.tasks[w as usize].throtl_worker = true;
     }
 
     pub fn add_job(&mut self, pid: u32, comm: &str, source: Box<dyn Source>, iodepth: u32, batch: u32) -> usize {
@@ -364,7 +391,9 @@ impl Engine {
     /// it needs from `spec`.
     pub fn submit_root(&mut self, task: u32, spec: impl Borrow<BioSpec>, owner: u32, cookie: u32) -> bool {
         let spec = spec.borrow();
-        let bio = Bio { owner, cookie, ..Bio::new(spec.dev, spec.op, spec.flags, spec.sector, spec.size, BioVecs::new(&spec.bvecs)) };
+        // bio_associate_blkg: the bio belongs to its submitter's cgroup.
+        let blkcg = self.tasks[task as usize].blkcg;
+        let bio = Bio { owner, cookie, blkcg, ..Bio::new(spec.dev, spec.op, spec.flags, spec.sector, spec.size, BioVecs::new(&spec.bvecs)) };
         let id = self.core.alloc_bio(bio);
         self.core.current = task;
         // submit_bio: the checks follow the submitter's bio (also one the
@@ -585,7 +614,7 @@ impl Engine {
             return;
         }
         let ts = &mut self.tasks[t];
-        let (own_plug, suspended, job, thread) = (std::mem::take(&mut ts.own_plug), ts.suspended.take(), ts.job, ts.thread);
+        let (own_plug, suspended, job, thread, throtl_worker) = (std::mem::take(&mut ts.own_plug), ts.suspended.take(), ts.job, ts.thread, ts.throtl_worker);
         ts.blocked = false;
         if own_plug {
             mq::blk_finish_plug(&mut self.queues, &mut self.core, w.task);
@@ -604,6 +633,8 @@ impl Engine {
             self.run_job(j);
         } else if let Some(d) = thread {
             self.run_thread(d, w.task);
+        } else if throtl_worker {
+            self.run_throtl_worker(w.task);
         }
     }
 
@@ -620,17 +651,34 @@ impl Engine {
     /// Driver `d`'s thread, task `t`, submits its bios inside a plug of its
     /// own (raid5d's `blk_start_plug`), until it has none left or sleeps.
     fn run_thread(&mut self, d: usize, t: u32) {
+        self.run_kernel_thread(t, submit_bio_from_thread, |e| {
+            let mut drv = e.drivers[d].take().expect("driver not re-entered");
+            let next = drv.thread_next(&mut e.core);
+            e.drivers[d] = Some(drv);
+            next
+        });
+    }
+
+    /// blk-throttle's dispatch work (`blk_throtl_dispatch_work_fn`) in its
+    /// kworker, task `t`: the released bios, in order, inside a plug, each
+    /// through `submit_bio_noacct_nocheck`.
+    fn run_throtl_worker(&mut self, t: u32) {
+        if !self.tasks[t as usize].blocked {
+            self.run_kernel_thread(t, submit_bio_nocheck_from_thread, |e| e.core.throtl.as_mut()?.ready.pop_front());
+        }
+    }
+
+    /// Task `t`, a kernel thread, submits the bios `next` gives with
+    /// `submit` inside a plug of its own, until it has none left or sleeps.
+    fn run_kernel_thread(&mut self, t: u32, submit: fn(&mut Engine, BioId) -> Option<Suspended>, mut next: impl FnMut(&mut Engine) -> Option<BioId>) {
         let saved = self.core.current;
         loop {
             self.core.current = t;
-            let mut drv = self.drivers[d].take().expect("driver not re-entered");
-            let next = drv.thread_next(&mut self.core);
-            self.drivers[d] = Some(drv);
-            let Some(bio) = next else { break };
+            let Some(bio) = next(self) else { break };
             if !self.tasks[t as usize].thread_plug {
                 self.tasks[t as usize].thread_plug = mq::blk_start_plug(&mut self.core, t);
             }
-            if let Some(s) = submit_bio_from_thread(self, bio) {
+            if let Some(s) = submit(self, bio) {
                 let ts = &mut self.tasks[t as usize];
                 (ts.suspended, ts.blocked) = (Some(s), true);
                 self.core.current = saved;
@@ -743,6 +791,12 @@ impl Engine {
             SimEvent::JobWake { job } => {
                 self.jobs[job as usize].wake_at = None;
                 self.run_job(job as usize);
+            }
+            SimEvent::ThrotlTimer { dev } => {
+                if crate::rq_qos::throttle::throtl_pending_timer_fn(&mut self.core, dev) {
+                    let w = self.tasks.iter().position(|t| t.throtl_worker).expect("a throttle worker") as u32;
+                    self.run_throtl_worker(w);
+                }
             }
             SimEvent::Sample => {
                 // Due after the last activity with nothing else pending: the

@@ -390,6 +390,45 @@ choice!(
     }
 );
 
+choice!(
+    /// How blk-throttle decides when a group's first queued bio may go
+    /// (`tg_may_dispatch` / `tg_dispatch_time`).
+    ThrotlDispatch {
+        /// 6.1: one queue per direction; the bps check first, and the iops
+        /// wait only when the bytes fit (the wait is the bps one otherwise).
+        BpsOrIops = "bps_or_iops",
+        /// 6.12: one queue per direction; both waits computed, the longer wins.
+        MaxWait = "max_wait",
+        /// 7.x (Zizhi Wo's "blk-throttle: Split the blkthrotl queue" series,
+        /// 6.16): a bps queue then an iops queue per direction; a bio is
+        /// charged its bytes when it leaves the bps queue, and a split
+        /// remainder (already charged) goes straight to the iops queue.
+        BpsThenIops = "bps_then_iops",
+    }
+);
+
+choice!(
+    /// How long `tg_within_iops_limit` makes a bio over the iops limit wait.
+    ThrotlIopsWait {
+        /// 6.1: to the end of the current slice.
+        SliceEnd = "slice_end",
+        /// 6.12+: that, but at least `HZ / iops + 1` jiffies, so one I/O
+        /// is allowed after waiting.
+        OneIo = "one_io",
+    }
+);
+
+choice!(
+    /// What `throtl_trim_slice` takes off a slice after a dispatch.
+    ThrotlTrim {
+        /// Up to 6.x: every whole slice elapsed, with its allowance.
+        WholeSlices = "whole_slices",
+        /// 7.x ("blk-throttle: fix lower bps rate by throtl_trim_slice()"):
+        /// only once two slices have elapsed, and one slice is kept.
+        KeepOneSlice = "keep_one_slice",
+    }
+);
+
 /// All behaviour switches in force for a run.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Behaviour {
@@ -467,6 +506,14 @@ pub struct Behaviour {
     pub raid5_discard: Raid5Discard,
     pub null_blk_no_sched: NullBlkNoSched,
     pub wbt_reclaim: WbtReclaim,
+    pub throtl_dispatch: ThrotlDispatch,
+    pub throtl_iops_wait: ThrotlIopsWait,
+    pub throtl_trim: ThrotlTrim,
+    /// blk-throttle counts each split piece of a bio as an I/O (5.18+);
+    /// before, a piece of a bio that passed went through unthrottled.
+    pub throtl_split_ios: bool,
+    /// io.max values below this are refused (EINVAL): 2 up to 6.x, 1 in 7.x.
+    pub throtl_min_limit: u32,
 }
 
 /// A named kernel version.
@@ -535,6 +582,11 @@ pub fn profiles() -> Vec<Profile> {
         raid5_discard: Raid5Discard::HideUnsafe,
         null_blk_no_sched: NullBlkNoSched::NoSched,
         wbt_reclaim: WbtReclaim::Kswapd,
+        throtl_dispatch: ThrotlDispatch::BpsOrIops,
+        throtl_iops_wait: ThrotlIopsWait::SliceEnd,
+        throtl_trim: ThrotlTrim::WholeSlices,
+        throtl_split_ios: true,
+        throtl_min_limit: 2,
     };
     let v6_12 = Behaviour {
         wbt_reclaim: WbtReclaim::Swap,
@@ -559,6 +611,8 @@ pub fn profiles() -> Vec<Profile> {
         zone_write_plugging: true,
         nvme_max_segs: 128,
         nvme_io_opt_nows_zero: false,
+        throtl_dispatch: ThrotlDispatch::MaxWait,
+        throtl_iops_wait: ThrotlIopsWait::OneIo,
         ..v6_1.clone()
     };
     // Mainline 6.15: tail add without the tail-first merge fix (seed 001).
@@ -581,6 +635,9 @@ pub fn profiles() -> Vec<Profile> {
         dm_stripe_discard_stripes: true,
         raid1_chunk_sectors: true,
         null_blk_no_sched: NullBlkNoSched::NoneByDefault,
+        throtl_dispatch: ThrotlDispatch::BpsThenIops,
+        throtl_trim: ThrotlTrim::KeepOneSlice,
+        throtl_min_limit: 1,
         ..v6_12.clone()
     };
     let mut all = pre_6_profiles(&v6_1);
@@ -620,6 +677,8 @@ fn pre_6_profiles(v6_1: &Behaviour) -> Vec<Profile> {
         raid5_max_hw: Raid5MaxHw::Unlimited,
         discard_chopping: DiscardChopping::GranularityAligned,
         dio_simple_sync: false,
+        // blk-throttle before 9f5ede3c01f9 (5.18): split pieces uncounted.
+        throtl_split_ios: false,
         ..v6_1.clone()
     };
     let v5_8 = Behaviour {
@@ -630,6 +689,7 @@ fn pre_6_profiles(v6_1: &Behaviour) -> Vec<Profile> {
         io_ticks: IoTicks::Legacy,
         discard_chopping: DiscardChopping::AllowedMaxSectors,
         raid5_max_hw: Raid5MaxHw::Unlimited,
+        throtl_split_ios: false,
         ..v6_1.clone()
     };
     let v5_13 = Behaviour {
@@ -819,6 +879,16 @@ pub const SWITCHES: &[SwitchDef] = &[
         "null_blk's no_sched parameter: no_sched (up to 6.x: BLK_MQ_F_NO_SCHED, no scheduler can be set) or none_by_default (7.x null_setup_tagset: BLK_MQ_F_NO_SCHED_BY_DEFAULT, none until one is written)"),
     switch!(choice wbt_reclaim, "kswapd|swap",
         "writeback throttling's reclaim writes: kswapd (up to 6.1: writes kswapd submits get their own wait queue and the max limit; a REQ_SWAP write is an ordinary one) or swap (6.12 on, blk-wbt.c's WBT_KSWAPD became WBT_SWAP: REQ_SWAP writes get the swap queue and the max limit, whoever submits them). The model has no kswapd task, so only REQ_SWAP bios (flags = [\"swap\"]) differ"),
+    switch!(choice throtl_dispatch, "bps_or_iops|max_wait|bps_then_iops",
+        "io.max (blk-throttle) wait of a group's first queued bio: bps_or_iops (6.1 tg_may_dispatch: the iops wait only when the bytes fit), max_wait (6.12: the longer of the bps and iops waits) or bps_then_iops (7.x, \"blk-throttle: Split the blkthrotl queue\" series, 6.16: a bps queue then an iops queue; bytes charged on leaving the bps queue, split remainders straight to the iops queue). Every version charges a split bio's bytes once and each split piece as an I/O (BIO_BPS_THROTTLED)"),
+    switch!(choice throtl_iops_wait, "slice_end|one_io",
+        "io.max: how long a bio over the iops limit waits (tg_within_iops_limit): slice_end (6.1: to the end of the slice) or one_io (6.12+: at least HZ/iops + 1 jiffies)"),
+    switch!(choice throtl_trim, "whole_slices|keep_one_slice",
+        "io.max: throtl_trim_slice after a dispatch takes off every whole elapsed slice (up to 6.x) or, from two slices on, all but one (7.x \"blk-throttle: fix lower bps rate by throtl_trim_slice()\")"),
+    switch!(flag throtl_split_ios,
+        "io.max: each split piece of a bio is one I/O against riops/wiops (true: 9f5ede3c01f9 \"block: throttle split bio in case of iops limit\", 5.18, and from 6.0 BIO_BPS_THROTTLED, which also spares the pieces' bytes) or a piece of a bio that passed goes through unthrottled (false: BIO_THROTTLED, up to 5.17); blktests throtl/002"),
+    switch!(number throtl_min_limit, 1, "2|1",
+        "io.max: the smallest value tg_set_limit accepts (2 up to 6.x: 'val > 1'; 1 in 7.x); smaller values are EINVAL"),
 ];
 
 pub fn switch(name: &str) -> Option<&'static SwitchDef> {

@@ -59,6 +59,8 @@ pub enum SimEvent {
     JobWake { job: u32 },
     /// Take a /proc/diskstats snapshot (`iostat` intervals).
     Sample,
+    /// blk-throttle's pending timer of a disk (`throtl_pending_timer_fn`).
+    ThrotlTimer { dev: DevId },
     /// The zone write plug work queue of a zoned disk's queue runs its next
     /// work item (`blk_zone_wplug_bio_work`).
     ZoneWplugWork { queue: u32 },
@@ -227,6 +229,8 @@ pub struct BlockCore {
     pub bounce_pages: u64,
     /// (queue, request) issued to a loop device, for its worker.
     pub loop_work: Vec<(u32, u32)>,
+    /// blk-throttle, when a cgroup has io.max limits ([`crate::rq_qos::throttle`]).
+    pub throtl: Option<Box<crate::rq_qos::throttle::Throtl>>,
 }
 
 impl BlockCore {
@@ -259,6 +263,7 @@ impl BlockCore {
             errors_total: 0,
             bounce_pages: 0,
             loop_work: Vec::new(),
+            throtl: None,
         }
     }
 
@@ -334,6 +339,8 @@ impl BlockCore {
         // dm_io, r10bio), never with a clone or split front.
         c.acct_sectors = crate::bio::NO_ACCT;
         c.status = 0;
+        // A clone starts with no bio flags: blk-throttle sees it afresh.
+        c.throtl = 0;
         new
     }
 
@@ -473,6 +480,9 @@ impl BlockCore {
                 return None;
             }
         }
+        if self.throtl.is_some() && crate::rq_qos::throttle::blk_throtl_bio(self, id) {
+            return None;
+        }
         self.submit_bio_noacct_nocheck(id, false)
     }
 
@@ -525,10 +535,19 @@ impl BlockCore {
         self.trace_bio(Action::Split, front, rest, 0);
         let looped = match self.beh.split_remainder {
             SplitRemainder::Tail => self.submit_bio_noacct(id),
-            SplitRemainder::Head => self.submit_bio_noacct_nocheck(id, true),
+            SplitRemainder::Head => self.submit_split_remainder(id),
         };
         debug_assert!(looped.is_none(), "split outside a submission loop");
         front
+    }
+
+    /// `bio_submit_split_bioset` under head insertion: the remainder goes
+    /// through the throttle, then to the head of `current->bio_list`.
+    fn submit_split_remainder(&mut self, id: BioId) -> Option<BioId> {
+        if self.throtl.is_some() && crate::rq_qos::throttle::blk_throtl_bio(self, id) {
+            return None;
+        }
+        self.submit_bio_noacct_nocheck(id, true)
     }
 
     /// `bio_split_to_limits`: split to the limits of the bio's queue.
@@ -818,6 +837,19 @@ pub struct Suspended {
 /// own bio is first given to the checks ([`BlockCore::check_root`]).
 pub fn submit_bio_from_thread<S: Stack>(stack: &mut S, id: BioId) -> Option<Suspended> {
     let id = stack.core().submit_bio_noacct(id)?;
+    start_submission_loop(stack, id)
+}
+
+/// `submit_bio_noacct_nocheck` from outside any loop (blk-throttle's
+/// dispatch work resubmitting a released bio): its 'Q', then the loop.
+pub fn submit_bio_nocheck_from_thread<S: Stack>(stack: &mut S, id: BioId) -> Option<Suspended> {
+    let id = stack.core().submit_bio_noacct_nocheck(id, false)?;
+    start_submission_loop(stack, id)
+}
+
+/// The submission loop that matches the bio's device, with a fresh
+/// `current->bio_list`.
+fn start_submission_loop<S: Stack>(stack: &mut S, id: BioId) -> Option<Suspended> {
     let core = stack.core();
     let driver = core.topo.dev(core.bio(id).dev).driver;
     *core.bio_list() = Some(BioLists::default());

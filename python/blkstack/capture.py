@@ -12,7 +12,10 @@ in tests):
   and ``offset`` (the data offset), else ``/proc/mdstat``;
 * dm devices: ``dm/name``, and their tables from ``dmsetup table`` output
   (a file, or the command itself on a live machine);
-* ``/proc/sys/kernel/osrelease``, for the closest kernel profile.
+* ``/proc/sys/kernel/osrelease``, for the closest kernel profile;
+* cgroup v2 groups directly under ``/sys/fs/cgroup``: their ``io.max``,
+  ``io.weight`` and ``io.bfq.weight`` lines for the captured devices, as
+  ``[cgroups.NAME]`` tables (nested groups are left out and named).
 
 and writes a scenario ``blkstack run`` accepts: every disk with the
 driver's values as read and the current sysfs settings, the md and dm
@@ -181,6 +184,7 @@ class Stack:
         self.holders: Dict[str, List[str]] = {}
         self.notes: List[str] = []
         self.sysfs_queue: Dict[str, Dict[str, Any]] = {}  # scenario name -> queue values read
+        self.cgroups: Dict[str, Dict[str, List[str]]] = {}  # group -> control file -> lines
 
 
 def read_disk(r: Reader, st: Stack, name: str) -> None:
@@ -347,6 +351,46 @@ def read_stack(root: str, dmsetup: Optional[str] = None) -> Tuple[Stack, Reader]
     return st, r
 
 
+CGROUP_FILES = ("io.max", "io.weight", "io.bfq.weight")
+
+
+def read_cgroups(r: Reader, st: Stack) -> Dict[str, Dict[str, List[str]]]:
+    """cgroup v2 groups directly under /sys/fs/cgroup: each control file's
+    lines for captured whole devices, devices by scenario name; a weight
+    file only when it is not the default alone."""
+    whole = set(st.disks) | set(st.md) | {dm["name"] for dm in st.dm.values()}
+    out: Dict[str, Dict[str, List[str]]] = {}
+    for name in r.list("sys/fs/cgroup"):
+        base = ("sys/fs/cgroup", name)
+        if not os.path.isdir(r.path(*base)):
+            continue
+        files = {}
+        for f in CGROUP_FILES:
+            lines = _cgroup_lines(r.text(*base, f) or "", st, whole, f"{name}/{f}")
+            if lines and lines != ["default 100"]:
+                files[f] = lines
+        nested = [c for c in r.list(*base) if os.path.isdir(r.path(*base, c)) and r.text(*base, c, "io.max")]
+        if nested:
+            st.notes.append(f"cgroup {name}: nested groups left out ({', '.join(nested)})")
+        if files:
+            out[name] = files
+    return out
+
+
+def _cgroup_lines(text: str, st: Stack, whole: set, where: str) -> List[str]:
+    """A control file's lines, MAJ:MIN as the scenario's device name."""
+    lines = []
+    for line in text.splitlines():
+        first, _, rest = line.strip().partition(" ")
+        if first == "default" or ":" not in first:
+            lines.append(line.strip())
+        elif st.devno.get(first) in whole:
+            lines.append(f"{st.devno[first]} {rest.strip()}")
+        else:
+            st.notes.append(f"cgroup {where}: the line for {first} left out (not a captured device)")
+    return lines
+
+
 def _drop_unresolved(st: Stack) -> None:
     """Leave out md/dm devices whose members were left out, until none is."""
     known = set(st.disks) | {p for d in st.disks.values() for p in d["partitions"]}
@@ -419,6 +463,10 @@ def render(st: Stack, root: str, profile: str, why: str, extra_queue: Dict[str, 
         key = toml_key(dm["name"])
         out += [f"[dm.{key}]", 'table = """', dm["resolved"].rstrip("\n"), '"""', ""]
         out += _queue_writes(f"dm.{key}", extra_queue.get(dm["name"]))
+    for name, files in st.cgroups.items():
+        out.append(f"[cgroups.{toml_key(name)}]")
+        out += [f"{json.dumps(f)} = {toml_value(lines)}" for f, lines in files.items()]
+        out.append("")
     top = top_device(st)
     if top:
         name, size = top
@@ -455,6 +503,7 @@ def capture(root: str = "/", dmsetup: Optional[str] = None,
     list what still differs."""
     st, r = read_stack(root, dmsetup)
     _drop_unresolved(st)
+    st.cgroups = read_cgroups(r, st)
     if not st.disks:
         raise CaptureError(f"{r.path('sys/block')}: no disk blkstack can model ({'; '.join(st.notes) or 'none'})")
     info = json.loads(_core.profiles())

@@ -1,3 +1,6 @@
+//! What holds bios or requests back on their way to a disk: blk-cgroup's
+//! throttling of bios ([`throttle`], io.max) and the rq-qos chain.
+//!
 //! The rq-qos chain (block/blk-rq-qos.c, blk-rq-qos.h): policies a request
 //! queue runs at fixed points of a request's life — `rq_qos_throttle` before
 //! a request is allocated for a bio (the submitter may sleep there),
@@ -15,6 +18,7 @@
 //! `rq_qos_wait`'s queueing rule.
 
 pub mod stat;
+pub mod throttle;
 pub mod wbt;
 
 use std::collections::VecDeque;

@@ -33,6 +33,9 @@ pub struct JobSpec {
     pub batch: u32,
     /// fio's `iodepth_batch_complete_min`.
     pub complete_min: u32,
+    /// The cgroup the task runs in: 1 + its index in the scenario's
+    /// `[cgroups]`, 0 for the root group.
+    pub cgroup: u16,
     pub make: MakeSource,
 }
 
@@ -51,6 +54,7 @@ pub fn add_jobs(engine: &mut Engine, jobs: &[JobSpec], beh: &Behaviour) {
         let source = (s.make)(&engine.core.topo, beh, &mut shared);
         let j = engine.add_job(s.pid, &s.comm, source, s.iodepth, s.batch);
         engine.jobs[j].complete_min = s.complete_min.max(1);
+        engine.set_job_cgroup(j, s.cgroup);
     }
     engine.caches = shared;
 }

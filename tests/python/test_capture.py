@@ -11,7 +11,10 @@ The trees in tests/data/sysfs-*/ hold what such machines show:
   members' smallest (128, 33), discard_max_bytes the members' own
   (2199023255040: raid10 passes whole ranges since 5.13).
 * sysfs-sata-partitions: Debian 6.1, a SATA SSD with 4 KiB physical blocks
-  and two partitions, plus a CD drive and an empty loop device.
+  and two partitions, plus a CD drive and an empty loop device; cgroup v2
+  groups: `limited` with io.max lines for sda (8:0) and loop0 (7:0),
+  io.weight 50 and the default io.bfq.weight, `system.slice` with no
+  limits of its own and a nested `docker.service` with some.
 * sysfs-dm-linear: no osrelease, a dm-linear volume (vg-data, 1 GiB at
   sector 2048) over a QEMU SCSI disk; dm-0's limits are the disk's
   (dm stacks them: max_sectors_kb 1280 = min(2560 sectors), ...).
@@ -116,8 +119,16 @@ def test_partitioned_sata_disk(tmp_path):
     assert s["devices"]["sda2"]["size_bytes"] == 999162880 * 512
     # The CD drive and the empty loop device are named, not captured.
     assert "# Note: sr0: left out" in text and "# Note: loop0: left out" in text
-    assert sorted(err.splitlines()) == ["blkstack: warning: loop0: left out (a kind blkstack does not model)",
-                                        "blkstack: warning: sr0: left out (a kind blkstack does not model)"]
+    # io.max as the kernel prints it, 8:0 as sda; loop0's line, the default
+    # bfq weight and the nested group are left out (and named).
+    assert ('[cgroups.limited]\n"io.max" = ["sda rbps=10485760 wbps=max riops=max wiops=1000"]\n'
+            '"io.weight" = ["default 50"]\n') in text
+    assert "system.slice]" not in text and "docker" not in text.split("[cgroups.")[-1]
+    assert sorted(err.splitlines()) == [
+        "blkstack: warning: cgroup limited/io.max: the line for 7:0 left out (not a captured device)",
+        "blkstack: warning: cgroup system.slice: nested groups left out (docker.service)",
+        "blkstack: warning: loop0: left out (a kind blkstack does not model)",
+        "blkstack: warning: sr0: left out (a kind blkstack does not model)"]
 
 
 def test_dm_linear_over_a_disk(tmp_path):
