@@ -27,8 +27,8 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 from blkstack import _core
 from blkstack.diff import DiffReport, Trace, diff_traces, read_sysfs_snapshot
 from blkstack.validate.debian import KERNEL_META, DebianError
-from blkstack.validate.guest import GuestError, boot, build_guest, find_qemu
-from blkstack.validate.plan import Plan, PlanError, build_plan, make_image, read_devices
+from blkstack.validate.guest import GuestError, boot, build_guest, build_tools, find_qemu
+from blkstack.validate.plan import Plan, PlanError, build_plan, fio_version_sets, load_toml, make_image, read_devices
 
 __all__ = ["KERNELS", "ValidationError", "Validation", "Expectation", "default_cache", "read_expectations", "validate"]
 
@@ -158,6 +158,20 @@ def scenario_kernel(path: str, kernel: Optional[str]) -> str:
     return str(resolved.get("profile"))
 
 
+def _add_tools(plan: Plan, scenario: str, cache: str, progress: Progress, rebuild: bool) -> None:
+    """Give a plan that runs fio the tools share, and the model the guest
+    fio's ``fio_version``."""
+    if not plan.tools:
+        return
+    try:
+        tools = build_tools(cache, progress, rebuild=rebuild)
+    except (DebianError, GuestError) as exc:
+        raise ValidationError(str(exc))
+    plan.qemu_args += tools.share_args()
+    workload = load_toml(scenario).get("workload") or {}
+    plan.sim_sets += fio_version_sets(workload, tools.fio_version, plan.warnings)
+
+
 def validate(scenario: str, kernel: Optional[str] = None, cache: Optional[str] = None,
              out_dir: Optional[str] = None, timeout: float = 900.0, progress: Progress = _stderr,
              events: Sequence[str] = ("D",), rebuild: bool = False, keep_images: bool = False,
@@ -192,12 +206,13 @@ def validate(scenario: str, kernel: Optional[str] = None, cache: Optional[str] =
             plan = build_plan(scenario, kernel, work, resolved)
         except PlanError as exc:
             raise ValidationError(f"{scenario}: {exc}")
+        _add_tools(plan, scenario, cache, progress, rebuild)
         for d in plan.disks:
             make_image(d)
         plan.save(out_dir)
         progress(f"booting {guest.package} with {len(plan.disks)} disk(s) (qemu TCG) for {stem}")
         try:
-            boot_s = boot(guest, out_dir, plan.qemu_args, timeout, progress)
+            boot_s = boot(guest, out_dir, plan.qemu_args, timeout, progress, cpus=plan.cpus)
         except GuestError as exc:
             raise ValidationError(str(exc))
     finally:
@@ -221,7 +236,7 @@ def validate(scenario: str, kernel: Optional[str] = None, cache: Optional[str] =
 
     progress(f"simulating {stem} with profile {kernel}")
     sim_trace = os.path.join(out_dir, "sim-trace.txt")
-    summary = json.loads(_core.run(scenario, kernel, [], sim_trace, None, None, False))
+    summary = json.loads(_core.run(scenario, kernel, list(plan.sim_sets), sim_trace, None, None, False))
     with open(os.path.join(out_dir, "sim-summary.json"), "w") as fh:
         json.dump(summary, fh, indent=2)
 

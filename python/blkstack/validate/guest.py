@@ -28,13 +28,13 @@ from typing import Callable, Dict, List, Optional, Sequence, Tuple
 from blkstack.validate.debian import Apt, DebianError, kernel_release
 
 # Bump when the guest's layout or /init changes: old cached guests are rebuilt.
-GUEST_FORMAT = 4
+GUEST_FORMAT = 5
 
 # Modules the guest may load, by name; each is loaded with its dependencies.
 MODULES = [
     "virtio_pci", "virtio_blk", "scsi_mod", "sd_mod", "virtio_scsi", "libata", "libahci", "ahci",
     "nvme_core", "nvme", "dm_mod", "md_mod", "raid0", "raid1", "raid10", "raid456",
-    "9pnet", "9pnet_virtio", "netfs", "9p",
+    "9pnet", "9pnet_virtio", "netfs", "9p", "kyber_iosched", "bfq",
 ]
 # Module names of the crypto aliases that softdeps name.
 SOFTDEP_ALIASES = {"crc32c": "crc32c_generic", "crc32": "crc32_generic"}
@@ -42,6 +42,7 @@ SOFTDEP_ALIASES = {"crc32c": "crc32c_generic", "crc32": "crc32_generic"}
 BOOT_MODULES = ["virtio_pci", "9pnet_virtio", "9p"]
 
 PACKAGES = ["busybox-static", "mdadm", "dmsetup"]
+LIBDIRS = ("lib/x86_64-linux-gnu", "usr/lib/x86_64-linux-gnu")
 # Files taken from the packages: (path in the unpacked tree, path in the guest).
 BINARIES = [
     ("bin/busybox", "bin/busybox"),
@@ -250,6 +251,28 @@ def _elf_needed(data: bytes) -> List[str]:
     return out
 
 
+def _copy_libraries(needed: List[str], libdirs: Sequence[str], put: Callable[[str, bytes], None]) -> None:
+    """Hand *put* each shared library *needed* names, and the ones those
+    need, from the first of *libdirs* holding it."""
+    seen = set()
+    needed = list(needed)
+    while needed:
+        name = needed.pop()
+        if name in seen:
+            continue
+        seen.add(name)
+        for d in libdirs:
+            p = os.path.join(d, name)
+            if os.path.exists(p):
+                with open(os.path.realpath(p), "rb") as fh:
+                    data = fh.read()
+                put(name, data)
+                needed += _elf_needed(data)
+                break
+        else:
+            raise GuestError(f"shared library {name} is in none of the downloaded packages")
+
+
 def guest_dir(cache: str, kernel: str) -> str:
     return os.path.join(cache, "guests", kernel)
 
@@ -332,23 +355,8 @@ def build_guest(cache: str, kernel: str, progress: Progress, rebuild: bool = Fal
     _compile_blkio(blkio)
     with open(blkio, "rb") as fh:
         cpio.file("bin/blkio", fh.read(), 0o755)
-    libdirs = [os.path.join(utree, d) for d in ("lib/x86_64-linux-gnu", "usr/lib/x86_64-linux-gnu")]
-    seen = set()
-    while needed:
-        name = needed.pop()
-        if name in seen:
-            continue
-        seen.add(name)
-        for d in libdirs:
-            p = os.path.join(d, name)
-            if os.path.exists(p):
-                with open(os.path.realpath(p), "rb") as fh:
-                    data = fh.read()
-                cpio.file(f"lib/x86_64-linux-gnu/{name}", data, 0o755)
-                needed += _elf_needed(data)
-                break
-        else:
-            raise GuestError(f"shared library {name} is in none of the downloaded packages")
+    libdirs = [os.path.join(utree, d) for d in LIBDIRS]
+    _copy_libraries(needed, libdirs, lambda name, data: cpio.file(f"lib/x86_64-linux-gnu/{name}", data, 0o755))
     ld = os.path.join(utree, "lib/x86_64-linux-gnu/ld-linux-x86-64.so.2")
     with open(os.path.realpath(ld), "rb") as fh:
         cpio.file("lib64/ld-linux-x86-64.so.2", fh.read(), 0o755)
@@ -385,6 +393,103 @@ def build_guest(cache: str, kernel: str, progress: Progress, rebuild: bool = Fal
 
 
 # ---------------------------------------------------------------------------
+# Tools the guest reads from a second, read-only share (``tools``): fio and
+# its libraries. They stay out of the initramfs, so a guest that runs no fio
+# job boots as fast as before, and one tree serves every kernel.
+
+# zlib1g: a library whose package name does not start with "lib" (Apt.closure follows only those).
+TOOL_PACKAGES = ["fio", "zlib1g"]
+TOOLS_FORMAT = 1
+# How the job runs fio from the share (its own loader and libraries).
+GUEST_FIO = "/tools/lib/ld-linux-x86-64.so.2 --library-path /tools/lib /tools/bin/fio"
+
+
+class Tools:
+    """The built tools tree: ``bin/fio``, ``lib/`` and fio's version."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        with open(os.path.join(path, "fio-version")) as fh:
+            self.package_version = fh.read().strip()
+
+    @property
+    def fio_version(self) -> str:
+        """fio's release as ``fio_version`` takes it: ``3.33`` of Debian's ``3.33-3``."""
+        return fio_release(self.package_version)
+
+    def share_args(self) -> List[str]:
+        return ["-virtfs", f"local,path={self.path},mount_tag=tools,security_model=none,readonly=on,id=tools"]
+
+
+def fio_release(package_version: str) -> str:
+    """``3.33`` of a Debian version such as ``3.33-3`` or ``1:3.35-1``."""
+    v = package_version.split(":", 1)[-1]
+    parts = v.split("-")[0].split(".")
+    return ".".join(parts[:2])
+
+
+def build_tools(cache: str, progress: Progress, rebuild: bool = False) -> Tools:
+    """Build (or reuse) the tools tree in ``CACHE/tools``."""
+    apt = Apt(os.path.join(cache, "apt"), progress)
+    apt.update()
+    resolved_path = os.path.join(cache, "apt", "resolved-tools.json")
+    lists_id = f"{os.path.getmtime(apt.lists_stamp)}:{TOOLS_FORMAT}"
+    try:
+        with open(resolved_path) as fh:
+            resolved = json.load(fh)
+        if resolved.get("lists") != lists_id:
+            resolved = None
+    except (OSError, ValueError):
+        resolved = None
+    if resolved is None:
+        libs = apt.closure(TOOL_PACKAGES + ["libc6"])
+        resolved = {"lists": lists_id, "libs": libs,
+                    "versions": [f"{p}={apt.show(p).get('Version')}" for p in libs]}
+        with open(resolved_path, "w") as fh:
+            json.dump(resolved, fh)
+    libs, versions = resolved["libs"], resolved["versions"]
+    key = hashlib.sha256(("\n".join(versions) + f"\n{TOOLS_FORMAT}\n").encode()).hexdigest()[:16]
+    out = os.path.join(cache, "tools")
+    stamp = os.path.join(out, "key")
+    if not rebuild and os.path.exists(stamp) and open(stamp).read().strip() == key:
+        return Tools(out)
+    fio_version = next(v.split("=", 1)[1] for v in versions if v.startswith("fio="))
+    progress(f"building the guest's tools (fio {fio_version})")
+    utree = os.path.join(cache, "unpacked", "tools-" + key)
+    for p in libs:
+        apt.unpack(p, utree)
+    tmp = f"{out}.tmp{os.getpid()}"
+    shutil.rmtree(tmp, ignore_errors=True)
+    os.makedirs(os.path.join(tmp, "bin"))
+    os.makedirs(os.path.join(tmp, "lib"))
+
+    def put(rel: str, data: bytes) -> None:
+        with open(os.path.join(tmp, rel), "wb") as fh:
+            fh.write(data)
+        os.chmod(os.path.join(tmp, rel), 0o755)
+
+    with open(os.path.join(utree, "usr/bin/fio"), "rb") as fh:
+        fio = fh.read()
+    put("bin/fio", fio)
+    # Some libraries live in private directories their users' RUNPATH names
+    # (librados2's ceph/): search every library directory of the tree.
+    libdirs = [os.path.join(utree, d) for d in LIBDIRS]
+    for top in list(libdirs):
+        libdirs += sorted(root for root, _dirs, _files in os.walk(top) if root != top)
+    _copy_libraries(_elf_needed(fio), libdirs, lambda n, d: put(f"lib/{n}", d))
+    with open(os.path.realpath(os.path.join(utree, "lib/x86_64-linux-gnu/ld-linux-x86-64.so.2")), "rb") as fh:
+        put("lib/ld-linux-x86-64.so.2", fh.read())
+    with open(os.path.join(tmp, "fio-version"), "w") as fh:
+        fh.write(fio_version + "\n")
+    with open(os.path.join(tmp, "key"), "w") as fh:
+        fh.write(key + "\n")
+    shutil.rmtree(out, ignore_errors=True)
+    os.replace(tmp, out)
+    shutil.rmtree(utree, ignore_errors=True)
+    return Tools(out)
+
+
+# ---------------------------------------------------------------------------
 # Running
 
 
@@ -407,13 +512,13 @@ def _die_with_parent() -> None:
 
 
 def boot(guest: Guest, share: str, drives: Sequence[str], timeout: float, progress: Progress,
-         memory_mb: int = 1024, append: str = "") -> float:
+         memory_mb: int = 1024, append: str = "", cpus: int = 1) -> float:
     """Boot the guest with the 9p share and qemu device arguments *drives*;
     wait for it to power off. Returns the wall time in seconds."""
     qemu = find_qemu()
     cmdline = (f"console=ttyS0 rdinit=/init panic=-1 loglevel=4 hugepages=64 "
                f"mitigations=off nokaslr tsc=reliable {append}").strip()
-    args = [qemu, "-accel", "tcg", "-cpu", "max", "-smp", "1", "-m", str(memory_mb),
+    args = [qemu, "-accel", "tcg", "-cpu", "max", "-smp", str(cpus), "-m", str(memory_mb),
             "-nodefaults", "-display", "none", "-no-reboot", "-serial", f"file:{os.path.join(share, 'console.log')}",
             "-kernel", guest.kernel, "-initrd", guest.initrd, "-append", cmdline,
             "-virtfs", f"local,path={share},mount_tag=out,security_model=none,id=out"]

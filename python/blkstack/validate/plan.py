@@ -29,6 +29,10 @@ same for users):
   iodepth 1, Linux AIO (io_submit, ``batch`` iocbs per call) above it;
   discard, secure_erase and write_zeroes are the BLKDISCARD,
   BLKSECDISCARD and BLKZEROOUT ioctls, flush is fsync(2).
+* ``fio``: Debian's fio (from the ``tools`` share) with the scenario's job
+  file, its devices replaced by the guest's.
+* ``cpus``: qemu ``-smp``; ``[cgroups.NAME]``: cgroup v2 groups, their
+  files written, the workload (or each fio job) run inside its group.
 """
 
 from __future__ import annotations
@@ -57,7 +61,7 @@ TRACE_EVENTS = (
 SYSFS_WRITES = ("scheduler", "nr_requests", "max_sectors_kb", "discard_max_bytes", "nomerges", "rotational", "write_cache")
 STACK_SYSFS_WRITES = ("max_sectors_kb", "discard_max_bytes")
 
-GUEST_KINDS = ("virtio", "scsi", "nvme", "sata", "ssd")
+GUEST_KINDS = ("virtio", "scsi", "nvme", "sata", "ssd", "virtio-scsi", "virtio_scsi")
 
 
 class PlanError(Exception):
@@ -124,6 +128,14 @@ class Plan:
     warnings: List[str]
     # Every scenario device name: disks, partitions, md, dm.
     devices: List[str]
+    # Further files the job reads from the share (job.fio, ...), by name.
+    files: Dict[str, str] = field(default_factory=dict)
+    # Whether the job runs tools from the tools share (fio).
+    tools: bool = False
+    # --set overrides the model runs with (the guest fio's fio_version).
+    sim_sets: List[str] = field(default_factory=list)
+    # Guest CPUs (qemu -smp): the scenario's cpus.
+    cpus: int = 1
 
     def save(self, share: str) -> None:
         with open(os.path.join(share, "job.sh"), "w") as fh:
@@ -131,6 +143,9 @@ class Plan:
         if self.bios_file is not None:
             with open(os.path.join(share, "bios.txt"), "w") as fh:
                 fh.write(self.bios_file)
+        for name, text in self.files.items():
+            with open(os.path.join(share, name), "w") as fh:
+                fh.write(text)
 
 
 def load_toml(path: str) -> Dict[str, Any]:
@@ -208,7 +223,7 @@ def make_image(disk: Disk) -> None:
 # Disks and qemu
 
 
-def _qemu_disk(d: Disk, index: int, warnings: List[str], controllers: Dict[str, bool]) -> List[str]:
+def _qemu_disk(d: Disk, index: int, warnings: List[str], controllers: Dict[str, Any]) -> List[str]:
     drive = f"file={d.image},format=raw,if=none,id=d{index},cache=unsafe,discard=unmap,aio=threads"
     args = ["-drive", drive]
     p = d.props
@@ -240,12 +255,13 @@ def _qemu_disk(d: Disk, index: int, warnings: List[str], controllers: Dict[str, 
                                 "from 4 to 1024: qemu's default 256 is used")
             else:
                 dev.append(f"queue-size={qsize}")
-        if "nr_hw_queues" in p:
-            n = int(p.pop("nr_hw_queues"))
-            if n != 1:
-                warnings.append(f"{d.name}: nr_hw_queues {n}: the guest has one CPU, so virtio-blk uses one queue")
+        dev += _num_queues(d, p, int(controllers.get("cpus", 1)), "num-queues", warnings)
         args += ["-device", ",".join(dev)]
+    elif d.kind == "virtio-scsi":
+        args += _virtio_scsi_disk(d, index, common, int(controllers.get("cpus", 1)), warnings)
     elif d.kind == "scsi":
+        warnings.append(f"{d.name}: the guest's scsi disk is QEMU's scsi-hd behind virtio-scsi, whose limits "
+                        "(segments, FUA, discard, queue depth) are kind = \"virtio-scsi\"'s, not the generic scsi preset's")
         if not controllers.get("scsi"):
             args += ["-device", "virtio-scsi-pci,id=scsi0,addr=0x8"]
             controllers["scsi"] = True
@@ -274,6 +290,45 @@ def _qemu_disk(d: Disk, index: int, warnings: List[str], controllers: Dict[str, 
         warnings.append(f"{d.name}: driver value {key} = {p[key]} cannot be set on qemu's {d.kind} device: "
                         "the guest keeps its own (see the limits below)")
     return args
+
+
+def _num_queues(d: Disk, p: Dict[str, Any], cpus: int, prop: str, warnings: List[str]) -> List[str]:
+    """A virtio device's queue count: the driver asks for one per CPU and
+    gets min(queues, CPUs) (virtblk's init_vq, virtscsi_probe); QEMU offers
+    one per vCPU unless told."""
+    if "nr_hw_queues" not in p:
+        return []
+    n = int(p.pop("nr_hw_queues"))
+    if n > cpus:
+        warnings.append(f"{d.name}: nr_hw_queues {n}: the guest has {cpus} CPU(s) and the driver uses at most one "
+                        "queue per CPU")
+    return [f"{prop}={n}"]
+
+
+def _virtio_scsi_disk(d: Disk, index: int, common: List[str], cpus: int, warnings: List[str]) -> List[str]:
+    """``virtio-scsi``: a scsi-hd on a virtio-scsi-pci controller of its
+    own, so that the disk's driver values become the controller's
+    properties: ``max_segments`` is the virtqueue size - 2 (seg_max),
+    ``max_hw_sectors_kb`` its ``max_sectors``, ``queue_depth`` its
+    ``cmd_per_lun``."""
+    p = d.props
+    ctrl = [f"virtio-scsi-pci,id=vscsi{index},addr={0x10 + index:#x}"]
+    if "max_segments" in p:
+        q = int(p.pop("max_segments")) + 2
+        if q & (q - 1) or not 4 <= q <= 1024:
+            warnings.append(f"{d.name}: max_segments {q - 2}: the virtqueue size (max_segments + 2) must be a power "
+                            "of two from 4 to 1024: qemu's default 256 is used")
+        else:
+            ctrl.append(f"virtqueue_size={q}")
+    if "max_hw_sectors_kb" in p:
+        ctrl.append(f"max_sectors={min(int(p.pop('max_hw_sectors_kb')) * 2, 0xFFFF)}")
+    if "queue_depth" in p:
+        ctrl.append(f"cmd_per_lun={int(p.pop('queue_depth'))}")
+    ctrl += _num_queues(d, p, cpus, "num_queues", warnings)
+    dev = [f"scsi-hd,drive=d{index},bus=vscsi{index}.0,channel=0,scsi-id=0,lun=0,serial={d.serial}"] + common
+    if "discard_max_hw_bytes" in p:
+        dev.append(f"max_unmap_size={int(p.pop('discard_max_hw_bytes'))}")
+    return ["-device", ",".join(ctrl), "-device", ",".join(dev)]
 
 
 # ---------------------------------------------------------------------------
@@ -339,12 +394,13 @@ def build_plan(path: str, kernel: str, workdir: str, resolved: Dict[str, Any]) -
         kind = str(spec.get("kind", "")).lower()
         if kind not in GUEST_KINDS:
             raise PlanError(f"disks.{name}.kind: '{kind}' cannot be reproduced in the qemu guest "
-                            "(validate supports virtio, scsi, nvme and sata disks)")
+                            "(validate supports virtio, virtio-scsi, scsi, nvme and sata disks)")
         rd = res_devs.get(name) or {}
         size = int(rd.get("size_bytes") or parse_size(spec.get("size", 0)))
         q = dict(spec.get("queue") or {})
         lbs = int((rd.get("limits") or {}).get("logical_block_size", q.get("logical_block_size", 512)))
-        d = Disk(name, "sata" if kind == "ssd" else kind, size, f"BLKSTACK{i:02d}Z", os.path.join(workdir, f"{name}.img"), lbs)
+        kind = {"ssd": "sata", "virtio_scsi": "virtio-scsi"}.get(kind, kind)
+        d = Disk(name, kind, size, f"BLKSTACK{i:02d}Z", os.path.join(workdir, f"{name}.img"), lbs)
         for key in SYSFS_WRITES:
             if key in q:
                 d.writes[key] = q.pop(key)
@@ -365,7 +421,7 @@ def build_plan(path: str, kernel: str, workdir: str, resolved: Dict[str, Any]) -
         names.insert(len(names) - len(d.partitions), name)
 
     qemu: List[str] = []
-    controllers: Dict[str, bool] = {}
+    controllers: Dict[str, Any] = {"cpus": scenario_cpus(doc)}
     for i, d in enumerate(disks):
         qemu += _qemu_disk(d, i, warnings, controllers)
 
@@ -373,7 +429,7 @@ def build_plan(path: str, kernel: str, workdir: str, resolved: Dict[str, Any]) -
     mods = []
     if "virtio" in kinds:
         mods.append("virtio_blk")
-    if "scsi" in kinds:
+    if kinds & {"scsi", "virtio-scsi"}:
         mods += ["sd_mod", "virtio_scsi"]
     if "sata" in kinds:
         mods += ["sd_mod", "ahci"]
@@ -394,6 +450,7 @@ def build_plan(path: str, kernel: str, workdir: str, resolved: Dict[str, Any]) -
 
     job = [JOB_HEAD]
     job.append(f"for m in {' '.join(mods)}; do load $m; done")
+    job += scheduler_module_job(disks)
     for d in disks:
         job.append(f"n=$(wait_disk {d.serial}) || fail 'disk {d.name} (serial {d.serial}) did not appear'")
         job.append(f"record {shlex.quote(d.name)} $n")
@@ -417,6 +474,7 @@ def build_plan(path: str, kernel: str, workdir: str, resolved: Dict[str, Any]) -
             job += _dm_job(name, dm[name], names)
         names.append(name)
 
+    cgroups_at = len(job)
     # The first open of a new md or dm device reads its partition table
     # (bdev_disk_changed): open each one now, not inside the trace.
     job.append("for d in /dev/blkstack/*; do : < $d; done")
@@ -427,7 +485,17 @@ def build_plan(path: str, kernel: str, workdir: str, resolved: Dict[str, Any]) -
     job.append(f"for e in {' '.join(TRACE_EVENTS)}; do echo 1 > $T/events/block/$e/enable || fail \"cannot enable $e\"; done")
     job.append("sync; echo 3 > /proc/sys/vm/drop_caches")
     job.append("echo 1 > $T/tracing_on")
-    wl, bios_file = _workload_job(doc.get("workload") or {}, names, warnings, resolved)
+    workload = doc.get("workload") or {}
+    files: Dict[str, str] = {}
+    if workload.get("type") == "fio":
+        top = stack_order[-1][1] if stack_order else (names[0] if len(disks) == 1 and not disks[0].partitions else None)
+        wl, files, used = fio_workload(workload, path, names, top, warnings)
+        bios_file = None
+    else:
+        wl, bios_file = _workload_job(workload, names, warnings, resolved)
+        wl = in_cgroup(wl, workload.get("cgroup"))
+        used = [str(workload["cgroup"])] if workload.get("cgroup") else []
+    job[cgroups_at:cgroups_at] = cgroup_job(doc, names, resolved, used)
     job += wl
     job.append("rc=$?")
     job.append("echo 0 > $T/tracing_on")
@@ -436,7 +504,16 @@ def build_plan(path: str, kernel: str, workdir: str, resolved: Dict[str, Any]) -
     job.append("cat /proc/diskstats > /out/diskstats.txt")
     job.append("[ $rc -eq 0 ] || fail \"the workload failed (status $rc)\"")
     job.append("echo blkstack-job: ok")
-    return Plan(path, kernel, disks, qemu, "\n".join(job) + "\n", bios_file, warnings, names)
+    return Plan(path, kernel, disks, qemu, "\n".join(job) + "\n", bios_file, warnings, names, files,
+                tools=workload.get("type") == "fio", cpus=scenario_cpus(doc))
+
+
+def scenario_cpus(doc: Dict[str, Any]) -> int:
+    """The guest's CPU count: the scenario's top-level ``cpus`` (1 without it)."""
+    cpus = doc.get("cpus", 1)
+    if isinstance(cpus, bool) or not isinstance(cpus, int) or not 1 <= cpus <= 64:
+        raise PlanError(f"cpus: {cpus!r}: the guest takes 1 to 64 CPUs")
+    return cpus
 
 
 def _stack_order(md: Dict[str, Any], dm: Dict[str, Any]) -> List[Tuple[str, str]]:
@@ -562,12 +639,7 @@ def _workload_job(w: Dict[str, Any], names: Sequence[str], warnings: List[str],
         for key in ("iflag", "oflag"):
             if key in w:
                 args.append(f"{key}={w[key]}")
-        if int(w.get("buffer_offset", 0) or 0):
-            warnings.append("workload.buffer_offset: the guest's buffer starts on a page boundary")
-        if float(w.get("buffer_fragmentation", 0) or 0):
-            warnings.append("workload.buffer_fragmentation: the guest's buffer is a huge page, not fragmented")
-        if w.get("buffer_segments"):
-            warnings.append("workload.buffer_segments: the guest's buffer is a huge page, one piece")
+        _buffer_warnings(w, warnings)
         return [" ".join(shlex.quote(a) for a in args)], None
     if ty == "bios":
         depth = int(w.get("iodepth", 0) or 0)
@@ -644,3 +716,325 @@ def read_devices(share: str) -> Dict[str, Tuple[str, str]]:
 
 def dump(obj: Any) -> str:
     return json.dumps(obj, indent=2, sort_keys=True)
+
+
+# ---------------------------------------------------------------------------
+# fio workloads: Debian's fio in the guest runs the scenario's own jobs
+
+
+CGROUP_ROOT = "/sys/fs/cgroup"
+# What the guest cannot give a fio job the way the model does.
+_FIO_TIMING_OPTIONS = ("runtime", "time_based", "ramp_time")
+
+
+@dataclass
+class FioJobs:
+    """The scenario's fio jobs as the guest runs them: the job file's text
+    with device names and cgroups translated, and what it warns about."""
+
+    text: str
+    # Job section name -> the cgroup its process joins (cgroup v2).
+    cgroups: Dict[str, str] = field(default_factory=dict)
+
+
+def fio_job_source(w: Dict[str, Any], scenario: str) -> str:
+    """The fio jobs of a ``type = "fio"`` workload as one job file: ``job``,
+    ``jobfile`` (relative to the scenario) or ``args`` (fio's options: those
+    before the first ``--name`` are global, each ``--name`` starts a job)."""
+    base = os.path.dirname(os.path.abspath(scenario))
+    if w.get("job") is not None:
+        return _inline_includes(str(w["job"]), base, "workload.job")
+    if w.get("jobfile") is not None:
+        path = os.path.join(base, str(w["jobfile"]))
+        return _inline_includes(_read_text(path, "workload.jobfile"), os.path.dirname(path), path)
+    lines = ["[global]"]
+    for i, a in enumerate(w.get("args") or []):
+        a = str(a)
+        if not a.startswith("--"):
+            path = os.path.join(base, a)
+            lines.append(_inline_includes(_read_text(path, f"workload.args[{i}]"), os.path.dirname(path), path))
+            continue
+        key, eq, value = a[2:].partition("=")
+        lines.append(f"[{value}]" if key == "name" else f"{key}={value}" if eq else key)
+    return "\n".join(lines) + "\n"
+
+
+def _read_text(path: str, what: str) -> str:
+    try:
+        with open(path) as fh:
+            return fh.read()
+    except OSError as exc:
+        raise PlanError(f"{what}: {path}: {exc.strerror or exc}")
+
+
+def _inline_includes(text: str, base: str, what: str) -> str:
+    """The job file with each ``include FILE`` line replaced by the file
+    (the guest sees only the share)."""
+    out = []
+    for line in text.splitlines():
+        s = line.strip()
+        if s.startswith("include") and s[7:8] in (" ", "\t"):
+            path = os.path.join(base, s[8:].strip())
+            out.append(_inline_includes(_read_text(path, f"{what}: include"), os.path.dirname(path), path))
+        else:
+            out.append(line)
+    return "\n".join(out)
+
+
+def _fio_sections(text: str) -> List[Tuple[str, List[Tuple[str, str, str]]]]:
+    """(section name, [(key, value, line)]) in order; comment and blank
+    lines are dropped, options before any section belong to ``global``."""
+    sections: List[Tuple[str, List[Tuple[str, str, str]]]] = [("global", [])]
+    for raw in text.splitlines():
+        line = raw.strip()
+        if not line or line[0] in "#;":
+            continue
+        if line.startswith("[") and line.endswith("]"):
+            sections.append((line[1:-1].strip(), []))
+            continue
+        key, _eq, value = line.partition("=")
+        sections[-1][1].append((key.strip().lower(), value.strip(), line))
+    return sections if sections[0][1] else sections[1:]
+
+
+def guest_fio_jobs(text: str, names: Sequence[str], top: Optional[str], cgroup: Optional[str],
+                   warnings: List[str]) -> FioJobs:
+    """Translate a job file for the guest: ``filename`` scenario devices to
+    /dev/blkstack/NAME (the top of the stack for a job without one), fio's
+    ``cgroup`` option (cgroup v1) to the cgroup v2 group each job joins."""
+    out: List[str] = []
+    groups: Dict[str, str] = {}
+    global_group = cgroup
+    global_file = False
+    timing: List[str] = []
+    jobs = 0
+    for name, opts in _fio_sections(text):
+        is_global = name.lower() == "global"
+        out.append(f"[{name}]")
+        group = global_group
+        has_file = global_file
+        for key, value, line in opts:
+            if key == "filename":
+                # fio adds the files of every filename= it reads: one line per section.
+                has_file = True
+                out.append("filename=" + ":".join(_fio_device(v, names) for v in value.split(":")))
+            elif key == "cgroup":
+                group = value
+            elif key in ("cgroup_nodelete", "cgroup_weight"):
+                warnings.append(f"fio option {key}: cgroup v1 only; the guest's groups are the scenario's [cgroups]")
+            else:
+                if key in _FIO_TIMING_OPTIONS and key not in timing:
+                    timing.append(key)
+                if key == "numjobs" and value not in ("", "1"):
+                    jobs += 1
+                out.append(line)
+        if is_global:
+            global_group, global_file = group, has_file
+            continue
+        if not has_file and top:
+            out.append(f"filename={_dev_path(top)}")
+        jobs += 1
+        if group:
+            groups[name] = group
+    if timing:
+        warnings.append(f"fio {', '.join(timing)}: how many I/Os the guest's fio issues in that time depends on the "
+                        "guest's speed under TCG, so the traces can differ in length")
+    if jobs > 1:
+        warnings.append("several fio jobs run at once in the guest: their I/Os interleave by the guest's timing")
+    return FioJobs("\n".join(out) + "\n", groups)
+
+
+def _fio_device(value: str, names: Sequence[str]) -> str:
+    base = _strip_dev(value.strip())
+    if base not in names:
+        raise PlanError(f"workload: fio filename '{value}' is not a scenario device")
+    return _dev_path(base)
+
+
+def fio_randomness_warnings(text: str, warnings: List[str]) -> None:
+    """Seeds the guest's fio draws itself (``randrepeat=0`` without
+    ``randseed``: /dev/urandom) cannot be the model's."""
+    opts = {k for _n, o in _fio_sections(text) for k, v, _l in o if not (k == "randrepeat" and v in ("1", "true"))}
+    if "randrepeat" in opts and "randseed" not in opts:
+        warnings.append("fio randrepeat=0 without randseed: the guest's fio seeds from /dev/urandom, the model from "
+                        "the scenario's seed, so random offsets differ")
+
+
+def fio_version_sets(w: Dict[str, Any], guest_version: str, warnings: List[str]) -> List[str]:
+    """``--set`` overrides that give the model the guest fio's seed rules:
+    ``workload.fio_version`` when the scenario leaves it out, else a warning
+    when it names another release."""
+    mine = w.get("fio_version")
+    if mine is None:
+        return [f"workload.fio_version={guest_version}"]
+    if str(mine) != guest_version:
+        warnings.append(f"workload.fio_version = \"{mine}\", but the guest runs fio {guest_version}: random "
+                        "offsets follow different seed rules")
+    return []
+
+
+def _buffer_warnings(w: Dict[str, Any], warnings: List[str]) -> None:
+    """User-buffer layouts the guest cannot reproduce (dd and fio)."""
+    if int(w.get("buffer_offset", 0) or 0):
+        warnings.append("workload.buffer_offset: the guest's buffer starts on a page boundary")
+    if float(w.get("buffer_fragmentation", 0) or 0):
+        warnings.append("workload.buffer_fragmentation: the guest's buffer is a huge page, not fragmented")
+    if w.get("buffer_segments"):
+        warnings.append("workload.buffer_segments: the guest's buffer is a huge page, one piece")
+
+
+def fio_workload(w: Dict[str, Any], scenario: str, names: Sequence[str], top: Optional[str],
+                 warnings: List[str]) -> Tuple[List[str], Dict[str, str], List[str]]:
+    """The job lines that run a fio workload, the files they read
+    (``job.fio`` in the share) and the cgroups its jobs join."""
+    text = fio_job_source(w, scenario)
+    _buffer_warnings(w, warnings)
+    fio_randomness_warnings(text, warnings)
+    jobs = guest_fio_jobs(text, names, top, w.get("cgroup"), warnings)
+    job_text = jobs.text
+    if jobs.cgroups:
+        job_text = _fio_join_cgroups(job_text, jobs.cgroups)
+    lines = [f"{GUEST_FIO_CMD} --output=/out/fio.txt /out/job.fio"]
+    files = {"job.fio": job_text}
+    if jobs.cgroups:
+        files["cgjoin.sh"] = CGJOIN
+    return lines, files, sorted(set(jobs.cgroups.values()))
+
+
+# fio from the read-only tools share (guest.build_tools), with its own loader.
+# The loader runs as /bin/fio (a link), so that the task's comm is fio's.
+GUEST_FIO_CMD = ("mkdir -p /tools && { [ -e /tools/bin/fio ] || mount -t 9p -o trans=virtio,version=9p2000.L,"
+                 "msize=262144,ro tools /tools; } && ln -sf /tools/lib/ld-linux-x86-64.so.2 /bin/fio && "
+                 "fio --library-path /tools/lib /tools/bin/fio")
+
+
+def _fio_join_cgroups(text: str, groups: Dict[str, str]) -> str:
+    """Each job section in *groups* gets an ``exec_prerun`` that moves the
+    job's own process into its cgroup v2 group before its first I/O (fio
+    runs the command with system(3), so the shell's parent is the job): one
+    fio process keeps fio's thread numbers, and so its random seeds."""
+    out = []
+    for line in text.splitlines():
+        out.append(line)
+        s = line.strip()
+        if s.startswith("[") and s.endswith("]") and s[1:-1] in groups:
+            g = groups[s[1:-1]]
+            out.append(f"exec_prerun=sh /out/cgjoin.sh {g}")
+    return "\n".join(out) + "\n"
+
+
+# cgjoin.sh GROUP: move the nearest ancestor that is not a shell (fio's job
+# process; the shell system(3) starts may or may not fork again) into GROUP.
+CGJOIN = f"""p=$PPID
+while [ "$(cat /proc/$p/comm)" = sh ]; do p=$(cut -d' ' -f4 /proc/$p/stat); [ "$p" -gt 1 ] || exit 1; done
+echo $p > {CGROUP_ROOT}/$1/cgroup.procs
+"""
+
+
+
+# ---------------------------------------------------------------------------
+# cgroups: the scenario's [cgroups.NAME] tables in the guest's cgroup v2
+
+
+# cgexec GROUP CMD...: run CMD inside GROUP (its shell joins the group, then execs).
+CGROUP_HEAD = f"""CG={CGROUP_ROOT}
+mkdir -p $CG
+grep -q " $CG cgroup2 " /proc/mounts || mount -t cgroup2 none $CG || fail 'cannot mount cgroup2'
+cgexec() {{ g=$1; shift; sh -c 'echo $$ > "$0"/cgroup.procs && exec "$@"' "$CG/$g" "$@"; }}
+# devno NAME: the guest's MAJ:MIN of scenario device NAME
+devno() {{ cat /sys/class/block/$(basename $(readlink -f /dev/blkstack/$1))/dev; }}"""
+
+# Schedulers Debian builds as modules: loaded before a queue switches to one.
+SCHED_MODULES = {"kyber": "kyber_iosched", "bfq": "bfq"}
+
+
+def cgroup_tables(doc: Dict[str, Any]) -> Dict[str, Dict[str, Any]]:
+    """The scenario's ``[cgroups.NAME]`` tables, read tolerantly: a group
+    is a table of cgroup v2 file names and what is written to each (a
+    string, a number, or a list of lines written one by one)."""
+    groups = doc.get("cgroups") or {}
+    if not isinstance(groups, dict):
+        raise PlanError("cgroups: a table of [cgroups.NAME] tables")
+    out: Dict[str, Dict[str, Any]] = {}
+    for name, files in groups.items():
+        if not isinstance(files, dict):
+            raise PlanError(f"cgroups.{name}: a table of cgroup file names")
+        _check_cgroup_name(name, f"cgroups.{name}")
+        out[name] = files
+    return out
+
+
+def _check_cgroup_name(name: str, where: str) -> None:
+    if not re.fullmatch(r"[A-Za-z0-9_-][A-Za-z0-9_.-]*(/[A-Za-z0-9_-][A-Za-z0-9_.-]*)*", name):
+        raise PlanError(f"{where}: not a cgroup name the guest can create")
+
+
+def _cgroup_line(value: str, names: Sequence[str], devnos: Dict[str, str], where: str) -> str:
+    """One line for a cgroup file, its device (``vdb`` or the model's
+    ``MAJ:MIN``) turned into the guest's MAJ:MIN (a shell expansion)."""
+    words = value.split()
+    if len(words) < 2:
+        return shlex.quote(value)  # a plain value: "100", "max"
+    first = words[0]
+    rest = " ".join(words[1:])
+    name = _strip_dev(first)
+    if name not in names and re.fullmatch(r"\d+:\d+", first):
+        name = devnos.get(first, "")
+        if not name:
+            raise PlanError(f"{where}: device {first} is none of the scenario's devices")
+    elif name not in names:
+        if "=" in first or first == "default":
+            return shlex.quote(value)  # "default 100", or a line without a device
+        raise PlanError(f"{where}: '{first}' is not a scenario device")
+    return f"\"$(devno {name})\"" + (shlex.quote(" " + rest) if rest else "")
+
+
+def cgroup_job(doc: Dict[str, Any], names: Sequence[str], resolved: Optional[Dict[str, Any]] = None,
+               used: Sequence[str] = ()) -> List[str]:
+    """Job lines that mount cgroup2, enable the io controller down to each
+    group, create the groups (those of [cgroups] and those the workload
+    names, *used*) and write their files (in file order)."""
+    groups = cgroup_tables(doc)
+    for g in used:
+        _check_cgroup_name(g, f"workload: cgroup '{g}'")
+        groups.setdefault(g, {})
+    if not groups:
+        return []
+    devnos = {f"{d.get('major')}:{d.get('minor')}": n for n, d in ((resolved or {}).get("devices") or {}).items()
+              if d.get("major") is not None}
+    lines = [CGROUP_HEAD]
+    parents = set()
+    for name in groups:
+        parts = name.split("/")
+        for i in range(len(parts)):
+            parents.add("/".join(parts[:i]))
+    for p in sorted(parents, key=lambda x: x.count("/") + (1 if x else 0)):
+        d = f"$CG/{p}" if p else "$CG"
+        lines.append(f"mkdir -p {d}; echo +io > {d}/cgroup.subtree_control || fail 'cannot enable the io controller in {p or '/'}'")
+    for name, files in groups.items():
+        lines.append(f"mkdir -p $CG/{name}")
+        for fname, value in files.items():
+            if not re.fullmatch(r"[a-z][a-z0-9_.]*", fname):
+                raise PlanError(f"cgroups.{name}: '{fname}' is not a cgroup file name")
+            values = value if isinstance(value, list) else [value]
+            for v in values:
+                text = _cgroup_line(str(int(v) if isinstance(v, bool) else v), names, devnos, f"cgroups.{name}.{fname}")
+                lines.append(f"echo {text} > $CG/{name}/{fname} || fail \"writing {fname} of {name} failed\"")
+    return lines
+
+
+def scheduler_module_job(disks: Sequence[Disk]) -> List[str]:
+    """Load the scheduler modules the scenario's sysfs writes switch to."""
+    mods = []
+    for d in disks:
+        m = SCHED_MODULES.get(str(d.writes.get("scheduler", "")))
+        if m and m not in mods:
+            mods.append(m)
+    return [f"load {m}" for m in mods]
+
+
+def in_cgroup(lines: List[str], group: Optional[str]) -> List[str]:
+    """A workload's command lines run inside cgroup *group* (``cgroup = "NAME"``)."""
+    if not group:
+        return lines
+    return [f"cgexec {shlex.quote(str(group))} {line}" for line in lines]
