@@ -37,6 +37,10 @@ INT_KEYS = ("logical_block_size", "physical_block_size", "minimum_io_size", "opt
             "max_segments", "max_segment_size", "virt_boundary_mask", "dma_alignment", "chunk_sectors",
             "discard_granularity", "discard_max_hw_bytes", "max_discard_segments", "write_zeroes_max_bytes",
             "max_sectors_kb", "discard_max_bytes", "nr_requests", "nomerges")
+# bfq's iosched/ files, scenario queue keys when bfq is the scheduler
+# (slice_idle is read as slice_idle_us, which keeps microseconds).
+BFQ_IOSCHED_KEYS = ("slice_idle_us", "low_latency", "back_seek_max", "back_seek_penalty", "fifo_expire_sync",
+                    "fifo_expire_async", "timeout_sync", "max_budget", "strict_guarantees")
 # What md and dm devices accept (sysfs writes on the array).
 STACK_WRITES = ("max_sectors_kb", "discard_max_bytes")
 SKIPPED_PREFIXES = ("loop", "ram", "zram", "sr", "fd", "nbd", "mmcblk", "xvd", "rbd", "pmem", "ubi", "mtd")
@@ -138,6 +142,8 @@ def _queue(r: Reader, name: str) -> Dict[str, Any]:
     if sched:
         m = re.search(r"\[([^\]]+)\]", sched)
         q["scheduler"] = m.group(1) if m else sched.split()[0]
+    if q.get("scheduler") == "bfq":
+        q.update(_bfq_iosched(r, base))
     for key in ("rotational",):
         v = r.int(*base, key)
         if v is not None:
@@ -149,6 +155,20 @@ def _queue(r: Reader, name: str) -> Dict[str, Any]:
     if wc in ("write back", "write through"):
         q["write_cache"] = wc
     return q
+
+
+def _bfq_iosched(r: Reader, base: Tuple[str, ...]) -> Dict[str, Any]:
+    """bfq's tunables from queue/iosched/, as scenario queue keys."""
+    out: Dict[str, Any] = {}
+    for key in BFQ_IOSCHED_KEYS:
+        v = r.int(*base, "iosched", key)
+        if v is None:
+            continue
+        if key == "slice_idle_us" and v % 1000 == 0:
+            out["slice_idle"] = v // 1000
+        else:
+            out[key] = v
+    return out
 
 
 class Stack:

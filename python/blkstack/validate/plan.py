@@ -59,6 +59,9 @@ TRACE_EVENTS = (
 
 # Sysfs writes, in the order the guest applies them.
 SYSFS_WRITES = ("scheduler", "nr_requests", "max_sectors_kb", "discard_max_bytes", "nomerges", "rotational", "write_cache")
+# The scheduler's own files (queue/iosched/), written after the switch to it.
+IOSCHED_WRITES = ("slice_idle", "slice_idle_us", "low_latency", "back_seek_max", "back_seek_penalty", "fifo_expire_sync",
+                  "fifo_expire_async", "timeout_sync", "max_budget", "strict_guarantees")
 STACK_SYSFS_WRITES = ("max_sectors_kb", "discard_max_bytes")
 
 GUEST_KINDS = ("virtio", "scsi", "nvme", "sata", "ssd", "virtio-scsi", "virtio_scsi")
@@ -115,6 +118,7 @@ class Disk:
     partitions: List[Tuple[str, int, int, int]] = field(default_factory=list)  # (name, number, start, sectors)
     props: Dict[str, Any] = field(default_factory=dict)
     writes: Dict[str, Any] = field(default_factory=dict)
+    iosched: Dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass
@@ -404,6 +408,9 @@ def build_plan(path: str, kernel: str, workdir: str, resolved: Dict[str, Any]) -
         for key in SYSFS_WRITES:
             if key in q:
                 d.writes[key] = q.pop(key)
+        for key in IOSCHED_WRITES:
+            if key in q:
+                d.iosched[key] = q.pop(key)
         for key in ("zoned",):
             if q.get(key, "none") != "none":
                 raise PlanError(f"disks.{name}.queue.zoned: zoned disks cannot be reproduced in the guest")
@@ -464,6 +471,9 @@ def build_plan(path: str, kernel: str, workdir: str, resolved: Dict[str, Any]) -
                 if isinstance(v, bool):
                     v = int(v)
                 job.append(f"echo {shlex.quote(str(v))} > /sys/block/$n/queue/{key} || fail 'writing {v} to {d.name}/queue/{key} failed'")
+        for key, v in d.iosched.items():
+            v = int(v) if isinstance(v, bool) else v
+            job.append(f"echo {shlex.quote(str(v))} > /sys/block/$n/queue/iosched/{key} || fail 'writing {v} to {d.name}/queue/iosched/{key} failed'")
 
     # Stacked devices, in file order (md, then dm, as written).
     stack_order = _stack_order(md, dm)
