@@ -260,6 +260,13 @@ pub struct Bio {
     /// passed up (`bio_chain_endio`), as a negative errno; 0 for success.
     /// One byte, as `blk_status_t` is in the kernel.
     pub status: i8,
+    /// `bi_blkg`: the cgroup the bio is charged to (1 + its index in the
+    /// scenario's `[cgroups]`; 0 the root group). Clones and splits keep
+    /// it (`bio_clone_blkg_association`).
+    pub blkcg: u16,
+    /// blk-throttle's bio flags ([`crate::rq_qos::throttle`]):
+    /// `BIO_BPS_THROTTLED`, `BIO_TG_BPS_THROTTLED`.
+    pub throtl: u8,
 }
 
 /// Field by field, so that `clone_from` copies into an existing bio in
@@ -268,17 +275,18 @@ pub struct Bio {
 /// forwarding.
 impl Clone for Bio {
     fn clone(&self) -> Bio {
-        let Bio { dev, op, flags, iter, ref bvecs, traced, remapped, parent, remaining, in_request, bi_next, owner, cookie, acct_start, acct_sectors, status } = *self;
-        Bio { dev, op, flags, iter, bvecs: bvecs.clone(), traced, remapped, parent, remaining, in_request, bi_next, owner, cookie, acct_start, acct_sectors, status }
+        let Bio { dev, op, flags, iter, ref bvecs, traced, remapped, parent, remaining, in_request, bi_next, owner, cookie, acct_start, acct_sectors, status, blkcg, throtl } = *self;
+        Bio { dev, op, flags, iter, bvecs: bvecs.clone(), traced, remapped, parent, remaining, in_request, bi_next, owner, cookie, acct_start, acct_sectors, status, blkcg, throtl }
     }
 
     #[inline]
     fn clone_from(&mut self, src: &Bio) {
-        let Bio { dev, op, flags, iter, ref bvecs, traced, remapped, parent, remaining, in_request, bi_next, owner, cookie, acct_start, acct_sectors, status } = *src;
+        let Bio { dev, op, flags, iter, ref bvecs, traced, remapped, parent, remaining, in_request, bi_next, owner, cookie, acct_start, acct_sectors, status, blkcg, throtl } = *src;
         self.bvecs.clone_from(bvecs);
         (self.dev, self.op, self.flags, self.iter, self.traced, self.remapped) = (dev, op, flags, iter, traced, remapped);
         (self.parent, self.remaining, self.in_request, self.bi_next) = (parent, remaining, in_request, bi_next);
         (self.owner, self.cookie, self.acct_start, self.acct_sectors, self.status) = (owner, cookie, acct_start, acct_sectors, status);
+        (self.blkcg, self.throtl) = (blkcg, throtl);
     }
 }
 
@@ -309,6 +317,8 @@ impl Bio {
             acct_start: 0,
             acct_sectors: NO_ACCT,
             status: 0,
+            blkcg: 0,
+            throtl: 0,
         }
     }
 

@@ -126,6 +126,8 @@ struct TaskState {
     thread_plug: bool,
     /// A loop device's worker: the loop queue's index.
     loop_worker: Option<u32>,
+    /// The task's cgroup (0: the root group): its bios' `bi_blkg`.
+    blkcg: u16,
 }
 
 /// Builds the device stack before a run.
@@ -329,6 +331,13 @@ impl Engine {
         self.core.add_task(pid, comm)
     }
 
+    /// Move job `j`'s task into cgroup `cgroup` (1 + its index in the
+    /// scenario's `[cgroups]`; 0 the root group).
+    pub fn set_job_cgroup(&mut self, j: usize, cgroup: u16) {
+        let t = self.jobs[j].task as usize;
+        self.tasks[t].blkcg = cgroup;
+    }
+
     pub fn add_job(&mut self, pid: u32, comm: &str, source: Box<dyn Source>, iodepth: u32, batch: u32) -> usize {
         let task = self.add_task(pid, comm);
         self.tasks[task as usize].job = Some(self.jobs.len());
@@ -362,7 +371,9 @@ impl Engine {
     /// it needs from `spec`.
     pub fn submit_root(&mut self, task: u32, spec: impl Borrow<BioSpec>, owner: u32, cookie: u32) -> bool {
         let spec = spec.borrow();
-        let bio = Bio { owner, cookie, ..Bio::new(spec.dev, spec.op, spec.flags, spec.sector, spec.size, BioVecs::new(&spec.bvecs)) };
+        // bio_associate_blkg: the bio belongs to its submitter's cgroup.
+        let blkcg = self.tasks[task as usize].blkcg;
+        let bio = Bio { owner, cookie, blkcg, ..Bio::new(spec.dev, spec.op, spec.flags, spec.sector, spec.size, BioVecs::new(&spec.bvecs)) };
         let id = self.core.alloc_bio(bio);
         self.core.current = task;
         // submit_bio: the checks follow the submitter's bio (also one the

@@ -339,6 +339,45 @@ choice!(
     }
 );
 
+choice!(
+    /// How blk-throttle decides when a group's first queued bio may go
+    /// (`tg_may_dispatch` / `tg_dispatch_time`).
+    ThrotlDispatch {
+        /// 6.1: one queue per direction; the bps check first, and the iops
+        /// wait only when the bytes fit (the wait is the bps one otherwise).
+        BpsOrIops = "bps_or_iops",
+        /// 6.12: one queue per direction; both waits computed, the longer wins.
+        MaxWait = "max_wait",
+        /// 7.x (Zizhi Wo's "blk-throttle: Split the blkthrotl queue" series,
+        /// 6.16): a bps queue then an iops queue per direction; a bio is
+        /// charged its bytes when it leaves the bps queue, and a split
+        /// remainder (already charged) goes straight to the iops queue.
+        BpsThenIops = "bps_then_iops",
+    }
+);
+
+choice!(
+    /// How long `tg_within_iops_limit` makes a bio over the iops limit wait.
+    ThrotlIopsWait {
+        /// 6.1: to the end of the current slice.
+        SliceEnd = "slice_end",
+        /// 6.12+: that, but at least `HZ / iops + 1` jiffies, so one I/O
+        /// is allowed after waiting.
+        OneIo = "one_io",
+    }
+);
+
+choice!(
+    /// What `throtl_trim_slice` takes off a slice after a dispatch.
+    ThrotlTrim {
+        /// Up to 6.x: every whole slice elapsed, with its allowance.
+        WholeSlices = "whole_slices",
+        /// 7.x ("blk-throttle: fix lower bps rate by throtl_trim_slice()"):
+        /// only once two slices have elapsed, and one slice is kept.
+        KeepOneSlice = "keep_one_slice",
+    }
+);
+
 /// All behaviour switches in force for a run.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Behaviour {
@@ -407,6 +446,11 @@ pub struct Behaviour {
     /// bfq counts a scenario asymmetric (and idles for service guarantees)
     /// when more cgroups than this have pending requests.
     pub bfq_groups_asymmetric_above: u32,
+    pub throtl_dispatch: ThrotlDispatch,
+    pub throtl_iops_wait: ThrotlIopsWait,
+    pub throtl_trim: ThrotlTrim,
+    /// io.max values below this are refused (EINVAL): 2 up to 6.x, 1 in 7.x.
+    pub throtl_min_limit: u32,
 }
 
 /// A named kernel version.
@@ -469,6 +513,10 @@ pub fn profiles() -> Vec<Profile> {
         raid5_discard: Raid5Discard::HideUnsafe,
         null_blk_no_sched: NullBlkNoSched::NoSched,
         bfq_groups_asymmetric_above: 0,
+        throtl_dispatch: ThrotlDispatch::BpsOrIops,
+        throtl_iops_wait: ThrotlIopsWait::SliceEnd,
+        throtl_trim: ThrotlTrim::WholeSlices,
+        throtl_min_limit: 2,
     };
     let v6_12 = Behaviour {
         limits_model: LimitsModel::Validate,
@@ -492,6 +540,8 @@ pub fn profiles() -> Vec<Profile> {
         nvme_max_segs: 128,
         nvme_io_opt_nows_zero: false,
         bfq_groups_asymmetric_above: 1,
+        throtl_dispatch: ThrotlDispatch::MaxWait,
+        throtl_iops_wait: ThrotlIopsWait::OneIo,
         ..v6_1.clone()
     };
     // Mainline 6.15: tail add without the tail-first merge fix (seed 001).
@@ -510,6 +560,9 @@ pub fn profiles() -> Vec<Profile> {
         nvme_discard_granularity: NvmeDiscardGranularity::Npdg,
         raid5_discard: Raid5Discard::FailUnsafe,
         null_blk_no_sched: NullBlkNoSched::NoneByDefault,
+        throtl_dispatch: ThrotlDispatch::BpsThenIops,
+        throtl_trim: ThrotlTrim::KeepOneSlice,
+        throtl_min_limit: 1,
         ..v6_12.clone()
     };
     let mut all = pre_6_profiles(&v6_1);
@@ -708,6 +761,14 @@ pub const SWITCHES: &[SwitchDef] = &[
         "md raid456 without safe discard (devices_handle_discard_safely, members discarding whole stripes): hide_unsafe (up to 6.x: discard_max_bytes 0) or fail_unsafe (7.x: discard_max_hw_bytes UINT_MAX sectors on every array, raid5_discard_limits fails each discard with -EOPNOTSUPP)"),
     switch!(choice null_blk_no_sched, "no_sched|none_by_default",
         "null_blk's no_sched parameter: no_sched (up to 6.x: BLK_MQ_F_NO_SCHED, no scheduler can be set) or none_by_default (7.x null_setup_tagset: BLK_MQ_F_NO_SCHED_BY_DEFAULT, none until one is written)"),
+    switch!(choice throtl_dispatch, "bps_or_iops|max_wait|bps_then_iops",
+        "io.max (blk-throttle) wait of a group's first queued bio: bps_or_iops (6.1 tg_may_dispatch: the iops wait only when the bytes fit), max_wait (6.12: the longer of the bps and iops waits) or bps_then_iops (7.x, \"blk-throttle: Split the blkthrotl queue\" series, 6.16: a bps queue then an iops queue; bytes charged on leaving the bps queue, split remainders straight to the iops queue). Every version charges a split bio's bytes once and each split piece as an I/O (BIO_BPS_THROTTLED)"),
+    switch!(choice throtl_iops_wait, "slice_end|one_io",
+        "io.max: how long a bio over the iops limit waits (tg_within_iops_limit): slice_end (6.1: to the end of the slice) or one_io (6.12+: at least HZ/iops + 1 jiffies)"),
+    switch!(choice throtl_trim, "whole_slices|keep_one_slice",
+        "io.max: throtl_trim_slice after a dispatch takes off every whole elapsed slice (up to 6.x) or, from two slices on, all but one (7.x \"blk-throttle: fix lower bps rate by throtl_trim_slice()\")"),
+    switch!(number throtl_min_limit, 1, "2|1",
+        "io.max: the smallest value tg_set_limit accepts (2 up to 6.x: 'val > 1'; 1 in 7.x); smaller values are EINVAL"),
 ];
 
 pub fn switch(name: &str) -> Option<&'static SwitchDef> {

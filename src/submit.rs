@@ -333,6 +333,8 @@ impl BlockCore {
         // dm_io, r10bio), never with a clone or split front.
         c.acct_sectors = crate::bio::NO_ACCT;
         c.status = 0;
+        // A clone starts with no bio flags: blk-throttle sees it afresh.
+        c.throtl = 0;
         new
     }
 

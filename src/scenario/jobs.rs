@@ -36,6 +36,9 @@ pub struct JobSpec {
     pub complete_min: u32,
     /// The task's I/O priority (`ioprio_set`; bfq weighs its queues by it).
     pub ioprio: Ioprio,
+    /// The cgroup the task runs in: 1 + its index in the scenario's
+    /// `[cgroups]`, 0 for the root group.
+    pub cgroup: u16,
     pub make: MakeSource,
 }
 
@@ -56,6 +59,7 @@ pub fn add_jobs(engine: &mut Engine, jobs: &[JobSpec], beh: &Behaviour) {
         engine.jobs[j].complete_min = s.complete_min.max(1);
         let task = engine.jobs[j].task as usize;
         engine.core.ioprio[task] = s.ioprio;
+        engine.set_job_cgroup(j, s.cgroup);
     }
     engine.caches = shared;
 }

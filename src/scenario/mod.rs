@@ -7,6 +7,7 @@
 //! into an [`Engine`] ready to run. Each part of the file has its reader:
 //! [`disks`] and [`workload`].
 
+pub mod cgroups;
 pub mod compare;
 pub mod disks;
 pub mod geometry;
@@ -34,7 +35,7 @@ pub use tree::ScenarioError;
 use tree::{apply_set, Doc, Obj, Value};
 pub use workload::{BioEntry, DdSpec, DdTarget, Workload, WorkloadKind};
 
-const ROOT_KEYS: &[&str] = &["name", "description", "kernel", "seed", "cpus", "behaviour", "disks", "md", "dm", "workload", "steps", "compare"];
+const ROOT_KEYS: &[&str] = &["name", "description", "kernel", "seed", "cpus", "behaviour", "disks", "md", "dm", "workload", "steps", "compare", "cgroups"];
 
 #[derive(Clone, Debug)]
 pub struct Scenario {
@@ -53,6 +54,8 @@ pub struct Scenario {
     pub steps: Vec<steps::Step>,
     /// The `[compare]` table's two sides, when given.
     pub compare: Option<compare::Compare>,
+    /// `[cgroups.NAME]`: the groups jobs run in (index + 1 is a job's group).
+    pub cgroups: Vec<cgroups::CgroupSpec>,
 }
 
 /// Read and validate `text` (the contents of `file`), with `--kernel` and
@@ -74,14 +77,15 @@ pub fn load(file: &str, text: &str, kernel: Option<&str>, sets: &[String]) -> Re
     let stacked = stack::read_stack(&o, &disks, &beh)?;
     // Stacked devices are workload targets too.
     let targets: Vec<DiskSpec> = disks.iter().cloned().chain(stacked.iter().map(StackSpec::as_target)).collect();
-    let ctx = workload::WorkloadCtx { targets: &targets, nr_disks: disks.len(), stacked: &stacked, seed, beh: &beh };
+    let cgroups = cgroups::read_cgroups(&o, &targets, &beh)?;
+    let ctx = workload::WorkloadCtx { targets: &targets, nr_disks: disks.len(), stacked: &stacked, seed, beh: &beh, cgroups: &cgroups };
     let steps = steps::read_steps(&o, &ctx)?;
     let mut workload = workload::read_workload(&o, &ctx)?;
     // The steps' warnings are the run's.
     workload.warnings.extend(steps.iter().flat_map(|s| s.workload.warnings.iter().cloned()));
     let compare = compare::read_compare(&o)?;
     o.finish(ROOT_KEYS)?;
-    Ok(Scenario { file: file.to_string(), name, description, profile, beh, seed, disks, stacked, workload, steps, compare })
+    Ok(Scenario { file: file.to_string(), name, description, profile, beh, seed, disks, stacked, workload, steps, compare, cgroups })
 }
 
 /// `cpus`: the machine's CPU count (`nr_cpu_ids`), which drivers size
@@ -193,7 +197,7 @@ fn add_workload(engine: &mut Engine, w: &Workload, beh: &Behaviour, seed: u64) {
     match &w.kind {
         WorkloadKind::None => {}
         WorkloadKind::Dd(dd) => {
-            let job = dd.job(seed, w.pid, &w.comm);
+            let job = jobs::JobSpec { cgroup: w.cgroup, ..dd.job(seed, w.pid, &w.comm) };
             jobs::add_jobs(engine, &[job], beh);
         }
         WorkloadKind::Bios { bios, iodepth, batch, plug } => {
@@ -212,7 +216,8 @@ fn add_workload(engine: &mut Engine, w: &Workload, beh: &Behaviour, seed: u64) {
                 (true, _) => WritePlug::Finished,
             };
             let source = BioList::new(specs, *plug).with_write_plug(write_plug);
-            engine.add_job(w.pid, &w.comm, Box::new(source), *iodepth, *batch);
+            let j = engine.add_job(w.pid, &w.comm, Box::new(source), *iodepth, *batch);
+            engine.set_job_cgroup(j, w.cgroup);
         }
         WorkloadKind::Jobs(jobs) => jobs::add_jobs(engine, jobs, beh),
     }

@@ -204,7 +204,7 @@ impl<'a> Known<'a> {
 
 /// `MAJ:MIN` → name for every disk and partition, numbered as the build
 /// will number them.
-fn device_numbers(disks: &[DiskSpec]) -> HashMap<String, String> {
+pub(crate) fn device_numbers(disks: &[DiskSpec]) -> HashMap<String, String> {
     let mut topo = Topology::default();
     let mut out = HashMap::new();
     for d in disks {

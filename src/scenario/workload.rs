@@ -13,6 +13,7 @@ use crate::source::dio::{BufferLayout, BufferSegment, DioRules, UserBuffer};
 use crate::source::pagecache::SharedCaches;
 
 use super::disks::{dev_names, find_dev, DiskSpec};
+use super::cgroups::{cgroup_index, cgroup_names, CgroupSpec};
 use super::jobs::JobSpec;
 use super::tree::{self, Obj, ScenarioError, Value};
 use super::stack::StackSpec;
@@ -92,7 +93,7 @@ impl DdSpec {
             source.conv_fsync = dd.conv_fsync;
             Box::new(source) as Box<dyn crate::source::Source>
         });
-        JobSpec { pid, comm: comm.to_string(), iodepth: 1, batch: 1, complete_min: 1, ioprio: Default::default(), make }
+        JobSpec { pid, comm: comm.to_string(), iodepth: 1, batch: 1, complete_min: 1, ioprio: Default::default(), cgroup: 0, make }
     }
 }
 
@@ -127,6 +128,9 @@ pub struct Workload {
     pub warnings: Vec<String>,
     /// For fio workloads: what its report needs.
     pub fio: Option<FioMeta>,
+    /// `cgroup`: the group its tasks run in (1 + index in `[cgroups]`; 0
+    /// the root). A fio job's own `cgroup=` wins.
+    pub cgroup: u16,
 }
 
 /// What the workload reader needs from the rest of the scenario.
@@ -137,6 +141,7 @@ pub(crate) struct WorkloadCtx<'a> {
     pub stacked: &'a [StackSpec],
     pub seed: u64,
     pub beh: &'a Behaviour,
+    pub cgroups: &'a [CgroupSpec],
 }
 
 const TYPES: &str = "dd, bios, fio, blkdiscard, mkfs.xfs, fstrim or replay";
@@ -144,7 +149,7 @@ const TYPES: &str = "dd, bios, fio, blkdiscard, mkfs.xfs, fstrim or replay";
 impl Workload {
     /// No workload: nothing runs.
     pub fn none() -> Workload {
-        Workload { kind: WorkloadKind::None, pid: 0, comm: String::new(), warnings: Vec::new(), fio: None }
+        Workload { kind: WorkloadKind::None, pid: 0, comm: String::new(), warnings: Vec::new(), fio: None, cgroup: 0 }
     }
 }
 
@@ -172,12 +177,13 @@ pub(crate) fn read_workload_table(w: &Obj, ctx: &WorkloadCtx) -> Result<Workload
     };
     let pid = w.opt_u64("pid")?.map(|x| x.0 as u32).unwrap_or(4242);
     let comm = w.opt_str("comm")?.map(|x| x.0).unwrap_or_else(|| default_comm.to_string());
+    let cgroup = read_cgroup(w, ctx.cgroups)?;
     let (mut warnings, mut fio) = (Vec::new(), None);
     let kind = match ty.as_str() {
         "dd" => WorkloadKind::Dd(read_dd(w, disks, ctx.seed)?),
         "bios" => read_bios(w, disks)?,
         "fio" => {
-            let devs = FioDevices { targets: disks, nr_disks: ctx.nr_disks, stacked: ctx.stacked };
+            let devs = FioDevices { targets: disks, nr_disks: ctx.nr_disks, stacked: ctx.stacked, cgroups: ctx.cgroups };
             let f = workload_fio::read(w, &devs, ctx.beh, ctx.seed, pid, &comm)?;
             (warnings, fio) = (f.warnings, Some(f.meta));
             WorkloadKind::Jobs(f.jobs)
@@ -185,8 +191,20 @@ pub(crate) fn read_workload_table(w: &Obj, ctx: &WorkloadCtx) -> Result<Workload
         "replay" => WorkloadKind::Jobs(workload_replay::read(w, disks, ctx.nr_disks)?),
         t => WorkloadKind::Jobs(workload_discard::read(w, t, disks, ctx.beh, ctx.seed, pid, &comm)?),
     };
-    w.finish(keys)?;
-    Ok(Workload { kind, pid, comm, warnings, fio })
+    let mut kind = kind;
+    if let WorkloadKind::Jobs(jobs) = &mut kind {
+        for j in jobs.iter_mut().filter(|j| j.cgroup == 0) {
+            j.cgroup = cgroup;
+        }
+    }
+    w.finish(&[keys, &["cgroup"]].concat())?;
+    Ok(Workload { kind, pid, comm, warnings, fio, cgroup })
+}
+
+/// `cgroup`: a `[cgroups.NAME]` the workload's tasks run in.
+fn read_cgroup(w: &Obj, cgroups: &[CgroupSpec]) -> Result<u16, ScenarioError> {
+    let Some((name, n)) = w.opt_str("cgroup")? else { return Ok(0) };
+    cgroup_index(cgroups, &name).ok_or_else(|| w.err("cgroup", &n.at, format!("'{name}' is not a [cgroups] group ({})", cgroup_names(cgroups))))
 }
 
 /// A dd operand naming a file: a scenario device or a pseudo device.

@@ -52,6 +52,8 @@ pub struct FioDevices<'a> {
     pub targets: &'a [super::disks::DiskSpec],
     pub nr_disks: usize,
     pub stacked: &'a [StackSpec],
+    /// The scenario's `[cgroups]`, which a job's `cgroup=` names.
+    pub cgroups: &'a [super::cgroups::CgroupSpec],
 }
 
 /// Options of the workload table that are not fio's.
@@ -87,6 +89,7 @@ pub fn read(w: &Obj, devs: &FioDevices, beh: &Behaviour, seed: u64, pid: u32, co
         let job = adjust_engine(job, &mut warnings);
         let job_err = |m: String| w.err(key, &at(w, key), format!("job '{}': {m}", job.name));
         let plan = resolve(&job, &t, seed, section).map_err(job_err)?;
+        let cgroup = job_cgroup(&job, devs.cgroups).map_err(job_err)?;
         check_job(&job, &t, beh, &plan).map_err(job_err)?;
         if random_map(&job, plan.region_len, u64::MAX) && !random_map(&job, plan.region_len, MAX_MAP_BLOCKS) {
             warnings.push(format!("job '{}': the random map would track more than {MAX_MAP_BLOCKS} blocks: runs as norandommap", job.name));
@@ -99,7 +102,7 @@ pub fn read(w: &Obj, devs: &FioDevices, beh: &Behaviour, seed: u64, pid: u32, co
             p.seeds = fio_seeds(&job, &t.name, jobs.len() as u64 + 1, extra.seed_rules, seed);
             p.seeds.offset_use64 = tausworthe64_switch(&job, p.region_len, extra.fio_minor);
             check_lfsr(&job, &p.seeds, p.region_len).map_err(job_err)?;
-            jobs.push(clone_spec(p, &t.name, &extra, pid + jobs.len() as u32, comm));
+            jobs.push(JobSpec { cgroup, ..clone_spec(p, &t.name, &extra, pid + jobs.len() as u32, comm) });
             meta.jobs.push(FioJobMeta { name: job.name.clone(), section, group_reporting: job.group_reporting, kb_base: job.kb_base });
         }
     }
@@ -350,7 +353,15 @@ fn clone_spec(plan: FioPlan, dev: &str, extra: &Extra, pid: u32, comm: &str) -> 
         let target = FioTarget { dev: id, rules: DioRules::new(beh, l.logical_block_size, l.max_sectors), discard: DiscardTarget::new(topo, id, beh), cache };
         Box::new(FioJobSource::new(plan.clone(), target, &layout)) as Box<dyn crate::source::Source>
     });
-    JobSpec { pid, comm: comm.to_string(), iodepth, batch, complete_min, ioprio, make }
+    JobSpec { pid, comm: comm.to_string(), iodepth, batch, complete_min, ioprio, cgroup: 0, make }
+}
+
+/// fio's `cgroup=NAME`: the job runs in that `[cgroups]` group (fio would
+/// create a missing one; here it must be described, limits and all).
+fn job_cgroup(job: &FioJob, cgroups: &[super::cgroups::CgroupSpec]) -> Result<u16, String> {
+    let Some(name) = &job.cgroup else { return Ok(0) };
+    let name = name.trim_matches('/');
+    super::cgroups::cgroup_index(cgroups, name).ok_or_else(|| format!("cgroup={name} is not a [cgroups] group ({})", super::cgroups::cgroup_names(cgroups)))
 }
 
 /// fio's disk list: the job's device and, for md/dm, the devices below it.

@@ -309,6 +309,8 @@ pub struct FioJob {
     pub size: Option<Size>,
     pub offset: Size,
     pub filename: Option<String>,
+    /// `cgroup`: the cgroup v2 group the job runs in.
+    pub cgroup: Option<String>,
     pub direct: bool,
     pub ioengine: IoEngine,
     pub iodepth: u32,
@@ -374,6 +376,7 @@ impl Default for FioJob {
             size: None,
             offset: Size::Bytes(0),
             filename: None,
+            cgroup: None,
             direct: false,
             ioengine: IoEngine::Psync,
             iodepth: 1,
@@ -1022,6 +1025,11 @@ fn set_filename(j: &mut FioJob, v: Option<&str>) -> SetResult {
     Ok(())
 }
 
+fn set_cgroup(j: &mut FioJob, v: Option<&str>) -> SetResult {
+    j.cgroup = Some(need(v)?.to_string());
+    Ok(())
+}
+
 fn set_direct(j: &mut FioJob, v: Option<&str>) -> SetResult {
     j.direct = bool_value(v)?;
     Ok(())
@@ -1337,6 +1345,7 @@ const OPTIONS: &[Opt] = &[
     opt("size", &[], set_size),
     opt("offset", &["fileoffset"], set_offset),
     opt("filename", &[], set_filename),
+    opt("cgroup", &[], set_cgroup),
     opt("direct", &[], set_direct),
     opt("buffered", &[], set_buffered),
     opt("ioengine", &[], set_ioengine),
