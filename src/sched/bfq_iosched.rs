@@ -42,9 +42,20 @@ pub enum Expiration {
 /// Whether a queue belongs to a task's sync I/O or to the shared async
 /// queue of an ioprio (`bfq_async_queue_prio`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-enum QueueKey {
+pub(super) enum QueueKey {
     Sync(u32),
-    Async(Ioprio),
+    /// The async queue of an ioprio in a cgroup.
+    Async(Ioprio, u32),
+}
+
+impl QueueKey {
+    pub(super) fn of(task: u32, sync: bool, ioprio: Ioprio, group: u32) -> Self {
+        if sync {
+            QueueKey::Sync(task)
+        } else {
+            QueueKey::Async(ioprio, group)
+        }
+    }
 }
 
 /// `struct bfq_data`.
@@ -56,10 +67,10 @@ pub struct Bfq {
     pub groups_asymmetric_above: u32,
     pub wf2q: Wf2q,
     pub queues: Vec<BfqQueue>,
-    by_key: HashMap<QueueKey, usize>,
-    rqs: HashMap<u32, BfqRq>,
+    pub(super) by_key: HashMap<QueueKey, usize>,
+    pub(super) rqs: HashMap<u32, BfqRq>,
     /// Queue of each request in the driver.
-    in_driver: HashMap<u32, usize>,
+    pub(super) in_driver: HashMap<u32, usize>,
     queued: u32,
     tot_rq_in_driver: u32,
     busy_queues: [u32; 3],
@@ -67,7 +78,7 @@ pub struct Bfq {
     /// `queue_weights_tree`: weight → queues counted.
     weights: BTreeMap<u64, u32>,
     pub in_service: Option<usize>,
-    last_position: u64,
+    pub(super) last_position: u64,
     /// -1 until detected, then 0 or 1.
     hw_tag: i32,
     max_rq_in_driver: u32,
@@ -172,14 +183,15 @@ impl Bfq {
 
     /// `bfq_get_queue` / `bfq_init_bfqq`: the task's sync queue, or the
     /// async queue of its ioprio.
-    pub fn get_queue(&mut self, task: u32, sync: bool, ioprio: Ioprio, now_ns: u64) -> usize {
-        let key = if sync { QueueKey::Sync(task) } else { QueueKey::Async(ioprio) };
+    pub fn get_queue(&mut self, task: u32, sync: bool, ioprio: Ioprio, group: u32, now_ns: u64) -> usize {
+        let key = QueueKey::of(task, sync, ioprio, group);
         if let Some(&q) = self.by_key.get(&key) {
             return q;
         }
         let mb = self.max_budget();
         let q = self.queues.len();
         self.queues.push(BfqQueue::new(task, sync, ioprio, now_ns, jif(now_ns), mb));
+        self.queues[q].group = group;
         let mut e = Entity::new(ioprio.weight(), ioprio.class.idx());
         e.prio_changed = true;
         self.wf2q.add_entity(e);
@@ -304,7 +316,7 @@ impl Bfq {
         SeekCost { back_max: self.p.back_seek_max * 2, back_penalty: self.p.back_seek_penalty }
     }
 
-    fn choose(&self, a: Option<u32>, b: Option<u32>, last: u64) -> Option<u32> {
+    pub(super) fn choose(&self, a: Option<u32>, b: Option<u32>, last: u64) -> Option<u32> {
         let get = |x: Option<u32>| x.map(|id| (id, self.rqs[&id]));
         bfq_choose_req(get(a), get(b), last, self.seek_cost())
     }
@@ -340,7 +352,7 @@ impl Bfq {
 
     /// `bfq_updated_next_req`: a queue waiting for service gets the budget
     /// its new next request needs.
-    fn updated_next_req(&mut self, q: usize, now_ns: u64) {
+    pub(super) fn updated_next_req(&mut self, q: usize, now_ns: u64) {
         let Some(next) = self.queues[q].next_rq else { return };
         if Some(q) == self.in_service {
             return;
@@ -356,7 +368,7 @@ impl Bfq {
     }
 
     /// `bfq_remove_request`.
-    fn remove_request(&mut self, id: u32, now_ns: u64) {
+    pub(super) fn remove_request(&mut self, id: u32, now_ns: u64) {
         let r = self.rqs[&id];
         let q = r.queue;
         if self.queues[q].next_rq == Some(id) {
@@ -552,8 +564,8 @@ impl Bfq {
 
     /// `bfq_insert_request` for a request of `task` (its ioprio) that
     /// found no merge.
-    pub fn insert(&mut self, id: u32, task: u32, ioprio: Ioprio, mut r: BfqRq, now_ns: u64) {
-        let q = self.get_queue(task, r.sync, ioprio, now_ns);
+    pub fn insert(&mut self, id: u32, task: u32, ioprio: Ioprio, group: u32, mut r: BfqRq, now_ns: u64) {
+        let q = self.get_queue(task, r.sync, ioprio, group, now_ns);
         r.queue = q;
         r.fifo_time = now_ns + self.p.fifo_expire_ns[r.sync as usize];
         self.rqs.insert(id, r);
@@ -563,61 +575,6 @@ impl Bfq {
         self.add_request(id, now_ns);
         self.queues[q].fifo.push_back(id);
         self.rq_enqueued(id, now_ns);
-    }
-
-    /// `bfq_find_rq_fmerge`: the task's queued request starting at `end`.
-    pub fn front_candidate(&self, task: u32, sync: bool, ioprio: Ioprio, end: u64) -> Option<u32> {
-        let key = if sync { QueueKey::Sync(task) } else { QueueKey::Async(ioprio) };
-        let q = *self.by_key.get(&key)?;
-        self.queues[q].sort.range((end, 0)..=(end, u32::MAX)).next().map(|&(_, id)| id)
-    }
-
-    /// `bfq_request_merged` / back merge: a queued request's start or size
-    /// changed; re-sort it and choose the queue's next request again.
-    pub fn request_merged(&mut self, id: u32, sector: u64, sectors: u32, now_ns: u64) {
-        let Some(r) = self.rqs.get_mut(&id) else { return };
-        let (q, old) = (r.queue, r.sector);
-        r.sector = sector;
-        r.sectors = sectors;
-        let bq = &mut self.queues[q];
-        if old != sector && bq.sort.remove(&(old, id)) {
-            bq.sort.insert((sector, id));
-            let prev = bq.next_rq;
-            let next = self.find_next_rq(q, id, now_ns);
-            let next_rq = self.choose(Some(id), next, self.last_position);
-            self.queues[q].next_rq = next_rq;
-            if prev != next_rq {
-                self.updated_next_req(q, now_ns);
-            }
-        }
-    }
-
-    /// `bfq_requests_merged`: `next` was merged into `rq`; `rq` takes
-    /// `next`'s FIFO place when `next` was older, then `next` leaves.
-    pub fn requests_merged(&mut self, rq: u32, next: u32, now_ns: u64) {
-        if let (Some(a), Some(b)) = (self.rqs.get(&rq).copied(), self.rqs.get(&next).copied()) {
-            if a.queue == b.queue && b.fifo_time < a.fifo_time {
-                let f = &mut self.queues[a.queue].fifo;
-                f.retain(|&x| x != rq);
-                if let Some(at) = f.iter().position(|&x| x == next) {
-                    f.insert(at, rq);
-                }
-                self.rqs.get_mut(&rq).expect("queued").fifo_time = b.fifo_time;
-            }
-            if self.queues[b.queue].next_rq == Some(next) {
-                self.queues[b.queue].next_rq = Some(rq);
-            }
-            self.remove_request(next, now_ns);
-            self.rqs.remove(&next);
-        }
-    }
-
-    /// A queued request leaves without dispatch (merged away).
-    pub fn remove(&mut self, id: u32, now_ns: u64) {
-        if self.rqs.contains_key(&id) && !self.in_driver.contains_key(&id) {
-            self.remove_request(id, now_ns);
-            self.rqs.remove(&id);
-        }
     }
 
     fn budget_timed_out(&self, q: usize, now_ns: u64) -> bool {

@@ -24,10 +24,10 @@ const BE4: Ioprio = Ioprio { class: IoprioClass::Be, level: 4 };
 fn seq_vs_one_random(b: &mut Bfq, n: usize) -> Vec<u32> {
     let mut order = Vec::new();
     let mut now = 0;
-    b.insert(1, 1, BE4, rq(0, 256), now);
+    b.insert(1, 1, BE4, 0, rq(0, 256), now);
     let first = b.dispatch(now).unwrap();
     order.push(b.queues[b.rq(first).unwrap().queue].task);
-    b.insert(1000, 2, BE4, rq(5_000_000, 8), now);
+    b.insert(1000, 2, BE4, 0, rq(5_000_000, 8), now);
     let mut inflight = vec![first];
     let mut next_id = 2;
     while order.len() < n {
@@ -46,7 +46,7 @@ fn seq_vs_one_random(b: &mut Bfq, n: usize) -> Vec<u32> {
             if let Some(t) = b.idle_timer.filter(|&t| t <= now) {
                 b.idle_timer_fired(t);
             }
-            b.insert(next_id, 1, BE4, rq(256 * next_id as u64, 256), now);
+            b.insert(next_id, 1, BE4, 0, rq(256 * next_id as u64, 256), now);
             next_id += 1;
         }
     }
@@ -98,8 +98,8 @@ fn higher_weight_is_served_first() {
     // for level 4 and 10922·2^22/80 for level 0, which becomes the next
     // in service though it arrived second.
     let mut b = bfq(8, false);
-    b.insert(1, 1, BE4, rq(0, 8), 0);
-    b.insert(2, 2, Ioprio { class: IoprioClass::Be, level: 0 }, rq(1 << 20, 8), 0);
+    b.insert(1, 1, BE4, 0, rq(0, 8), 0);
+    b.insert(2, 2, Ioprio { class: IoprioClass::Be, level: 0 }, 0, rq(1 << 20, 8), 0);
     assert_eq!(b.dispatch(0), Some(2));
 }
 
@@ -109,10 +109,10 @@ fn rt_class_preempts_be() {
     // BE queue (bfq_bfqq_higher_class_or_weight): the BE queue expires
     // (PREEMPTED, requeued since it still has a request) and RT goes next.
     let mut b = bfq(8, false);
-    b.insert(1, 1, BE4, rq(0, 8), 0);
-    b.insert(2, 1, BE4, rq(8, 8), 0);
+    b.insert(1, 1, BE4, 0, rq(0, 8), 0);
+    b.insert(2, 1, BE4, 0, rq(8, 8), 0);
     assert_eq!(b.dispatch(0), Some(1));
-    b.insert(3, 2, Ioprio { class: IoprioClass::Rt, level: 4 }, rq(1 << 20, 8), 0);
+    b.insert(3, 2, Ioprio { class: IoprioClass::Rt, level: 4 }, 0, rq(1 << 20, 8), 0);
     assert_eq!(b.in_service, None);
     assert_eq!(b.dispatch(0), Some(3));
 }
@@ -124,7 +124,7 @@ fn async_writes_charged_three_times() {
     let mut b = bfq(8, false);
     let mut w = rq(0, 8);
     w.sync = false;
-    b.insert(1, 1, BE4, w, 0);
+    b.insert(1, 1, BE4, 0, w, 0);
     assert_eq!(b.dispatch(0), Some(1));
     assert_eq!(b.wf2q.ents[0].service, 24);
 }
@@ -135,9 +135,9 @@ fn idle_timer_expires_a_queue_that_stays_empty() {
     // is armed for 1 + 8 ms; nothing arrives, the timer fires and the
     // queue expires (TOO_IDLE), letting the random read go.
     let mut b = bfq(8, false);
-    b.insert(1, 1, BE4, rq(0, 256), 0);
+    b.insert(1, 1, BE4, 0, rq(0, 256), 0);
     assert_eq!(b.dispatch(0), Some(1));
-    b.insert(2, 2, BE4, rq(5_000_000, 8), 0);
+    b.insert(2, 2, BE4, 0, rq(5_000_000, 8), 0);
     assert_eq!(b.dispatch(0), None);
     b.completed(1, MS);
     assert_eq!(b.idle_timer, Some(9 * MS));
@@ -151,8 +151,8 @@ fn nearest_request_first_within_a_queue() {
     // Last position 0 after nothing dispatched: of 100 and 50 (both
     // ahead) the nearer, 50, is the queue's next request; then 100.
     let mut b = bfq(8, false);
-    b.insert(1, 1, BE4, rq(100, 8), 0);
-    b.insert(2, 1, BE4, rq(50, 8), 0);
+    b.insert(1, 1, BE4, 0, rq(100, 8), 0);
+    b.insert(2, 1, BE4, 0, rq(50, 8), 0);
     assert_eq!(b.dispatch(0), Some(2));
     assert_eq!(b.dispatch(0), Some(1));
 }

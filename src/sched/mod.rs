@@ -8,6 +8,7 @@
 
 pub mod bfq_ioprio;
 pub mod bfq_iosched;
+pub mod bfq_merge;
 pub mod bfq_params;
 pub mod bfq_queue;
 pub mod bfq_wf2q;
