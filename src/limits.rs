@@ -42,6 +42,8 @@ pub enum LimitsModel {
 pub enum Elevator {
     None,
     MqDeadline,
+    Kyber,
+    Bfq,
 }
 
 impl Elevator {
@@ -49,6 +51,8 @@ impl Elevator {
         match self {
             Elevator::None => "none",
             Elevator::MqDeadline => "mq-deadline",
+            Elevator::Kyber => "kyber",
+            Elevator::Bfq => "bfq",
         }
     }
 }
@@ -273,12 +277,12 @@ fn queue_requests_store(v: u64, scheduler: Elevator, queue_depth: u32, sched_nr:
     let n = (v as u32).max(BLKDEV_MIN_RQ);
     let max = match scheduler {
         Elevator::None => queue_depth,
-        Elevator::MqDeadline => MAX_SCHED_RQ.max(sched_nr),
+        _ => MAX_SCHED_RQ.max(sched_nr),
     };
     if n > max {
         let why = match scheduler {
             Elevator::None => format!("the tag set depth ({queue_depth}) without a scheduler"),
-            Elevator::MqDeadline => format!("MAX_SCHED_RQ ({MAX_SCHED_RQ}) with a scheduler"),
+            _ => format!("MAX_SCHED_RQ ({MAX_SCHED_RQ}) with a scheduler"),
         };
         return err("nr_requests", format!("{n}: invalid argument (EINVAL: above {why})"));
     }
@@ -491,14 +495,14 @@ fn queue_attrs(d: &DriverLimits, w: &SysfsWrites) -> Result<QueueAttrs, LimitErr
     if d.nr_hw_queues == 0 {
         return err("nr_hw_queues", "must be at least 1");
     }
-    if d.elevator == ElevatorPolicy::NoSched && w.scheduler == Some(Elevator::MqDeadline) {
+    if d.elevator == ElevatorPolicy::NoSched && w.scheduler.is_some_and(|s| s != Elevator::None) {
         return err("scheduler", "the driver's tag set has BLK_MQ_F_NO_SCHED (null_blk no_sched): only none");
     }
     let scheduler = w.scheduler.unwrap_or_else(|| elevator_default(d));
     // blk_mq_init_sched: 2 * min(queue_depth, BLKDEV_DEFAULT_RQ=128) with a scheduler.
     let default_nr = match scheduler {
         Elevator::None => d.queue_depth,
-        Elevator::MqDeadline => 2 * d.queue_depth.min(128),
+        _ => 2 * d.queue_depth.min(128),
     };
     let nr_requests = match w.nr_requests {
         None => default_nr,

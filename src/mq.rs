@@ -15,10 +15,10 @@ use crate::bio::{req, BioId, Op, SECTOR_SHIFT};
 use crate::disk::DiskModel;
 use crate::genhd::{DevId, DiskKind};
 use crate::limits::{QueueAttrs, QueueLimits, Zoned};
-use crate::merge::{self, blk_attempt_bio_merge, bio_mergeable, BioMerge, ElvMerge};
+use crate::merge::{blk_attempt_bio_merge, bio_mergeable, BioMerge};
 use crate::plug::{Plug, RqRef};
 use crate::profile::PlugListPath;
-use crate::sched::mq_deadline::MqDeadline;
+use crate::sched::{self, ElevatorQueue};
 use crate::submit::{BlockCore, SimEvent, EIO, KWORKER};
 use crate::trace::{Action, Event};
 use crate::zoned::Zones;
@@ -137,7 +137,8 @@ pub struct RequestQueue {
     pub has_queue_rqs: bool,
     pub disk: DiskModel,
     pub rqs: Rqs,
-    pub sched: Option<MqDeadline>,
+    /// The elevator (`q->elevator`), none for `none`.
+    pub sched: Option<ElevatorQueue>,
     /// The CPU's software queue (`ctx->rq_lists`), used without a scheduler.
     ctx_list: VecDeque<u32>,
     /// `hctx->dispatch`: requests that bypass the scheduler.
@@ -146,7 +147,7 @@ pub struct RequestQueue {
     sched_tags: u32,
     pub tag_waiters: VecDeque<Waiter>,
     /// `q->last_merge`, the elevator's one-hit merge cache.
-    last_merge: Option<u32>,
+    pub(crate) last_merge: Option<u32>,
     pub flush: crate::flush::FlushQueue,
     /// Write pointers and zone write plugs, on a host-managed zoned disk
     /// only: other disks pay one test of this in `blk_mq_submit_bio` and
@@ -159,7 +160,7 @@ pub struct RequestQueue {
 
 impl RequestQueue {
     pub fn new(index: u32, dev: DevId, kind: DiskKind, lim: QueueLimits, attrs: QueueAttrs, disk: DiskModel) -> Self {
-        let sched = (attrs.scheduler == crate::limits::Elevator::MqDeadline).then(MqDeadline::default);
+        let sched = ElevatorQueue::init(attrs.scheduler);
         let zones = (lim.zoned == Zoned::HostManaged).then(|| Box::new(Zones::new(lim.chunk_sectors as u64, attrs.nr_conv_zones as u64)));
         RequestQueue {
             index,
@@ -187,14 +188,13 @@ impl RequestQueue {
         self.sched.as_ref().map_or(0, |s| s.queued()) + self.ctx_list.len() + self.dispatch_list.len()
     }
 
-    /// `blk_mq_get_tag` at allocation: a scheduler tag (writes limited to
-    /// mq-deadline's `async_depth`, 3/4 of `nr_requests`), or without a
-    /// scheduler a driver tag out of `nr_requests`.
+    /// `blk_mq_get_tag` at allocation: a scheduler tag (as many as the
+    /// elevator's `limit_depth` allows this op), or without a scheduler a
+    /// driver tag out of `nr_requests`.
     fn try_get_tag(&mut self, op: Op, flags: u32) -> Option<(bool, bool)> {
         let nr = self.attrs.nr_requests;
-        if self.sched.is_some() {
-            let sync_read = !op.is_write() && (op == Op::Read || flags & req::SYNC != 0);
-            let limit = if sync_read { nr } else { (3 * nr / 4).max(1) };
+        if let Some(e) = &self.sched {
+            let limit = e.limit_depth(op, flags, nr);
             (self.sched_tags < limit).then(|| {
                 self.sched_tags += 1;
                 (true, false)
@@ -329,7 +329,7 @@ fn blk_mq_attempt_bio_merge(qs: &mut [RequestQueue], core: &mut BlockCore, qi: u
         return true;
     }
     if qs[qi].sched.is_some() {
-        dd_bio_merge(&mut qs[qi], core, bio, nsegs)
+        sched::bio_merge(&mut qs[qi], core, bio, nsegs)
     } else {
         blk_bio_list_merge(&mut qs[qi], core, bio, nsegs)
     }
@@ -365,102 +365,6 @@ fn blk_bio_list_merge(q: &mut RequestQueue, core: &mut BlockCore, bio: BioId, ns
         }
     }
     false
-}
-
-/// `elv_merge`: the one-hit cache, the end-sector hash (back merge), then
-/// mq-deadline's sorted tree (front merge).
-#[inline(always)]
-fn elv_merge(q: &mut RequestQueue, core: &BlockCore, bio: BioId) -> (ElvMerge, u32) {
-    let b = core.bio(bio);
-    if let Some(lm) = q.last_merge {
-        let r = q.rqs.get(lm);
-        if merge::blk_rq_merge_ok(r, b) {
-            let t = merge::blk_try_merge(r, b, &q.lim);
-            if t != ElvMerge::None {
-                return (t, lm);
-            }
-        }
-    }
-    if q.attrs.nomerges == 1 {
-        return (ElvMerge::None, 0);
-    }
-    let sched = q.sched.as_mut().expect("elevator");
-    if let Some(id) = sched.hash_find(&q.rqs, b.iter.sector) {
-        if merge::blk_rq_merge_ok(q.rqs.get(id), b) {
-            let t = if merge::blk_discard_mergable(q.rqs.get(id), &q.lim) { ElvMerge::Discard } else { ElvMerge::Back };
-            return (t, id);
-        }
-    }
-    if let Some(id) = sched.front_candidate(b.op.is_write() as usize, b.end_sector()) {
-        if merge::blk_rq_merge_ok(q.rqs.get(id), b) {
-            let t = if merge::blk_discard_mergable(q.rqs.get(id), &q.lim) { ElvMerge::Discard } else { ElvMerge::Front };
-            return (t, id);
-        }
-    }
-    (ElvMerge::None, 0)
-}
-
-/// `dd_bio_merge` → `blk_mq_sched_try_merge`: merge the bio, then try to
-/// merge the grown request with its neighbour in sector order.
-#[inline(always)]
-fn dd_bio_merge(q: &mut RequestQueue, core: &mut BlockCore, bio: BioId, nsegs: u32) -> bool {
-    let (kind, id) = elv_merge(q, core, bio);
-    let (old_sector, old_end) = match kind {
-        ElvMerge::None => return false,
-        _ => (q.rqs.get(id).sector, q.rqs.get(id).end()),
-    };
-    let status = match kind {
-        ElvMerge::Back => merge::bio_attempt_back_merge(core, q.rqs.get_mut(id), bio, nsegs, &q.lim),
-        ElvMerge::Front => merge::bio_attempt_front_merge(core, q.rqs.get_mut(id), bio, nsegs, &q.lim),
-        ElvMerge::Discard => return merge::bio_attempt_discard_merge(core, q.rqs.get_mut(id), bio, &q.lim) == BioMerge::Ok,
-        ElvMerge::None => unreachable!(),
-    };
-    if status != BioMerge::Ok {
-        if q.last_merge == Some(id) && q.rqs.get(id).flags & req::NOMERGE != 0 {
-            q.last_merge = None;
-        }
-        return false;
-    }
-    let sched = q.sched.as_mut().expect("elevator");
-    // The request moved in the hash (back) or the tree (front) either way.
-    sched.hash_reposition(&q.rqs, id, old_end);
-    sched.reposition(&q.rqs, id, old_sector);
-    let merged = match kind {
-        // attempt_back_merge: the next request in sector order.
-        ElvMerge::Back => sched.latter(&q.rqs, id).is_some_and(|next| attempt_req_merge(q, core, id, next)),
-        // attempt_front_merge: into the previous one.
-        _ => sched.former(&q.rqs, id).is_some_and(|prev| attempt_req_merge(q, core, prev, id)),
-    };
-    if !merged {
-        q.last_merge = Some(id);
-    }
-    true
-}
-
-/// `blk_attempt_req_merge` / `attempt_merge` inside the elevator: merge
-/// request `next` into `rq`, then drop `next` from the scheduler and free it.
-fn attempt_req_merge(q: &mut RequestQueue, core: &mut BlockCore, rq: u32, next: u32) -> bool {
-    let old_end = q.rqs.get(rq).end();
-    let (r, n) = q.rqs.get2_mut(rq, next);
-    if !merge::attempt_merge(core, r, n, &q.lim) {
-        return false;
-    }
-    let discard = merge::blk_discard_mergable(q.rqs.get(rq), &q.lim);
-    if let Some(sched) = q.sched.as_mut() {
-        if !discard {
-            sched.merged_requests(&mut q.rqs, rq, next);
-            sched.hash_reposition(&q.rqs, rq, old_end);
-        } else {
-            sched.remove(&mut q.rqs, next);
-        }
-    }
-    if q.last_merge == Some(next) || !discard {
-        q.last_merge = Some(rq);
-    }
-    let gone = q.rqs.take(next);
-    q.put_tags(&gone);
-    wake_tag_waiters(q, core);
-    true
 }
 
 /// The rest of `blk_mq_submit_bio` once a tag is held: 'G', the request,
@@ -502,7 +406,7 @@ fn blk_mq_alloc_done(qs: &mut [RequestQueue], core: &mut BlockCore, qi: usize, b
     } else if core.plugs.get(task as usize).is_some_and(|p| p.is_some()) {
         blk_add_rq_to_plug(qs, core, task, (qi as u32, id));
     } else if qs[qi].sched.is_some() {
-        dd_insert_request(&mut qs[qi], core, id, task);
+        sched::insert_requests(&mut qs[qi], core, id, task);
         // Run asynchronously: kblockd issues it (6.1
         // blk_mq_sched_insert_request(rq, false, true, true); 6.12 the same).
         blk_mq_run_hw_queue(qs, core, qi, true);
@@ -632,7 +536,7 @@ fn blk_mq_dispatch_plug_list(qs: &mut [RequestQueue], core: &mut BlockCore, list
     let q = &mut qs[qi];
     if q.sched.is_some() {
         for id in local {
-            dd_insert_request(q, core, id, task);
+            sched::insert_requests(q, core, id, task);
         }
     } else if !from_schedule {
         // blk_mq_try_issue_list_directly
@@ -648,47 +552,6 @@ fn blk_mq_dispatch_plug_list(qs: &mut [RequestQueue], core: &mut BlockCore, list
         }
     }
     blk_mq_run_hw_queue(qs, core, qi, from_schedule);
-}
-
-/// `dd_insert_request`: an insert merge, or into the tree and FIFO ('I').
-fn dd_insert_request(q: &mut RequestQueue, core: &mut BlockCore, id: u32, task: u32) {
-    if elv_attempt_insert_merge(q, core, id) {
-        return;
-    }
-    core.stats[q.dev as usize].inserts += 1;
-    trace_rq(core, Action::Insert, q.rqs.get(id), task);
-    q.sched.as_mut().expect("elevator").insert(&mut q.rqs, id, core.now);
-    if q.last_merge.is_none() && merge::rq_mergeable(q.rqs.get(id)) {
-        q.last_merge = Some(id);
-    }
-}
-
-/// `elv_attempt_insert_merge`: into `last_merge`, then repeatedly into a
-/// request ending where this one starts.
-fn elv_attempt_insert_merge(q: &mut RequestQueue, core: &mut BlockCore, id: u32) -> bool {
-    if q.attrs.nomerges == 2 {
-        return false;
-    }
-    if let Some(lm) = q.last_merge {
-        if lm != id && attempt_req_merge(q, core, lm, id) {
-            return true;
-        }
-    }
-    if q.attrs.nomerges == 1 {
-        return false;
-    }
-    let mut rq = id;
-    let mut merged = false;
-    loop {
-        let pos = q.rqs.get(rq).sector;
-        let Some(target) = q.sched.as_mut().expect("elevator").hash_find(&q.rqs, pos) else { break };
-        if target == rq || !attempt_req_merge(q, core, target, rq) {
-            break;
-        }
-        merged = true;
-        rq = target;
-    }
-    merged
 }
 
 // ---- dispatch and completion ---------------------------------------------
@@ -720,8 +583,7 @@ fn blk_mq_sched_dispatch_requests(q: &mut RequestQueue, core: &mut BlockCore, ta
     if q.sched.is_some() {
         // __blk_mq_do_dispatch_sched: stop when no driver tag is left.
         while q.driver_tags < q.attrs.queue_depth {
-            let now = core.now;
-            let Some(id) = q.sched.as_mut().and_then(|s| s.dispatch(&mut q.rqs, now, core.beh.dd_next)) else { break };
+            let Some(id) = sched::dispatch_request(q, core) else { break };
             if q.last_merge == Some(id) {
                 q.last_merge = None;
             }

@@ -228,9 +228,13 @@ fn read_queue(q: &Obj, drv: &mut DriverLimits, w: &mut SysfsWrites) -> Result<()
         w.scheduler = Some(match s.trim_matches(|c| c == '[' || c == ']') {
             "none" => Elevator::None,
             "mq-deadline" => Elevator::MqDeadline,
-            "bfq" | "kyber" => return Err(q.err("scheduler", &n.at, format!("'{s}' is not modelled (use none or mq-deadline)"))),
-            _ => return Err(q.err("scheduler", &n.at, format!("unknown scheduler '{s}' (none or mq-deadline)"))),
+            "kyber" => Elevator::Kyber,
+            "bfq" => Elevator::Bfq,
+            _ => return Err(q.err("scheduler", &n.at, format!("unknown scheduler '{s}' (none, mq-deadline, kyber or bfq)"))),
         });
+        if let Some(e @ (Elevator::Kyber | Elevator::Bfq)) = w.scheduler {
+            return Err(q.err("scheduler", &n.at, format!("'{}' is not modelled yet (use none or mq-deadline)", e.name())));
+        }
     }
     w.nr_requests = q.opt_u64("nr_requests")?.map(|x| x.0);
     if let Some((v, n)) = q.opt_u64("nomerges")? {

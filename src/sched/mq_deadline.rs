@@ -12,11 +12,16 @@
 //! dispatched (`next_rq`, none before the first dispatch of a direction);
 //! from 6.5 the lowest request at or above the last dispatched sector.
 
-use std::collections::{BTreeSet, HashMap, VecDeque};
+use std::collections::{BTreeSet, VecDeque};
 
-use crate::mq::{Request, Rqs};
+use super::elevator::{self, RqHash};
+use super::ElevatorData;
+use crate::bio::{req, BioId, Op};
+use crate::mq::{trace_rq, Request, RequestQueue, Rqs};
 use crate::profile::{DdNext, HZ};
 use crate::stats::diskstats::jiffies;
+use crate::submit::BlockCore;
+use crate::trace::Action;
 
 /// `enum dd_data_dir`: reads, and everything `op_is_write`.
 pub fn data_dir(rq: &Request) -> usize {
@@ -26,8 +31,6 @@ pub fn data_dir(rq: &Request) -> usize {
 pub struct MqDeadline {
     sort: [BTreeSet<(u64, u32)>; 2],
     fifo: [VecDeque<u32>; 2],
-    /// `elv_rqhash`: requests by end sector, newest first.
-    hash: HashMap<u64, Vec<u32>>,
     latest_pos: [u64; 2],
     /// `per_prio->next_rq[]` (up to 6.4).
     next_rq: [Option<u32>; 2],
@@ -46,7 +49,6 @@ impl Default for MqDeadline {
         MqDeadline {
             sort: Default::default(),
             fifo: Default::default(),
-            hash: HashMap::new(),
             latest_pos: [0; 2],
             next_rq: [None; 2],
             last_dir: 0,
@@ -70,41 +72,6 @@ impl MqDeadline {
         self.fifo[0].len() + self.fifo[1].len()
     }
 
-    /// `elv_rqhash_add`.
-    pub fn hash_add(&mut self, rqs: &Rqs, id: u32) {
-        let r = rqs.get(id);
-        self.hash.entry(r.sector + r.nr_sectors as u64).or_default().insert(0, id);
-    }
-
-    fn hash_del(&mut self, end: u64, id: u32) {
-        if let Some(v) = self.hash.get_mut(&end) {
-            v.retain(|&x| x != id);
-            if v.is_empty() {
-                self.hash.remove(&end);
-            }
-        }
-    }
-
-    /// `elv_rqhash_find`: a request ending at `sector`; unmergeable ones met
-    /// on the way are dropped from the hash.
-    pub fn hash_find(&mut self, rqs: &Rqs, sector: u64) -> Option<u32> {
-        let v = self.hash.get_mut(&sector)?;
-        v.retain(|&id| crate::merge::rq_mergeable(rqs.get(id)));
-        let found = v.first().copied();
-        if v.is_empty() {
-            self.hash.remove(&sector);
-        }
-        found
-    }
-
-    /// Move a request whose end changed (`elv_rqhash_reposition`).
-    pub fn hash_reposition(&mut self, rqs: &Rqs, id: u32, old_end: u64) {
-        self.hash_del(old_end, id);
-        if crate::merge::rq_mergeable(rqs.get(id)) {
-            self.hash_add(rqs, id);
-        }
-    }
-
     /// `dd_request_merge`'s lookup: a request of `dir` starting at `sector`.
     pub fn front_candidate(&self, dir: usize, sector: u64) -> Option<u32> {
         if !self.front_merges {
@@ -126,14 +93,14 @@ impl MqDeadline {
 
     /// The rest of `dd_insert_request` once no insert merge happened: sort
     /// tree, hash, FIFO with its deadline.
-    pub fn insert(&mut self, rqs: &mut Rqs, id: u32, now_ns: u64) {
+    pub fn insert(&mut self, hash: &mut RqHash, rqs: &mut Rqs, id: u32, now_ns: u64) {
         let dir = data_dir(rqs.get(id));
         let r = rqs.get_mut(id);
         r.fifo_time = jiffies(now_ns) + self.fifo_expire[dir];
         r.in_elevator = true;
         self.sort[dir].insert((r.sector, id));
         if crate::merge::rq_mergeable(r) {
-            self.hash_add(rqs, id);
+            hash.add(rqs, id);
         }
         self.fifo[dir].push_back(id);
     }
@@ -141,7 +108,7 @@ impl MqDeadline {
     /// `deadline_remove_request`: off the tree, FIFO and hash (and, up to
     /// 6.4, `next_rq` moves past it). Tolerates a request that was never
     /// inserted (an insert merge).
-    pub fn remove(&mut self, rqs: &mut Rqs, id: u32) {
+    pub fn remove(&mut self, hash: &mut RqHash, rqs: &mut Rqs, id: u32) {
         if !rqs.get(id).in_elevator {
             return;
         }
@@ -154,7 +121,7 @@ impl MqDeadline {
         let (sector, end) = (r.sector, r.sector + r.nr_sectors as u64);
         self.sort[dir].remove(&(sector, id));
         self.fifo[dir].retain(|&x| x != id);
-        self.hash_del(end, id);
+        hash.del(end, id);
     }
 
     /// `dd_request_merged` after a front merge: the start moved.
@@ -168,7 +135,7 @@ impl MqDeadline {
 
     /// `dd_merged_requests`: `next` was merged into `rq`; `rq` inherits the
     /// earlier deadline and `next`'s FIFO place.
-    pub fn merged_requests(&mut self, rqs: &mut Rqs, rq: u32, next: u32) {
+    pub fn merged_requests(&mut self, hash: &mut RqHash, rqs: &mut Rqs, rq: u32, next: u32) {
         let (rq_in, next_in) = (rqs.get(rq).in_elevator, rqs.get(next).in_elevator);
         if rq_in && next_in && rqs.get(next).fifo_time < rqs.get(rq).fifo_time {
             let dir = data_dir(rqs.get(rq));
@@ -179,7 +146,7 @@ impl MqDeadline {
             let t = rqs.get(next).fifo_time;
             rqs.get_mut(rq).fifo_time = t;
         }
-        self.remove(rqs, next);
+        self.remove(hash, rqs, next);
     }
 
     /// `deadline_next_request`: `next_rq` (up to 6.4), or
@@ -192,7 +159,7 @@ impl MqDeadline {
     }
 
     /// `__dd_dispatch_request`.
-    pub fn dispatch(&mut self, rqs: &mut Rqs, now_ns: u64, rule: DdNext) -> Option<u32> {
+    pub fn dispatch(&mut self, hash: &mut RqHash, rqs: &mut Rqs, now_ns: u64, rule: DdNext) -> Option<u32> {
         let mut chosen = self.next_request(self.last_dir, rule).filter(|_| self.batching < self.fifo_batch);
         if chosen.is_none() {
             // Reads first, unless writes waited through `writes_starved`
@@ -226,8 +193,42 @@ impl MqDeadline {
         let (dir, pos) = (data_dir(rqs.get(id)), rqs.get(id).sector);
         // deadline_move_request: next_rq is the request after this one.
         self.next_rq[dir] = self.latter(rqs, id);
-        self.remove(rqs, id);
+        self.remove(hash, rqs, id);
         self.latest_pos[dir] = pos;
         Some(id)
+    }
+}
+
+/// `dd_limit_depth`: synchronous reads may use every scheduler tag; other
+/// allocations only `async_depth`, 3/4 of `nr_requests` (at least 1).
+#[inline(always)]
+pub fn dd_limit_depth(op: Op, flags: u32, nr_requests: u32) -> u32 {
+    let sync_read = !op.is_write() && (op == Op::Read || flags & req::SYNC != 0);
+    if sync_read {
+        nr_requests
+    } else {
+        (3 * nr_requests / 4).max(1)
+    }
+}
+
+/// `dd_bio_merge` → `blk_mq_sched_try_merge`.
+#[inline(always)]
+pub fn dd_bio_merge(q: &mut RequestQueue, core: &mut BlockCore, bio: BioId, nsegs: u32) -> bool {
+    elevator::blk_mq_sched_try_merge(q, core, bio, nsegs)
+}
+
+/// `dd_insert_request`: an insert merge, or into the tree and FIFO ('I').
+pub fn dd_insert_request(q: &mut RequestQueue, core: &mut BlockCore, id: u32, task: u32) {
+    if elevator::elv_attempt_insert_merge(q, core, id) {
+        return;
+    }
+    core.stats[q.dev as usize].inserts += 1;
+    trace_rq(core, Action::Insert, q.rqs.get(id), task);
+    let e = q.sched.as_mut().expect("elevator");
+    #[allow(irrefutable_let_patterns)]
+    let ElevatorData::MqDeadline(dd) = &mut e.data else { unreachable!("mq-deadline's insert") };
+    dd.insert(&mut e.hash, &mut q.rqs, id, core.now);
+    if q.last_merge.is_none() && crate::merge::rq_mergeable(q.rqs.get(id)) {
+        q.last_merge = Some(id);
     }
 }

@@ -1,0 +1,184 @@
+//! What every elevator shares (block/elevator.c, blk-mq-sched.c): the
+//! request hash by end sector (`elv_rqhash_*`), `elv_merge`'s lookup of a
+//! merge candidate, `blk_mq_sched_try_merge` and the insert merge
+//! (`elv_attempt_insert_merge`). A scheduler that uses them (mq-deadline)
+//! calls them from its own operations; one that does not (kyber, whose
+//! merges walk its per-context lists) never touches the hash.
+
+use std::collections::HashMap;
+
+use crate::bio::{req, BioId};
+use crate::merge::{self, BioMerge, ElvMerge};
+use crate::mq::{wake_tag_waiters, RequestQueue, Rqs};
+use crate::submit::BlockCore;
+
+/// `elv_rqhash`: mergeable requests by end sector, newest first.
+#[derive(Default)]
+pub struct RqHash {
+    map: HashMap<u64, Vec<u32>>,
+}
+
+impl RqHash {
+    /// `elv_rqhash_add`.
+    pub fn add(&mut self, rqs: &Rqs, id: u32) {
+        let r = rqs.get(id);
+        self.map.entry(r.end()).or_default().insert(0, id);
+    }
+
+    /// `elv_rqhash_del`, given the end sector the request was hashed at.
+    pub fn del(&mut self, end: u64, id: u32) {
+        if let Some(v) = self.map.get_mut(&end) {
+            v.retain(|&x| x != id);
+            if v.is_empty() {
+                self.map.remove(&end);
+            }
+        }
+    }
+
+    /// `elv_rqhash_find`: a request ending at `sector`; unmergeable ones met
+    /// on the way are dropped from the hash.
+    pub fn find(&mut self, rqs: &Rqs, sector: u64) -> Option<u32> {
+        let v = self.map.get_mut(&sector)?;
+        v.retain(|&id| merge::rq_mergeable(rqs.get(id)));
+        let found = v.first().copied();
+        if v.is_empty() {
+            self.map.remove(&sector);
+        }
+        found
+    }
+
+    /// `elv_rqhash_reposition`: a request whose end changed (or that
+    /// merged) moves to the head of its new chain.
+    pub fn reposition(&mut self, rqs: &Rqs, id: u32, old_end: u64) {
+        self.del(old_end, id);
+        if merge::rq_mergeable(rqs.get(id)) {
+            self.add(rqs, id);
+        }
+    }
+}
+
+/// `elv_merge`: the one-hit cache, the end-sector hash (back merge), then
+/// the scheduler's `request_merge` (a front merge candidate).
+#[inline(always)]
+pub fn elv_merge(q: &mut RequestQueue, core: &BlockCore, bio: BioId) -> (ElvMerge, u32) {
+    let b = core.bio(bio);
+    if let Some(lm) = q.last_merge {
+        let r = q.rqs.get(lm);
+        if merge::blk_rq_merge_ok(r, b) {
+            let t = merge::blk_try_merge(r, b, &q.lim);
+            if t != ElvMerge::None {
+                return (t, lm);
+            }
+        }
+    }
+    if q.attrs.nomerges == 1 {
+        return (ElvMerge::None, 0);
+    }
+    let e = q.sched.as_mut().expect("elevator");
+    if let Some(id) = e.hash.find(&q.rqs, b.iter.sector) {
+        if merge::blk_rq_merge_ok(q.rqs.get(id), b) {
+            let t = if merge::blk_discard_mergable(q.rqs.get(id), &q.lim) { ElvMerge::Discard } else { ElvMerge::Back };
+            return (t, id);
+        }
+    }
+    if let Some(id) = e.request_merge(b.op.is_write() as usize, b.end_sector()) {
+        if merge::blk_rq_merge_ok(q.rqs.get(id), b) {
+            let t = if merge::blk_discard_mergable(q.rqs.get(id), &q.lim) { ElvMerge::Discard } else { ElvMerge::Front };
+            return (t, id);
+        }
+    }
+    (ElvMerge::None, 0)
+}
+
+/// `blk_mq_sched_try_merge`: merge the bio into `elv_merge`'s candidate,
+/// then try to merge the grown request with its neighbour in sector order.
+#[inline(always)]
+pub fn blk_mq_sched_try_merge(q: &mut RequestQueue, core: &mut BlockCore, bio: BioId, nsegs: u32) -> bool {
+    let (kind, id) = elv_merge(q, core, bio);
+    let (old_sector, old_end) = match kind {
+        ElvMerge::None => return false,
+        _ => (q.rqs.get(id).sector, q.rqs.get(id).end()),
+    };
+    let status = match kind {
+        ElvMerge::Back => merge::bio_attempt_back_merge(core, q.rqs.get_mut(id), bio, nsegs, &q.lim),
+        ElvMerge::Front => merge::bio_attempt_front_merge(core, q.rqs.get_mut(id), bio, nsegs, &q.lim),
+        ElvMerge::Discard => return merge::bio_attempt_discard_merge(core, q.rqs.get_mut(id), bio, &q.lim) == BioMerge::Ok,
+        ElvMerge::None => unreachable!(),
+    };
+    if status != BioMerge::Ok {
+        if q.last_merge == Some(id) && q.rqs.get(id).flags & req::NOMERGE != 0 {
+            q.last_merge = None;
+        }
+        return false;
+    }
+    let e = q.sched.as_mut().expect("elevator");
+    // elv_merged_request: the request moved in the hash (back) or the
+    // scheduler's order (front) either way.
+    e.hash.reposition(&q.rqs, id, old_end);
+    e.request_merged(&q.rqs, id, old_sector);
+    let merged = match kind {
+        // attempt_back_merge: the next request in sector order.
+        ElvMerge::Back => e.next_request(&q.rqs, id).is_some_and(|next| attempt_req_merge(q, core, id, next)),
+        // attempt_front_merge: into the previous one.
+        _ => e.former_request(&q.rqs, id).is_some_and(|prev| attempt_req_merge(q, core, prev, id)),
+    };
+    if !merged {
+        q.last_merge = Some(id);
+    }
+    true
+}
+
+/// `blk_attempt_req_merge` / `attempt_merge` inside the elevator: merge
+/// request `next` into `rq`, then drop `next` from the scheduler and free it.
+pub fn attempt_req_merge(q: &mut RequestQueue, core: &mut BlockCore, rq: u32, next: u32) -> bool {
+    let old_end = q.rqs.get(rq).end();
+    let (r, n) = q.rqs.get2_mut(rq, next);
+    if !merge::attempt_merge(core, r, n, &q.lim) {
+        return false;
+    }
+    let discard = merge::blk_discard_mergable(q.rqs.get(rq), &q.lim);
+    if let Some(e) = q.sched.as_mut() {
+        if !discard {
+            // elv_merge_requests.
+            e.requests_merged(&mut q.rqs, rq, next);
+            e.hash.reposition(&q.rqs, rq, old_end);
+        } else {
+            e.remove_request(&mut q.rqs, next);
+        }
+    }
+    if q.last_merge == Some(next) || !discard {
+        q.last_merge = Some(rq);
+    }
+    let gone = q.rqs.take(next);
+    q.put_tags(&gone);
+    wake_tag_waiters(q, core);
+    true
+}
+
+/// `elv_attempt_insert_merge`: into `last_merge`, then repeatedly into a
+/// request ending where this one starts.
+pub fn elv_attempt_insert_merge(q: &mut RequestQueue, core: &mut BlockCore, id: u32) -> bool {
+    if q.attrs.nomerges == 2 {
+        return false;
+    }
+    if let Some(lm) = q.last_merge {
+        if lm != id && attempt_req_merge(q, core, lm, id) {
+            return true;
+        }
+    }
+    if q.attrs.nomerges == 1 {
+        return false;
+    }
+    let mut rq = id;
+    let mut merged = false;
+    loop {
+        let pos = q.rqs.get(rq).sector;
+        let Some(target) = q.sched.as_mut().expect("elevator").hash.find(&q.rqs, pos) else { break };
+        if target == rq || !attempt_req_merge(q, core, target, rq) {
+            break;
+        }
+        merged = true;
+        rq = target;
+    }
+    merged
+}
