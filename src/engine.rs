@@ -743,6 +743,9 @@ impl Engine {
             SimEvent::ZoneWplugWork { queue } => {
                 crate::zoned::blk_zone_wplug_bio_work(&mut self.queues, &mut self.core, queue as usize);
             }
+            SimEvent::ElvTimer { queue } => {
+                crate::mq::blk_mq_elevator_timer(&mut self.queues, &mut self.core, queue as usize);
+            }
             SimEvent::JobWake { job } => {
                 self.jobs[job as usize].wake_at = None;
                 self.run_job(job as usize);

@@ -9,6 +9,7 @@
 //! and a direct sysfs store) and 6.12+ (`blk_validate_limits` with
 //! `max_user_sectors`); [`LimitsModel`] selects the rule.
 
+use crate::sched::bfq_params::BfqParams;
 use crate::bio::{PAGE_SIZE, SECTOR_SHIFT};
 
 /// `BLK_MAX_SEGMENTS`.
@@ -234,6 +235,8 @@ pub struct SysfsWrites {
     pub nomerges: Option<u8>,
     pub rotational: Option<bool>,
     pub write_cache: Option<bool>,
+    /// bfq's `iosched/` writes, with the scheduler written as bfq.
+    pub bfq: Option<BfqParams>,
 }
 
 /// Request-queue attributes that are not `queue_limits`.
@@ -250,6 +253,8 @@ pub struct QueueAttrs {
     pub fua: bool,
     /// Conventional zones at the start of a zoned disk (see `DriverLimits`).
     pub nr_conv_zones: u32,
+    /// bfq's tunables (`iosched/`), used when bfq is the scheduler.
+    pub bfq: BfqParams,
 }
 
 /// A limit the kernel would refuse: which sysfs key and why.
@@ -522,6 +527,7 @@ fn queue_attrs(d: &DriverLimits, w: &SysfsWrites) -> Result<QueueAttrs, LimitErr
         write_cache: w.write_cache.unwrap_or(d.write_cache),
         fua: d.fua,
         nr_conv_zones: d.nr_conv_zones,
+        bfq: w.bfq.unwrap_or_default(),
     })
 }
 

@@ -160,7 +160,7 @@ pub struct RequestQueue {
 
 impl RequestQueue {
     pub fn new(index: u32, dev: DevId, kind: DiskKind, lim: QueueLimits, attrs: QueueAttrs, disk: DiskModel) -> Self {
-        let sched = ElevatorQueue::init(attrs.scheduler);
+        let sched = ElevatorQueue::init(&attrs);
         let zones = (lim.zoned == Zoned::HostManaged).then(|| Box::new(Zones::new(lim.chunk_sectors as u64, attrs.nr_conv_zones as u64)));
         RequestQueue {
             index,
@@ -655,12 +655,23 @@ pub fn blk_mq_complete_request(qs: &mut [RequestQueue], core: &mut BlockCore, qi
         return crate::flush::rq_completed(qs, core, qi, id);
     }
     let q = &mut qs[qi];
+    // blk_mq_finish_request → ->finish_request, before the submitter
+    // (woken by its bio's end) can run again.
+    sched::finish_request(q, core, id);
     let rq = q.rqs.take(id);
     let s = &mut core.stats[q.dev as usize];
     s.disk.in_driver -= 1;
     s.disk.account_sectors(rq.op, rq.flags, rq.nr_sectors as u64);
     blk_mq_end_request_done(q, core, rq);
     blk_mq_run_hw_queue(qs, core, qi, true);
+}
+
+/// The scheduler's timer expired (bfq's idle slice timer): it runs the
+/// queue from kblockd (`bfq_schedule_dispatch`).
+pub fn blk_mq_elevator_timer(qs: &mut [RequestQueue], core: &mut BlockCore, qi: usize) {
+    if sched::elevator_timer(&mut qs[qi], core) {
+        blk_mq_run_hw_queue(qs, core, qi, true);
+    }
 }
 
 /// The rest of ending a request the driver is done with: tags back, 'C',

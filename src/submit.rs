@@ -62,6 +62,8 @@ pub enum SimEvent {
     /// The zone write plug work queue of a zoned disk's queue runs its next
     /// work item (`blk_zone_wplug_bio_work`).
     ZoneWplugWork { queue: u32 },
+    /// The scheduler's timer of a queue expires (bfq's idle slice timer).
+    ElvTimer { queue: u32 },
 }
 
 /// What the event heap holds: an event, or the head of a stream.

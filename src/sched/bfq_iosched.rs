@@ -142,6 +142,10 @@ impl Bfq {
         self.rqs.get(&id)
     }
 
+    pub fn wr_busy_queues(&self) -> u32 {
+        self.wr_busy_queues
+    }
+
     fn tot_busy_queues(&self) -> u32 {
         self.busy_queues.iter().sum()
     }

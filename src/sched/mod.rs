@@ -26,16 +26,18 @@ pub mod bfq_wf2q;
 pub mod elevator;
 pub mod mq_deadline;
 
-use crate::bio::{BioId, Op};
-use crate::limits::Elevator;
+use crate::bio::{Bio, BioId, Op};
+use crate::limits::{Elevator, QueueAttrs};
 use crate::mq::{RequestQueue, Rqs};
 use crate::submit::BlockCore;
+use bfq_elv::BfqElv;
 use elevator::RqHash;
 use mq_deadline::MqDeadline;
 
 /// `elevator_queue->elevator_data`: the scheduler in force.
 pub enum ElevatorData {
     MqDeadline(MqDeadline),
+    Bfq(Box<BfqElv>),
 }
 
 /// `struct elevator_queue`.
@@ -49,11 +51,13 @@ impl ElevatorQueue {
     /// `elevator_init_mq` → `->init_sched`: the elevator for a queue's
     /// scheduler, none for `none`. A scheduler the scenario reader refuses
     /// (not modelled) never gets here.
-    pub fn init(e: Elevator) -> Option<ElevatorQueue> {
+    pub fn init(attrs: &QueueAttrs) -> Option<ElevatorQueue> {
+        let e = attrs.scheduler;
         let data = match e {
             Elevator::None => return None,
             Elevator::MqDeadline => ElevatorData::MqDeadline(MqDeadline::default()),
-            Elevator::Kyber | Elevator::Bfq => unreachable!("{} is refused by the scenario reader", e.name()),
+            Elevator::Bfq => ElevatorData::Bfq(Box::new(BfqElv::new(attrs))),
+            Elevator::Kyber => unreachable!("{} is refused by the scenario reader", e.name()),
         };
         Some(ElevatorQueue { hash: RqHash::default(), data })
     }
@@ -62,6 +66,7 @@ impl ElevatorQueue {
     pub fn has_work(&self) -> bool {
         match &self.data {
             ElevatorData::MqDeadline(dd) => dd.has_work(),
+            ElevatorData::Bfq(b) => b.bfq.has_work(),
         }
     }
 
@@ -69,6 +74,7 @@ impl ElevatorQueue {
     pub fn queued(&self) -> usize {
         match &self.data {
             ElevatorData::MqDeadline(dd) => dd.queued(),
+            ElevatorData::Bfq(b) => b.bfq.queued(),
         }
     }
 
@@ -78,36 +84,58 @@ impl ElevatorQueue {
     pub fn limit_depth(&self, op: Op, flags: u32, nr_requests: u32) -> u32 {
         match &self.data {
             ElevatorData::MqDeadline(_) => mq_deadline::dd_limit_depth(op, flags, nr_requests),
+            ElevatorData::Bfq(b) => b.limit_depth(op, flags, nr_requests),
         }
     }
 
-    /// `->request_merge`'s lookup: a request of direction `dir` starting
-    /// at `sector` (a front merge candidate).
+    /// `->allow_merge` (`elv_bio_merge_ok`'s scheduler part): whether bio
+    /// `b` may merge into request `id`.
     #[inline(always)]
-    pub fn request_merge(&self, dir: usize, sector: u64) -> Option<u32> {
+    pub fn allow_merge(&self, core: &BlockCore, id: u32, b: &Bio) -> bool {
         match &self.data {
-            ElevatorData::MqDeadline(dd) => dd.front_candidate(dir, sector),
+            ElevatorData::MqDeadline(_) => true,
+            ElevatorData::Bfq(e) => e.allow_merge(core, id, b),
+        }
+    }
+
+    /// `->request_merge`'s lookup: a request the bio's end meets (a front
+    /// merge candidate).
+    #[inline(always)]
+    pub fn request_merge(&self, core: &BlockCore, b: &Bio) -> Option<u32> {
+        match &self.data {
+            ElevatorData::MqDeadline(dd) => dd.front_candidate(b.op.is_write() as usize, b.end_sector()),
+            ElevatorData::Bfq(e) => e.request_merge(core, b),
         }
     }
 
     /// `->request_merged`: request `id` grew (its start was `old_sector`).
-    pub fn request_merged(&mut self, rqs: &Rqs, id: u32, old_sector: u64) {
+    pub fn request_merged(&mut self, rqs: &Rqs, id: u32, old_sector: u64, now: u64) {
         match &mut self.data {
             ElevatorData::MqDeadline(dd) => dd.reposition(rqs, id, old_sector),
+            ElevatorData::Bfq(e) => e.bfq.request_merged(id, rqs.get(id).sector, rqs.get(id).nr_sectors, now),
         }
     }
 
     /// `->requests_merged`: `next` was merged into `rq` and leaves.
-    pub fn requests_merged(&mut self, rqs: &mut Rqs, rq: u32, next: u32) {
+    pub fn requests_merged(&mut self, rqs: &mut Rqs, rq: u32, next: u32, now: u64) {
         match &mut self.data {
             ElevatorData::MqDeadline(dd) => dd.merged_requests(&mut self.hash, rqs, rq, next),
+            ElevatorData::Bfq(e) => {
+                e.bfq.request_merged(rq, rqs.get(rq).sector, rqs.get(rq).nr_sectors, now);
+                e.bfq.requests_merged(rq, next, now);
+                self.hash.del(rqs.get(next).end(), next);
+            }
         }
     }
 
     /// A request merged away as a discard range leaves the scheduler.
-    pub fn remove_request(&mut self, rqs: &mut Rqs, id: u32) {
+    pub fn remove_request(&mut self, rqs: &mut Rqs, id: u32, now: u64) {
         match &mut self.data {
             ElevatorData::MqDeadline(dd) => dd.remove(&mut self.hash, rqs, id),
+            ElevatorData::Bfq(e) => {
+                e.bfq.remove(id, now);
+                self.hash.del(rqs.get(id).end(), id);
+            }
         }
     }
 
@@ -116,6 +144,7 @@ impl ElevatorQueue {
     pub fn next_request(&self, rqs: &Rqs, id: u32) -> Option<u32> {
         match &self.data {
             ElevatorData::MqDeadline(dd) => dd.latter(rqs, id),
+            ElevatorData::Bfq(e) => e.bfq.latter(id),
         }
     }
 
@@ -123,6 +152,7 @@ impl ElevatorQueue {
     pub fn former_request(&self, rqs: &Rqs, id: u32) -> Option<u32> {
         match &self.data {
             ElevatorData::MqDeadline(dd) => dd.former(rqs, id),
+            ElevatorData::Bfq(e) => e.bfq.former(id),
         }
     }
 }
@@ -132,6 +162,7 @@ impl ElevatorQueue {
 pub fn bio_merge(q: &mut RequestQueue, core: &mut BlockCore, bio: BioId, nsegs: u32) -> bool {
     match q.sched.as_ref().map(|e| &e.data) {
         Some(ElevatorData::MqDeadline(_)) => mq_deadline::dd_bio_merge(q, core, bio, nsegs),
+        Some(ElevatorData::Bfq(_)) => elevator::blk_mq_sched_try_merge(q, core, bio, nsegs),
         None => false,
     }
 }
@@ -140,6 +171,7 @@ pub fn bio_merge(q: &mut RequestQueue, core: &mut BlockCore, bio: BioId, nsegs: 
 pub fn insert_requests(q: &mut RequestQueue, core: &mut BlockCore, id: u32, task: u32) {
     match q.sched.as_ref().map(|e| &e.data) {
         Some(ElevatorData::MqDeadline(_)) => mq_deadline::dd_insert_request(q, core, id, task),
+        Some(ElevatorData::Bfq(_)) => bfq_insert_request(q, core, id, task),
         None => unreachable!("insert into a queue without an elevator"),
     }
 }
@@ -150,5 +182,44 @@ pub fn dispatch_request(q: &mut RequestQueue, core: &mut BlockCore) -> Option<u3
     let e = q.sched.as_mut()?;
     match &mut e.data {
         ElevatorData::MqDeadline(dd) => dd.dispatch(&mut e.hash, &mut q.rqs, core.now, core.beh.dd_next),
+        ElevatorData::Bfq(b) => {
+            let id = b.bfq.dispatch(core.now)?;
+            e.hash.del(q.rqs.get(id).end(), id);
+            Some(id)
+        }
+    }
+}
+
+/// `->finish_request`: a request the scheduler dispatched has ended.
+#[inline(always)]
+pub fn finish_request(q: &mut RequestQueue, core: &mut BlockCore, id: u32) {
+    if let Some(ElevatorData::Bfq(b)) = q.sched.as_mut().map(|e| &mut e.data) {
+        b.finish_request(core, q.index, id);
+    }
+}
+
+/// The scheduler's timer (bfq's idle slice timer) expired: true when the
+/// queue should be run.
+pub fn elevator_timer(q: &mut RequestQueue, core: &mut BlockCore) -> bool {
+    match q.sched.as_mut().map(|e| &mut e.data) {
+        Some(ElevatorData::Bfq(b)) => b.timer(core, q.index),
+        _ => false,
+    }
+}
+
+/// `bfq_insert_request`: an insert merge, or into bfq ('I'), the hash and
+/// the one-hit merge cache.
+fn bfq_insert_request(q: &mut RequestQueue, core: &mut BlockCore, id: u32, task: u32) {
+    if elevator::insert_merge_or_trace(q, core, id, task) {
+        return;
+    }
+    let e = q.sched.as_mut().expect("elevator");
+    let ElevatorData::Bfq(b) = &mut e.data else { unreachable!("bfq's insert") };
+    b.insert(core, q.rqs.get(id), id);
+    if crate::merge::rq_mergeable(q.rqs.get(id)) {
+        e.hash.add(&q.rqs, id);
+        if q.last_merge.is_none() {
+            q.last_merge = Some(id);
+        }
     }
 }
