@@ -156,3 +156,4 @@ fn nearest_request_first_within_a_queue() {
     assert_eq!(b.dispatch(0), Some(2));
     assert_eq!(b.dispatch(0), Some(1));
 }
+
