@@ -119,6 +119,7 @@ class Disk:
     props: Dict[str, Any] = field(default_factory=dict)
     writes: Dict[str, Any] = field(default_factory=dict)
     iosched: Dict[str, Any] = field(default_factory=dict)
+    iops: int = 0
 
 
 @dataclass
@@ -229,6 +230,8 @@ def make_image(disk: Disk) -> None:
 
 def _qemu_disk(d: Disk, index: int, warnings: List[str], controllers: Dict[str, Any]) -> List[str]:
     drive = f"file={d.image},format=raw,if=none,id=d{index},cache=unsafe,discard=unmap,aio=threads"
+    if d.iops:
+        drive += f",throttling.iops-total={d.iops}"
     args = ["-drive", drive]
     p = d.props
     common = []
@@ -422,8 +425,13 @@ def build_plan(path: str, kernel: str, workdir: str, resolved: Dict[str, Any]) -
             count = int(prd.get("size_bytes") or parse_size(pspec.get("size", 0))) // 512
             d.partitions.append((pname, j + 1, start, count))
             names.append(pname)
-        if spec.get("model"):
-            pass  # service times do not change what is issued
+        model = spec.get("model") or {}
+        if isinstance(model, dict) and model.get("iops"):
+            # The one service figure that changes what is issued: a device
+            # admitting few commands per second lets requests wait in the
+            # scheduler, whose choices then decide the order (qemu's I/O
+            # throttling admits as many).
+            d.iops = int(model["iops"])
         disks.append(d)
         names.insert(len(names) - len(d.partitions), name)
 
