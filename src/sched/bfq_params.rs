@@ -71,6 +71,8 @@ impl BfqParams {
     /// functions take it (`__FUNC(__VAR, MIN, MAX, __CONV)`): clamped to the
     /// attribute's range. `None` for a key bfq does not have.
     pub fn set(&mut self, key: &str, v: u64) -> Option<()> {
+        // Every store takes at most INT_MAX.
+        let v = v.min(i32::MAX as u64);
         match key {
             "slice_idle" => self.slice_idle_ns = v * 1_000_000,
             "slice_idle_us" => self.slice_idle_ns = v * 1000,
@@ -145,5 +147,8 @@ mod tests {
         p.set("timeout_sync", 200).unwrap();
         assert_eq!(p.timeout, 50);
         assert!(p.set("quantum", 1).is_none());
+        // Values past INT_MAX are stored as INT_MAX (2147483647 ms).
+        p.set("slice_idle", u64::MAX).unwrap();
+        assert_eq!(p.slice_idle_ns, 2_147_483_647 * 1_000_000);
     }
 }
