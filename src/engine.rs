@@ -788,6 +788,9 @@ impl Engine {
             SimEvent::WbtTimer { queue } => {
                 crate::rq_qos::wbt::wb_timer_event(&mut self.queues[queue as usize], &mut self.core);
             }
+            SimEvent::ElvTimer { queue } => {
+                crate::mq::blk_mq_elevator_timer(&mut self.queues, &mut self.core, queue as usize);
+            }
             SimEvent::JobWake { job } => {
                 self.jobs[job as usize].wake_at = None;
                 self.run_job(job as usize);

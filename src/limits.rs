@@ -9,6 +9,7 @@
 //! and a direct sysfs store) and 6.12+ (`blk_validate_limits` with
 //! `max_user_sectors`); [`LimitsModel`] selects the rule.
 
+use crate::sched::bfq_params::BfqParams;
 use crate::bio::{PAGE_SIZE, SECTOR_SHIFT};
 
 /// `BLK_MAX_SEGMENTS`.
@@ -236,8 +237,10 @@ pub struct SysfsWrites {
     pub write_cache: Option<bool>,
     /// `wbt_lat_usec`: microseconds, 0 (off) or -1 (the default again).
     pub wbt_lat_usec: Option<i64>,
-    /// Writes to the elevator's own files (`queue/iosched/`).
+    /// Writes to the elevator's own files (`queue/iosched/`): kyber's.
     pub iosched: IoschedWrites,
+    /// bfq's `iosched/` writes, with the scheduler written as bfq.
+    pub bfq: Option<BfqParams>,
 }
 
 /// Writes to `queue/iosched/` files (kyber's latency targets).
@@ -280,6 +283,8 @@ pub struct QueueAttrs {
     /// Writeback throttling's latency target (`min_lat_nsec`); 0: off.
     pub wbt_lat_nsec: u64,
     pub iosched: Iosched,
+    /// bfq's tunables (`iosched/`), used when bfq is the scheduler.
+    pub bfq: BfqParams,
 }
 
 /// A limit the kernel would refuse: which sysfs key and why.
@@ -558,6 +563,7 @@ fn queue_attrs(d: &DriverLimits, w: &SysfsWrites) -> Result<QueueAttrs, LimitErr
             read_lat_nsec: w.iosched.read_lat_nsec.unwrap_or(Iosched::default().read_lat_nsec),
             write_lat_nsec: w.iosched.write_lat_nsec.unwrap_or(Iosched::default().write_lat_nsec),
         },
+        bfq: w.bfq.unwrap_or_default(),
     })
 }
 

@@ -732,12 +732,23 @@ pub fn blk_mq_complete_request(qs: &mut [RequestQueue], core: &mut BlockCore, qi
         return crate::flush::rq_completed(qs, core, qi, id);
     }
     let q = &mut qs[qi];
+    // blk_mq_finish_request → ->finish_request, before the submitter
+    // (woken by its bio's end) can run again.
+    sched::finish_request(q, core, id);
     let rq = q.rqs.take(id);
     let s = &mut core.stats[q.dev as usize];
     s.disk.in_driver -= 1;
     s.disk.account_sectors(rq.op, rq.flags, rq.nr_sectors as u64);
     blk_mq_end_request_done(q, core, rq, id);
     blk_mq_run_hw_queue(qs, core, qi, true);
+}
+
+/// The scheduler's timer expired (bfq's idle slice timer): it runs the
+/// queue from kblockd (`bfq_schedule_dispatch`).
+pub fn blk_mq_elevator_timer(qs: &mut [RequestQueue], core: &mut BlockCore, qi: usize) {
+    if sched::elevator_timer(&mut qs[qi], core) {
+        blk_mq_run_hw_queue(qs, core, qi, true);
+    }
 }
 
 /// The rest of ending a request the driver is done with: tags back, 'C',

@@ -506,6 +506,9 @@ pub struct Behaviour {
     pub raid5_discard: Raid5Discard,
     pub null_blk_no_sched: NullBlkNoSched,
     pub wbt_reclaim: WbtReclaim,
+    /// bfq counts a scenario asymmetric (and idles for service guarantees)
+    /// when more cgroups than this have pending requests.
+    pub bfq_groups_asymmetric_above: u32,
     pub throtl_dispatch: ThrotlDispatch,
     pub throtl_iops_wait: ThrotlIopsWait,
     pub throtl_trim: ThrotlTrim,
@@ -582,6 +585,7 @@ pub fn profiles() -> Vec<Profile> {
         raid5_discard: Raid5Discard::HideUnsafe,
         null_blk_no_sched: NullBlkNoSched::NoSched,
         wbt_reclaim: WbtReclaim::Kswapd,
+        bfq_groups_asymmetric_above: 0,
         throtl_dispatch: ThrotlDispatch::BpsOrIops,
         throtl_iops_wait: ThrotlIopsWait::SliceEnd,
         throtl_trim: ThrotlTrim::WholeSlices,
@@ -611,6 +615,7 @@ pub fn profiles() -> Vec<Profile> {
         zone_write_plugging: true,
         nvme_max_segs: 128,
         nvme_io_opt_nows_zero: false,
+        bfq_groups_asymmetric_above: 1,
         throtl_dispatch: ThrotlDispatch::MaxWait,
         throtl_iops_wait: ThrotlIopsWait::OneIo,
         ..v6_1.clone()
@@ -873,6 +878,8 @@ pub const SWITCHES: &[SwitchDef] = &[
         "nvme discard_granularity: the logical block size (up to 6.x) or max(NPDG, NPDA) blocks (7.x nvme_config_discard; the preset device, like qemu's, reports 4 KiB)"),
     switch!(flag nvme_io_opt_nows_zero,
         "nvme_update_disk_info sets optimal_io_size to (1 + NOWS) blocks even when NOWS is 0 (up to 6.1: one logical block); 6.12+ only when NOWS is set"),
+    switch!(number bfq_groups_asymmetric_above, 0, "0|1",
+        "bfq_asymmetric_scenario: the scenario is asymmetric (sync queues idle for service guarantees) when more non-root cgroups than this have pending requests; 0 up to 6.1 (one busy group already counts), 1 from 6.2 (\"block, bfq: do not idle if only one group is activated\")"),
     switch!(choice raid5_discard, "hide_unsafe|fail_unsafe",
         "md raid456 without safe discard (devices_handle_discard_safely, members discarding whole stripes): hide_unsafe (up to 6.x: discard_max_bytes 0) or fail_unsafe (7.x: discard_max_hw_bytes UINT_MAX sectors on every array, raid5_discard_limits fails each discard with -EOPNOTSUPP)"),
     switch!(choice null_blk_no_sched, "no_sched|none_by_default",

@@ -68,6 +68,8 @@ pub enum SimEvent {
     /// callback's timer): housekeeping, like a sample, that never makes a
     /// run longer.
     WbtTimer { queue: u32 },
+    /// The scheduler's timer of a queue expires (bfq's idle slice timer).
+    ElvTimer { queue: u32 },
 }
 
 /// What the event heap holds: an event, or the head of a stream.
@@ -186,6 +188,8 @@ pub struct BlockCore {
     pub now: u64,
     pub tracer: Tracer,
     pub tasks: Vec<Task>,
+    /// Each task's I/O priority (`ioprio_set`), by task.
+    pub ioprio: Vec<crate::sched::bfq_ioprio::Ioprio>,
     /// The task running the submission path now.
     pub current: u32,
     pub stats: Vec<DevStats>,
@@ -242,6 +246,7 @@ impl BlockCore {
             now: 0,
             tracer: Tracer::default(),
             tasks: vec![Task { pid: 0, comm: "swapper/0".into() }, Task { pid: 92, comm: "kworker/0:1H".into() }],
+            ioprio: vec![Default::default(); 2],
             current: 0,
             stats: vec![DevStats::default(); n],
             bios: Vec::new(),
@@ -269,6 +274,7 @@ impl BlockCore {
 
     pub fn add_task(&mut self, pid: u32, comm: &str) -> u32 {
         self.tasks.push(Task { pid, comm: comm.to_string() });
+        self.ioprio.push(Default::default());
         self.plugs.push(None);
         self.bio_lists.push(None);
         (self.tasks.len() - 1) as u32

@@ -40,6 +40,10 @@ INT_KEYS = ("logical_block_size", "physical_block_size", "minimum_io_size", "opt
             "max_segments", "max_segment_size", "virt_boundary_mask", "dma_alignment", "chunk_sectors",
             "discard_granularity", "discard_max_hw_bytes", "max_discard_segments", "write_zeroes_max_bytes",
             "max_sectors_kb", "discard_max_bytes", "nr_requests", "nomerges")
+# bfq's iosched/ files, scenario queue keys when bfq is the scheduler
+# (slice_idle is read as slice_idle_us, which keeps microseconds).
+BFQ_IOSCHED_KEYS = ("slice_idle_us", "low_latency", "back_seek_max", "back_seek_penalty", "fifo_expire_sync",
+                    "fifo_expire_async", "timeout_sync", "max_budget", "strict_guarantees")
 # What md and dm devices accept (sysfs writes on the array).
 STACK_WRITES = ("max_sectors_kb", "discard_max_bytes")
 SKIPPED_PREFIXES = ("loop", "ram", "zram", "sr", "fd", "nbd", "mmcblk", "xvd", "rbd", "pmem", "ubi", "mtd")
@@ -148,6 +152,8 @@ def _queue(r: Reader, name: str) -> Dict[str, Any]:
     iosched = {k: v for k in IOSCHED_KEYS.get(q.get("scheduler", ""), ()) if (v := r.int(*base, "iosched", k)) is not None}
     if iosched:
         q["iosched"] = iosched
+    if q.get("scheduler") == "bfq":
+        q.update(_bfq_iosched(r, base))
     for key in ("rotational",):
         v = r.int(*base, key)
         if v is not None:
@@ -171,6 +177,20 @@ def _wbt_default_usec(q: Dict[str, Any]) -> int:
     rule, which also keeps wbt off under bfq (6.1 shows the default there
     while wbt is off; 6.12 shows 0, which is kept)."""
     return 75000 if q.get("rotational", True) else 2000
+
+
+def _bfq_iosched(r: Reader, base: Tuple[str, ...]) -> Dict[str, Any]:
+    """bfq's tunables from queue/iosched/, as scenario queue keys."""
+    out: Dict[str, Any] = {}
+    for key in BFQ_IOSCHED_KEYS:
+        v = r.int(*base, "iosched", key)
+        if v is None:
+            continue
+        if key == "slice_idle_us" and v % 1000 == 0:
+            out["slice_idle"] = v // 1000
+        else:
+            out[key] = v
+    return out
 
 
 class Stack:

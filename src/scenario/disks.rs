@@ -1,6 +1,7 @@
 //! The `[disks.NAME]` tables: kind, size, queue limits (driver values and
 //! sysfs writes), the service model and partitions.
 
+use crate::sched::bfq_params::{BfqParams, BFQ_KEYS};
 use crate::disk::ServiceModel;
 use crate::genhd::{DiskKind, Queue};
 use crate::limits::{resolve, DriverLimits, Elevator, LimitError, SysfsWrites, Zoned};
@@ -140,7 +141,7 @@ fn read_disk(name: &str, d: &Obj, beh: &Behaviour, cpus: Option<u32>, disks: &[D
     let q = d.table("queue")?.unwrap_or_else(|| d.empty("queue"));
     read_queue(&q, &mut drv, &mut writes)?;
     kind.derive_driver_limits(&mut drv, beh, |k| q.has(k));
-    q.finish(QUEUE_KEYS)?;
+    q.finish(&[QUEUE_KEYS, &BFQ_KEYS[..]].concat())?;
     let (limits, attrs) = resolve(&drv, &writes, beh.limits_model, beh.def_max_sectors_cap).map_err(|e| limit_err(&q, d, e))?;
     check_iosched(&q, attrs.scheduler)?;
     if size == 0 || size % limits.logical_block_size as u64 != 0 {
@@ -258,11 +259,9 @@ fn read_queue(q: &Obj, drv: &mut DriverLimits, w: &mut SysfsWrites) -> Result<()
             "bfq" => Elevator::Bfq,
             _ => return Err(q.err("scheduler", &n.at, format!("unknown scheduler '{s}' (none, mq-deadline, kyber or bfq)"))),
         });
-        if let Some(e @ Elevator::Bfq) = w.scheduler {
-            return Err(q.err("scheduler", &n.at, format!("'{}' is not modelled yet (use none, mq-deadline or kyber)", e.name())));
-        }
     }
     read_iosched(q, w)?;
+    read_bfq_keys(q, w)?;
     w.nr_requests = q.opt_u64("nr_requests")?.map(|x| x.0);
     if let Some((v, n)) = q.opt_u64("nomerges")? {
         if v > 2 {
@@ -288,6 +287,26 @@ fn read_queue(q: &Obj, drv: &mut DriverLimits, w: &mut SysfsWrites) -> Result<()
             _ => return Err(q.err("write_cache", &n.at, "expected \"write back\" or \"write through\" (or true/false)")),
         });
     }
+    Ok(())
+}
+
+/// bfq's `iosched/` keys: only with the scheduler written as bfq (the files
+/// exist only for the scheduler in force); `slice_idle` or `slice_idle_us`.
+fn read_bfq_keys(q: &Obj, w: &mut SysfsWrites) -> Result<(), ScenarioError> {
+    let mut p = BfqParams::default();
+    let mut any = false;
+    for key in BFQ_KEYS {
+        let Some((v, n)) = q.opt_u64(key)? else { continue };
+        if w.scheduler != Some(Elevator::Bfq) {
+            return Err(q.err(key, &n.at, "a bfq iosched key: it needs scheduler = \"bfq\""));
+        }
+        if key == "slice_idle_us" && q.has("slice_idle") {
+            return Err(q.err(key, &n.at, "give slice_idle or slice_idle_us, not both"));
+        }
+        p.set(key, v).expect("a bfq key");
+        any = true;
+    }
+    w.bfq = any.then_some(p);
     Ok(())
 }
 

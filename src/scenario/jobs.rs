@@ -11,6 +11,7 @@ use crate::engine::Engine;
 use crate::genhd::Topology;
 use crate::limits::QueueLimits;
 use crate::profile::Behaviour;
+use crate::sched::bfq_ioprio::Ioprio;
 use crate::source::discard::DiscardLimits;
 use crate::source::discard_tool::DiscardTarget;
 use crate::source::pagecache::SharedCaches;
@@ -33,6 +34,8 @@ pub struct JobSpec {
     pub batch: u32,
     /// fio's `iodepth_batch_complete_min`.
     pub complete_min: u32,
+    /// The task's I/O priority (`ioprio_set`; bfq weighs its queues by it).
+    pub ioprio: Ioprio,
     /// The cgroup the task runs in: 1 + its index in the scenario's
     /// `[cgroups]`, 0 for the root group.
     pub cgroup: u16,
@@ -54,6 +57,8 @@ pub fn add_jobs(engine: &mut Engine, jobs: &[JobSpec], beh: &Behaviour) {
         let source = (s.make)(&engine.core.topo, beh, &mut shared);
         let j = engine.add_job(s.pid, &s.comm, source, s.iodepth, s.batch);
         engine.jobs[j].complete_min = s.complete_min.max(1);
+        let task = engine.jobs[j].task as usize;
+        engine.core.ioprio[task] = s.ioprio;
         engine.set_job_cgroup(j, s.cgroup);
     }
     engine.caches = shared;

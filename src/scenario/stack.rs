@@ -746,7 +746,7 @@ fn stacked_queue<'l>(a: &Obj, lim: QueueLimits, lowers: impl Iterator<Item = &'l
         write_cache |= l.write_cache;
         fua |= l.fua;
     }
-    let attrs = QueueAttrs { scheduler: Elevator::None, nr_requests: 128, queue_depth: 128, nr_hw_queues: 1, nomerges: 0, rotational, write_cache, fua, nr_conv_zones: 0, wbt_lat_nsec: 0, iosched: Default::default() };
+    let attrs = QueueAttrs { scheduler: Elevator::None, nr_requests: 128, queue_depth: 128, nr_hw_queues: 1, nomerges: 0, rotational, write_cache, fua, nr_conv_zones: 0, wbt_lat_nsec: 0, iosched: Default::default(), bfq: Default::default() };
     Ok(Queue { limits, attrs })
 }
 

@@ -344,6 +344,7 @@ fn clone_seed(job: &FioJob, seed: u64, section: usize, clone: u32) -> u64 {
 fn clone_spec(plan: FioPlan, dev: &str, extra: &Extra, pid: u32, comm: &str) -> JobSpec {
     let (iodepth, batch, complete_min) = (plan.job.iodepth.max(1), plan.job.iodepth_batch().max(1), plan.job.iodepth_batch_complete_min);
     let direct = plan.job.direct;
+    let ioprio = plan.job.task_ioprio();
     let (dev, layout, bsize, bg) = (dev.to_string(), extra.layout.clone(), extra.blocksize, extra.dirty_background);
     let make = Rc::new(move |topo: &Topology, beh: &Behaviour, shared: &mut SharedCaches| {
         let id = topo.by_name(&dev).expect("a validated device");
@@ -352,7 +353,7 @@ fn clone_spec(plan: FioPlan, dev: &str, extra: &Extra, pid: u32, comm: &str) -> 
         let target = FioTarget { dev: id, rules: DioRules::new(beh, l.logical_block_size, l.max_sectors), discard: DiscardTarget::new(topo, id, beh), cache };
         Box::new(FioJobSource::new(plan.clone(), target, &layout)) as Box<dyn crate::source::Source>
     });
-    JobSpec { pid, comm: comm.to_string(), iodepth, batch, complete_min, cgroup: 0, make }
+    JobSpec { pid, comm: comm.to_string(), iodepth, batch, complete_min, ioprio, cgroup: 0, make }
 }
 
 /// fio's `cgroup=NAME`: the job runs in that `[cgroups]` group (fio would

@@ -9,7 +9,8 @@ use std::collections::HashMap;
 
 use crate::bio::{req, BioId};
 use crate::merge::{self, BioMerge, ElvMerge};
-use crate::mq::{wake_tag_waiters, RequestQueue, Rqs};
+use crate::mq::{trace_rq, wake_tag_waiters, RequestQueue, Rqs};
+use crate::trace::Action;
 use crate::submit::BlockCore;
 
 /// `elv_rqhash`: mergeable requests by end sector, newest first.
@@ -66,7 +67,7 @@ pub fn elv_merge(q: &mut RequestQueue, core: &BlockCore, bio: BioId) -> (ElvMerg
         let r = q.rqs.get(lm);
         if merge::blk_rq_merge_ok(r, b) {
             let t = merge::blk_try_merge(r, b, &q.lim);
-            if t != ElvMerge::None {
+            if t != ElvMerge::None && q.sched.as_ref().is_some_and(|e| e.allow_merge(core, lm, b)) {
                 return (t, lm);
             }
         }
@@ -76,12 +77,12 @@ pub fn elv_merge(q: &mut RequestQueue, core: &BlockCore, bio: BioId) -> (ElvMerg
     }
     let e = q.sched.as_mut().expect("elevator");
     if let Some(id) = e.hash.find(&q.rqs, b.iter.sector) {
-        if merge::blk_rq_merge_ok(q.rqs.get(id), b) {
+        if merge::blk_rq_merge_ok(q.rqs.get(id), b) && e.allow_merge(core, id, b) {
             let t = if merge::blk_discard_mergable(q.rqs.get(id), &q.lim) { ElvMerge::Discard } else { ElvMerge::Back };
             return (t, id);
         }
     }
-    if let Some(id) = e.request_merge(b.op.is_write() as usize, b.end_sector()) {
+    if let Some(id) = e.request_merge(core, b) {
         if merge::blk_rq_merge_ok(q.rqs.get(id), b) {
             let t = if merge::blk_discard_mergable(q.rqs.get(id), &q.lim) { ElvMerge::Discard } else { ElvMerge::Front };
             return (t, id);
@@ -115,7 +116,7 @@ pub fn blk_mq_sched_try_merge(q: &mut RequestQueue, core: &mut BlockCore, bio: B
     // elv_merged_request: the request moved in the hash (back) or the
     // scheduler's order (front) either way.
     e.hash.reposition(&q.rqs, id, old_end);
-    e.request_merged(&q.rqs, id, old_sector);
+    e.request_merged(&q.rqs, id, old_sector, core.now);
     let merged = match kind {
         // attempt_back_merge: the next request in sector order.
         ElvMerge::Back => e.next_request(&q.rqs, id).is_some_and(|next| attempt_req_merge(q, core, id, next)),
@@ -140,10 +141,10 @@ pub fn attempt_req_merge(q: &mut RequestQueue, core: &mut BlockCore, rq: u32, ne
     if let Some(e) = q.sched.as_mut() {
         if !discard {
             // elv_merge_requests.
-            e.requests_merged(&mut q.rqs, rq, next);
+            e.requests_merged(&mut q.rqs, rq, next, core.now);
             e.hash.reposition(&q.rqs, rq, old_end);
         } else {
-            e.remove_request(&mut q.rqs, next);
+            e.remove_request(&mut q.rqs, next, core.now);
         }
     }
     if q.last_merge == Some(next) || !discard {
@@ -154,6 +155,18 @@ pub fn attempt_req_merge(q: &mut RequestQueue, core: &mut BlockCore, rq: u32, ne
     crate::rq_qos::rq_qos_done(q, core, next, &gone);
     wake_tag_waiters(q, core);
     true
+}
+
+/// The start of an elevator's insert (`dd_insert_request`,
+/// `bfq_insert_request`): an insert merge (true: nothing more to do), or
+/// the request is counted and traced as inserted ('I').
+pub fn insert_merge_or_trace(q: &mut RequestQueue, core: &mut BlockCore, id: u32, task: u32) -> bool {
+    if elv_attempt_insert_merge(q, core, id) {
+        return true;
+    }
+    core.stats[q.dev as usize].inserts += 1;
+    trace_rq(core, Action::Insert, q.rqs.get(id), task);
+    false
 }
 
 /// `elv_attempt_insert_merge`: into `last_merge`, then repeatedly into a

@@ -2,7 +2,11 @@
 //! `struct elevator_mq_ops`). `none` has no elevator: its software-queue
 //! merge and dispatch live in [`crate::mq`]. [`mq_deadline`] is the
 //! elevator most single-queue disks get by default; [`kyber`] the
-//! token-based one for fast devices.
+//! token-based one for fast devices. bfq is split by
+//! concept: [`bfq_wf2q`] (B-WF2Q+ service trees), [`bfq_queue`] (per-process
+//! queues), [`bfq_ioprio`] (ioprio to weight), [`bfq_params`] (iosched
+//! knobs), [`bfq_merge`] (its merge rules) and [`bfq_iosched`] (queue
+//! selection, budgets, idling, weight raising); [`bfq_elv`] plugs it in.
 //!
 //! [`ElevatorQueue`] is `struct elevator_queue`: the request hash every
 //! elevator may use ([`elevator::RqHash`]) and the scheduler's own data.
@@ -10,19 +14,26 @@
 //! which carry the names of `elevator_mq_ops` (`bio_merge`,
 //! `request_merge`, `request_merged`, `requests_merged`,
 //! `insert_requests`, `dispatch_request`, `has_work`, `limit_depth`,
-//! `next_request`, `former_request`, `completed_request`,
-//! `finish_request`); each dispatches on the scheduler in
+//! `next_request`, `former_request`); each dispatches on the scheduler in
 //! force, so the queue pays one test of its kind, not an indirect call.
 
+pub mod bfq_elv;
+pub mod bfq_ioprio;
+pub mod bfq_iosched;
+pub mod bfq_merge;
+pub mod bfq_params;
+pub mod bfq_queue;
+pub mod bfq_wf2q;
 pub mod elevator;
 pub mod kyber;
 pub mod mq_deadline;
 
-use crate::bio::{req, BioId, Op};
+use crate::bio::{req, Bio, BioId, Op};
 use crate::limits::{Elevator, QueueAttrs};
 use crate::mq::{Request, RequestQueue, Rqs};
 use crate::profile::Behaviour;
 use crate::submit::BlockCore;
+use bfq_elv::BfqElv;
 use elevator::RqHash;
 use kyber::Kyber;
 use mq_deadline::MqDeadline;
@@ -31,6 +42,7 @@ use mq_deadline::MqDeadline;
 pub enum ElevatorData {
     MqDeadline(MqDeadline),
     Kyber(Box<Kyber>),
+    Bfq(Box<BfqElv>),
 }
 
 /// `op_is_sync`: reads, and anything flagged `REQ_SYNC`, `REQ_FUA` or
@@ -59,7 +71,7 @@ impl ElevatorQueue {
                 let io = &attrs.iosched;
                 ElevatorData::Kyber(Box::new(Kyber::new(attrs.nr_requests, beh.kyber_async_depth, io.read_lat_nsec, io.write_lat_nsec)))
             }
-            Elevator::Bfq => unreachable!("{} is refused by the scenario reader", e.name()),
+            Elevator::Bfq => ElevatorData::Bfq(Box::new(BfqElv::new(attrs))),
         };
         Some(ElevatorQueue { hash: RqHash::default(), data })
     }
@@ -69,6 +81,7 @@ impl ElevatorQueue {
         match &self.data {
             ElevatorData::MqDeadline(dd) => dd.has_work(),
             ElevatorData::Kyber(ky) => ky.has_work(),
+            ElevatorData::Bfq(b) => b.bfq.has_work(),
         }
     }
 
@@ -77,6 +90,7 @@ impl ElevatorQueue {
         match &self.data {
             ElevatorData::MqDeadline(dd) => dd.queued(),
             ElevatorData::Kyber(ky) => ky.queued(),
+            ElevatorData::Bfq(b) => b.bfq.queued(),
         }
     }
 
@@ -94,40 +108,62 @@ impl ElevatorQueue {
                     ky.async_depth
                 }
             }
+            ElevatorData::Bfq(b) => b.limit_depth(op, flags, nr_requests),
         }
     }
 
-    /// `->request_merge`'s lookup: a request of direction `dir` starting
-    /// at `sector` (a front merge candidate).
+    /// `->allow_merge` (`elv_bio_merge_ok`'s scheduler part): whether bio
+    /// `b` may merge into request `id`.
     #[inline(always)]
-    pub fn request_merge(&self, dir: usize, sector: u64) -> Option<u32> {
+    pub fn allow_merge(&self, core: &BlockCore, id: u32, b: &Bio) -> bool {
         match &self.data {
-            ElevatorData::MqDeadline(dd) => dd.front_candidate(dir, sector),
+            ElevatorData::MqDeadline(_) | ElevatorData::Kyber(_) => true,
+            ElevatorData::Bfq(e) => e.allow_merge(core, id, b),
+        }
+    }
+
+    /// `->request_merge`'s lookup: a request the bio's end meets (a front
+    /// merge candidate).
+    #[inline(always)]
+    pub fn request_merge(&self, core: &BlockCore, b: &Bio) -> Option<u32> {
+        match &self.data {
+            ElevatorData::MqDeadline(dd) => dd.front_candidate(b.op.is_write() as usize, b.end_sector()),
             ElevatorData::Kyber(_) => None,
+            ElevatorData::Bfq(e) => e.request_merge(core, b),
         }
     }
 
     /// `->request_merged`: request `id` grew (its start was `old_sector`).
-    pub fn request_merged(&mut self, rqs: &Rqs, id: u32, old_sector: u64) {
+    pub fn request_merged(&mut self, rqs: &Rqs, id: u32, old_sector: u64, now: u64) {
         match &mut self.data {
             ElevatorData::MqDeadline(dd) => dd.reposition(rqs, id, old_sector),
             ElevatorData::Kyber(_) => {}
+            ElevatorData::Bfq(e) => e.bfq.request_merged(id, rqs.get(id).sector, rqs.get(id).nr_sectors, now),
         }
     }
 
     /// `->requests_merged`: `next` was merged into `rq` and leaves.
-    pub fn requests_merged(&mut self, rqs: &mut Rqs, rq: u32, next: u32) {
+    pub fn requests_merged(&mut self, rqs: &mut Rqs, rq: u32, next: u32, now: u64) {
         match &mut self.data {
             ElevatorData::MqDeadline(dd) => dd.merged_requests(&mut self.hash, rqs, rq, next),
             ElevatorData::Kyber(_) => {}
+            ElevatorData::Bfq(e) => {
+                e.bfq.request_merged(rq, rqs.get(rq).sector, rqs.get(rq).nr_sectors, now);
+                e.bfq.requests_merged(rq, next, now);
+                self.hash.del(rqs.get(next).end(), next);
+            }
         }
     }
 
     /// A request merged away as a discard range leaves the scheduler.
-    pub fn remove_request(&mut self, rqs: &mut Rqs, id: u32) {
+    pub fn remove_request(&mut self, rqs: &mut Rqs, id: u32, now: u64) {
         match &mut self.data {
             ElevatorData::MqDeadline(dd) => dd.remove(&mut self.hash, rqs, id),
             ElevatorData::Kyber(_) => {}
+            ElevatorData::Bfq(e) => {
+                e.bfq.remove(id, now);
+                self.hash.del(rqs.get(id).end(), id);
+            }
         }
     }
 
@@ -137,6 +173,7 @@ impl ElevatorQueue {
         match &self.data {
             ElevatorData::MqDeadline(dd) => dd.latter(rqs, id),
             ElevatorData::Kyber(_) => None,
+            ElevatorData::Bfq(e) => e.bfq.latter(id),
         }
     }
 
@@ -145,20 +182,19 @@ impl ElevatorQueue {
         match &self.data {
             ElevatorData::MqDeadline(dd) => dd.former(rqs, id),
             ElevatorData::Kyber(_) => None,
+            ElevatorData::Bfq(e) => e.bfq.former(id),
         }
     }
 
-    /// `->completed_request` then `->finish_request`, as
+    /// kyber's `->completed_request` then `->finish_request`, as
     /// `__blk_mq_end_request` and `blk_mq_free_request` call them, for
-    /// request `id` ending at `now_ns`.
+    /// request `id` ending at `now_ns` (bfq's `finish_request` is
+    /// [`finish_request`], which may run its queue).
     #[inline(always)]
     pub fn completed_request(&mut self, rq: &Request, id: u32, now_ns: u64) {
-        match &mut self.data {
-            ElevatorData::MqDeadline(_) => {}
-            ElevatorData::Kyber(ky) => {
-                ky.kyber_completed_request(rq, id, now_ns);
-                ky.kyber_finish_request(rq.op, id);
-            }
+        if let ElevatorData::Kyber(ky) = &mut self.data {
+            ky.kyber_completed_request(rq, id, now_ns);
+            ky.kyber_finish_request(rq.op, id);
         }
     }
 }
@@ -169,6 +205,7 @@ pub fn bio_merge(q: &mut RequestQueue, core: &mut BlockCore, bio: BioId, nsegs: 
     match q.sched.as_ref().map(|e| &e.data) {
         Some(ElevatorData::MqDeadline(_)) => mq_deadline::dd_bio_merge(q, core, bio, nsegs),
         Some(ElevatorData::Kyber(_)) => kyber::kyber_bio_merge(q, core, bio, nsegs),
+        Some(ElevatorData::Bfq(_)) => elevator::blk_mq_sched_try_merge(q, core, bio, nsegs),
         None => false,
     }
 }
@@ -178,6 +215,7 @@ pub fn insert_requests(q: &mut RequestQueue, core: &mut BlockCore, id: u32, task
     match q.sched.as_ref().map(|e| &e.data) {
         Some(ElevatorData::MqDeadline(_)) => mq_deadline::dd_insert_request(q, core, id, task),
         Some(ElevatorData::Kyber(_)) => kyber::kyber_insert_requests(q, core, id, task),
+        Some(ElevatorData::Bfq(_)) => bfq_insert_request(q, core, id, task),
         None => unreachable!("insert into a queue without an elevator"),
     }
 }
@@ -189,5 +227,44 @@ pub fn dispatch_request(q: &mut RequestQueue, core: &mut BlockCore) -> Option<u3
     match &mut e.data {
         ElevatorData::MqDeadline(dd) => dd.dispatch(&mut e.hash, &mut q.rqs, core.now, core.beh.dd_next),
         ElevatorData::Kyber(ky) => ky.kyber_dispatch_request(core.now),
+        ElevatorData::Bfq(b) => {
+            let id = b.bfq.dispatch(core.now)?;
+            e.hash.del(q.rqs.get(id).end(), id);
+            Some(id)
+        }
+    }
+}
+
+/// `->finish_request`: a request the scheduler dispatched has ended.
+#[inline(always)]
+pub fn finish_request(q: &mut RequestQueue, core: &mut BlockCore, id: u32) {
+    if let Some(ElevatorData::Bfq(b)) = q.sched.as_mut().map(|e| &mut e.data) {
+        b.finish_request(core, q.index, id);
+    }
+}
+
+/// The scheduler's timer (bfq's idle slice timer) expired: true when the
+/// queue should be run.
+pub fn elevator_timer(q: &mut RequestQueue, core: &mut BlockCore) -> bool {
+    match q.sched.as_mut().map(|e| &mut e.data) {
+        Some(ElevatorData::Bfq(b)) => b.timer(core, q.index),
+        _ => false,
+    }
+}
+
+/// `bfq_insert_request`: an insert merge, or into bfq ('I'), the hash and
+/// the one-hit merge cache.
+fn bfq_insert_request(q: &mut RequestQueue, core: &mut BlockCore, id: u32, task: u32) {
+    if elevator::insert_merge_or_trace(q, core, id, task) {
+        return;
+    }
+    let e = q.sched.as_mut().expect("elevator");
+    let ElevatorData::Bfq(b) = &mut e.data else { unreachable!("bfq's insert") };
+    b.insert(core, q.rqs.get(id), id);
+    if crate::merge::rq_mergeable(q.rqs.get(id)) {
+        e.hash.add(&q.rqs, id);
+        if q.last_merge.is_none() {
+            q.last_merge = Some(id);
+        }
     }
 }

@@ -17,11 +17,10 @@ use std::collections::{BTreeSet, VecDeque};
 use super::elevator::{self, RqHash};
 use super::ElevatorData;
 use crate::bio::{req, BioId, Op};
-use crate::mq::{trace_rq, Request, RequestQueue, Rqs};
+use crate::mq::{Request, RequestQueue, Rqs};
 use crate::profile::{DdNext, HZ};
 use crate::stats::diskstats::jiffies;
 use crate::submit::BlockCore;
-use crate::trace::Action;
 
 /// `enum dd_data_dir`: reads, and everything `op_is_write`.
 pub fn data_dir(rq: &Request) -> usize {
@@ -219,11 +218,9 @@ pub fn dd_bio_merge(q: &mut RequestQueue, core: &mut BlockCore, bio: BioId, nseg
 
 /// `dd_insert_request`: an insert merge, or into the tree and FIFO ('I').
 pub fn dd_insert_request(q: &mut RequestQueue, core: &mut BlockCore, id: u32, task: u32) {
-    if elevator::elv_attempt_insert_merge(q, core, id) {
+    if elevator::insert_merge_or_trace(q, core, id, task) {
         return;
     }
-    core.stats[q.dev as usize].inserts += 1;
-    trace_rq(core, Action::Insert, q.rqs.get(id), task);
     let e = q.sched.as_mut().expect("elevator");
     let ElevatorData::MqDeadline(dd) = &mut e.data else { unreachable!("mq-deadline's insert") };
     dd.insert(&mut e.hash, &mut q.rqs, id, core.now);

@@ -352,6 +352,10 @@ pub struct FioJob {
     /// `stonewall` (`wait_for_previous`): start only once the jobs before
     /// it have finished.
     pub stonewall: bool,
+    /// `prio` (0..7) and `prioclass` (0..3): fio calls `ioprio_set` when
+    /// either is given, with class 0 taken as best effort (os-linux.h).
+    pub ioprio: Option<u32>,
+    pub ioprio_class: Option<u32>,
 }
 
 impl Default for FioJob {
@@ -401,11 +405,25 @@ impl Default for FioJob {
             zonemode: ZoneMode::None,
             kb_base: 1024,
             stonewall: false,
+            ioprio: None,
+            ioprio_class: None,
         }
     }
 }
 
 impl FioJob {
+    /// The ioprio the job's task runs with: fio's `ioprio_set` when `prio`
+    /// or `prioclass` is given (class 0 becomes best effort, level 0 by
+    /// default), else the task's default (by nice 0: best effort, 4).
+    pub fn task_ioprio(&self) -> crate::sched::bfq_ioprio::Ioprio {
+        use crate::sched::bfq_ioprio::Ioprio;
+        if self.ioprio.is_none() && self.ioprio_class.is_none() {
+            return Ioprio::default();
+        }
+        let class = self.ioprio_class.filter(|&c| c != 0).unwrap_or(2);
+        Ioprio::from_class_level(class, self.ioprio.unwrap_or(0)).unwrap_or_default()
+    }
+
     /// `min_bs` after `fixup_options` (unset → `bs`).
     pub fn min_bs(&self, d: Ddir) -> u64 {
         nonzero_or(*self.min_bs.get(d), *self.bs.get(d))
@@ -1067,6 +1085,16 @@ fn set_stonewall(j: &mut FioJob, v: Option<&str>) -> SetResult {
     Ok(())
 }
 
+fn set_prio(j: &mut FioJob, v: Option<&str>) -> SetResult {
+    j.ioprio = Some(int_value(v, j.kb_base, 0, 7)?);
+    Ok(())
+}
+
+fn set_prioclass(j: &mut FioJob, v: Option<&str>) -> SetResult {
+    j.ioprio_class = Some(int_value(v, j.kb_base, 0, 3)?);
+    Ok(())
+}
+
 fn set_group_reporting(j: &mut FioJob, v: Option<&str>) -> SetResult {
     j.group_reporting = flag_value(v)?;
     Ok(())
@@ -1325,6 +1353,8 @@ const OPTIONS: &[Opt] = &[
     opt("iodepth_batch", &["iodepth_batch_submit"], set_iodepth_batch),
     opt("iodepth_batch_complete_min", &["iodepth_batch_complete"], set_iodepth_batch_complete_min),
     opt("numjobs", &[], set_numjobs),
+    opt("prio", &[], set_prio),
+    opt("prioclass", &[], set_prioclass),
     flag("group_reporting", set_group_reporting),
     opt("fsync", &[], set_fsync),
     opt("fdatasync", &[], set_fdatasync),
@@ -2061,6 +2091,20 @@ group_reporting
         assert_eq!(f.jobs, c.jobs);
         assert_eq!(f.warnings[0].at, Location::Line { file: "job.fio".into(), line: 15 });
         assert_eq!(f.warnings[1].at, Location::Line { file: "job.fio".into(), line: 16 });
+    }
+
+    #[test]
+    fn prio_and_prioclass_set_the_task_ioprio() {
+        use crate::sched::bfq_ioprio::{Ioprio, IoprioClass};
+        // prio alone: fio's ioprio_set takes class 0 as best effort.
+        assert_eq!(one("prio=2").task_ioprio(), Ioprio { class: IoprioClass::Be, level: 2 });
+        // prioclass alone: level 0 of that class.
+        assert_eq!(one("prioclass=1").task_ioprio(), Ioprio { class: IoprioClass::Rt, level: 0 });
+        // The idle class has one level, 7.
+        assert_eq!(one("prioclass=3\nprio=5").task_ioprio(), Ioprio { class: IoprioClass::Idle, level: 7 });
+        // Neither: the task's default, best effort 4 at nice 0.
+        assert_eq!(one("").task_ioprio(), Ioprio::default());
+        bad("prio=8");
     }
 
     #[test]

@@ -15,6 +15,8 @@ The trees in tests/data/sysfs-*/ hold what such machines show:
   groups: `limited` with io.max lines for sda (8:0) and loop0 (7:0),
   io.weight 50 and the default io.bfq.weight, `system.slice` with no
   limits of its own and a nested `docker.service` with some.
+* sysfs-hdd-bfq: Debian 6.12, a 7200 rpm SATA disk (512e) with bfq as its
+  scheduler, low_latency switched off in queue/iosched/.
 * sysfs-dm-linear: no osrelease, a dm-linear volume (vg-data, 1 GiB at
   sector 2048) over a QEMU SCSI disk; dm-0's limits are the disk's
   (dm stacks them: max_sectors_kb 1280 = min(2560 sectors), ...).
@@ -48,7 +50,7 @@ def tree_limits(root: Path) -> dict:
     out = {}
     for dev in sorted((root / "sys/block").iterdir()):
         name = (dev / "dm/name").read_text().strip() if (dev / "dm/name").exists() else dev.name
-        out[name] = {f.name: tree_value(f.read_text()) for f in (dev / "queue").iterdir()}
+        out[name] = {f.name: tree_value(f.read_text()) for f in (dev / "queue").iterdir() if f.is_file()}
     return out
 
 
@@ -129,6 +131,19 @@ def test_partitioned_sata_disk(tmp_path):
         "blkstack: warning: cgroup system.slice: nested groups left out (docker.service)",
         "blkstack: warning: loop0: left out (a kind blkstack does not model)",
         "blkstack: warning: sr0: left out (a kind blkstack does not model)"]
+
+
+def test_bfq_disk_keeps_its_iosched_settings(tmp_path):
+    # sysfs-hdd-bfq: Debian 6.12, a 7200 rpm SATA disk with bfq, whose
+    # low_latency was switched off (the other iosched files hold bfq's
+    # defaults: slice_idle_us 8000 is written as slice_idle = 8 ms).
+    text, s, err = capture_and_run(tmp_path, "sysfs-hdd-bfq")
+    assert 'scheduler = "bfq"' in text and "low_latency = 0" in text and "slice_idle = 8" in text
+    assert "slice_idle_us" not in text and "timeout_sync = 124" in text
+    assert s["devices"]["sda"]["kind"] == "hdd"
+    assert s["devices"]["sda"]["limits"]["scheduler"] == "bfq"
+    assert assert_limits_match("sysfs-hdd-bfq", s, ["sda"]) >= 20
+    assert err == ""
 
 
 def test_dm_linear_over_a_disk(tmp_path):

@@ -61,9 +61,10 @@ TRACE_EVENTS = (
 # wbt_lat_usec last: -1 takes the default for the rotational value written before it.
 SYSFS_WRITES = ("scheduler", "nr_requests", "max_sectors_kb", "discard_max_bytes", "nomerges", "rotational", "write_cache",
                 "wbt_lat_usec")
+# bfq's files of queue/iosched/, given as queue keys, written after the switch to it.
+IOSCHED_WRITES = ("slice_idle", "slice_idle_us", "low_latency", "back_seek_max", "back_seek_penalty", "fifo_expire_sync",
+                  "fifo_expire_async", "timeout_sync", "max_budget", "strict_guarantees")
 STACK_SYSFS_WRITES = ("max_sectors_kb", "discard_max_bytes")
-# Schedulers built as modules in Debian's kernels: loaded before they are written.
-SCHED_MODULES = {"kyber": "kyber_iosched"}
 
 GUEST_KINDS = ("virtio", "scsi", "nvme", "sata", "ssd", "virtio-scsi", "virtio_scsi")
 
@@ -120,6 +121,7 @@ class Disk:
     props: Dict[str, Any] = field(default_factory=dict)
     writes: Dict[str, Any] = field(default_factory=dict)
     iosched: Dict[str, Any] = field(default_factory=dict)  # queue/iosched/ writes
+    iops: int = 0
 
 
 @dataclass
@@ -230,6 +232,8 @@ def make_image(disk: Disk) -> None:
 
 def _qemu_disk(d: Disk, index: int, warnings: List[str], controllers: Dict[str, Any]) -> List[str]:
     drive = f"file={d.image},format=raw,if=none,id=d{index},cache=unsafe,discard=unmap,aio=threads"
+    if d.iops:
+        drive += f",throttling.iops-total={d.iops}"
     args = ["-drive", drive]
     p = d.props
     common = []
@@ -421,6 +425,9 @@ def build_plan(path: str, kernel: str, workdir: str, resolved: Dict[str, Any]) -
             if key in q:
                 d.writes[key] = q.pop(key)
         d.iosched = dict(q.pop("iosched", None) or {})
+        for key in IOSCHED_WRITES:
+            if key in q:
+                d.iosched[key] = q.pop(key)
         for key in ("zoned",):
             if q.get(key, "none") != "none":
                 raise PlanError(f"disks.{name}.queue.zoned: zoned disks cannot be reproduced in the guest")
@@ -432,8 +439,13 @@ def build_plan(path: str, kernel: str, workdir: str, resolved: Dict[str, Any]) -
             count = int(prd.get("size_bytes") or parse_size(pspec.get("size", 0))) // 512
             d.partitions.append((pname, j + 1, start, count))
             names.append(pname)
-        if spec.get("model"):
-            pass  # service times do not change what is issued
+        model = spec.get("model") or {}
+        if isinstance(model, dict) and model.get("iops"):
+            # The one service figure that changes what is issued: a device
+            # admitting few commands per second lets requests wait in the
+            # scheduler, whose choices then decide the order (qemu's I/O
+            # throttling admits as many).
+            d.iops = int(model["iops"])
         disks.append(d)
         names.insert(len(names) - len(d.partitions), name)
 
@@ -482,6 +494,7 @@ def build_plan(path: str, kernel: str, workdir: str, resolved: Dict[str, Any]) -
                     v = int(v)
                 job.append(f"echo {shlex.quote(str(v))} > /sys/block/$n/queue/{key} || fail 'writing {v} to {d.name}/queue/{key} failed'")
         for key, v in d.iosched.items():
+            v = int(v) if isinstance(v, bool) else v
             job.append(f"echo {shlex.quote(str(v))} > /sys/block/$n/queue/iosched/{key} || fail 'writing {v} to {d.name}/queue/iosched/{key} failed'")
 
     # Stacked devices, in file order (md, then dm, as written).
