@@ -17,11 +17,13 @@ fn write(sector: u64, bytes: u32) -> String {
     format!("[[workload.bio]]\nop = \"write\"\nsector = {sector}\nsize = {bytes}\n")
 }
 
-/// One disk, every bio of the list submitted in one plug.
+/// One disk, every bio of the list submitted in one plug. Writeback
+/// throttling is off: these plain writes would otherwise wait in wbt_wait
+/// (the plug rules are what the tests look at).
 fn one_disk(kernel: &str, bios: &[String]) -> String {
     let n = bios.len();
     format!(
-        "kernel = \"{kernel}\"\n[disks.d0]\nkind = \"nvme\"\nsize = \"64GiB\"\n\
+        "kernel = \"{kernel}\"\n[disks.d0]\nkind = \"nvme\"\nsize = \"64GiB\"\n[disks.d0.queue]\nwbt_lat_usec = 0\n\
          [workload]\ntype = \"bios\"\ndevice = \"d0\"\niodepth = {n}\nbatch = {n}\nplug = true\n{}",
         bios.join("")
     )
