@@ -8,6 +8,7 @@
 //! value for every switch.
 
 use crate::limits::{LimitsModel, Raid10DiscardLimit, Raid5MaxHwSectors, StackingBehaviour};
+use crate::dm::crypt::{CryptMaxRequest, CryptPages};
 use crate::source::discard::DiscardChopping;
 
 /// An enum switch: its values and their names.
@@ -59,6 +60,14 @@ choice!(
 
 choice!(WriteZeroesSplit { Exact = "exact", MaxIoSize = "max_io_size" });
 choice!(SecureEraseLimit { Discard = "discard", Own = "own" });
+
+impl Choice for CryptMaxRequest {
+    const ALL: &'static [(Self, &'static str)] = &[(CryptMaxRequest::WritesBioMaxVecs, "writes_bio_max_vecs"), (CryptMaxRequest::ReadWrite128k, "read_write_128k")];
+}
+
+impl Choice for CryptPages {
+    const ALL: &'static [(Self, &'static str)] = &[(CryptPages::Pages, "pages"), (CryptPages::Compound, "compound")];
+}
 
 impl Choice for LimitsModel {
     const ALL: &'static [(Self, &'static str)] = &[(LimitsModel::Legacy, "legacy"), (LimitsModel::Validate, "validate")];
@@ -404,6 +413,11 @@ pub struct Behaviour {
     pub nvme_io_opt_nows_zero: bool,
     pub raid5_discard: Raid5Discard,
     pub null_blk_no_sched: NullBlkNoSched,
+    /// How dm-crypt's `crypt_map` cuts reads and writes.
+    pub crypt_max_request: CryptMaxRequest,
+    /// dm-crypt's write buffer pages (and, with single pages, its one-page
+    /// `max_segment_size`).
+    pub crypt_pages: CryptPages,
 }
 
 /// A named kernel version.
@@ -465,6 +479,8 @@ pub fn profiles() -> Vec<Profile> {
         nvme_io_opt_nows_zero: true,
         raid5_discard: Raid5Discard::HideUnsafe,
         null_blk_no_sched: NullBlkNoSched::NoSched,
+        crypt_max_request: CryptMaxRequest::WritesBioMaxVecs,
+        crypt_pages: CryptPages::Pages,
     };
     let v6_12 = Behaviour {
         limits_model: LimitsModel::Validate,
@@ -487,6 +503,8 @@ pub fn profiles() -> Vec<Profile> {
         zone_write_plugging: true,
         nvme_max_segs: 128,
         nvme_io_opt_nows_zero: false,
+        crypt_max_request: CryptMaxRequest::ReadWrite128k,
+        crypt_pages: CryptPages::Compound,
         ..v6_1.clone()
     };
     // Mainline 6.15: tail add without the tail-first merge fix (seed 001).
@@ -701,6 +719,10 @@ pub const SWITCHES: &[SwitchDef] = &[
         "md raid456 without safe discard (devices_handle_discard_safely, members discarding whole stripes): hide_unsafe (up to 6.x: discard_max_bytes 0) or fail_unsafe (7.x: discard_max_hw_bytes UINT_MAX sectors on every array, raid5_discard_limits fails each discard with -EOPNOTSUPP)"),
     switch!(choice null_blk_no_sched, "no_sched|none_by_default",
         "null_blk's no_sched parameter: no_sched (up to 6.x: BLK_MQ_F_NO_SCHED, no scheduler can be set) or none_by_default (7.x null_setup_tagset: BLK_MQ_F_NO_SCHED_BY_DEFAULT, none until one is written)"),
+    switch!(choice crypt_max_request, "writes_bio_max_vecs|read_write_128k",
+        "dm-crypt's cut in crypt_map (dm_accept_partial_bio): writes_bio_max_vecs (6.1: only writes above BIO_MAX_VECS pages, to 1 MiB; reads whole) or read_write_128k (\"dm-crypt: limit the size of encryption requests\", 6.12: get_max_request_sectors, reads and writes to 128 KiB, the max_read_size/max_write_size default)"),
+    switch!(choice crypt_pages, "pages|compound",
+        "dm-crypt's encrypted write buffer (crypt_alloc_buffer): pages (6.1: one mempool page per bvec, and crypt_io_hints sets max_segment_size to one page) or compound (\"dm crypt: allocate compound pages if possible\", 6.5: power-of-two blocks of up to 1024 pages, no segment size limit)"),
 ];
 
 pub fn switch(name: &str) -> Option<&'static SwitchDef> {

@@ -383,6 +383,7 @@ def build_plan(path: str, kernel: str, workdir: str, resolved: Dict[str, Any]) -
     dm = doc.get("dm") or {}
     if dm:
         mods.append("dm_mod")
+        mods += _dm_crypt_modules(dm)
     if md:
         mods.append("md_mod")
         levels = {str(a.get("level")) for a in md.values()}
@@ -506,6 +507,15 @@ def _md_job(name: str, spec: Dict[str, Any], warnings: List[str]) -> List[str]:
                      f"seek=$((sz / 8 - 1)) oflag=direct || fail 'warm-up write to {name} failed'")
         lines.append(f"echo 'md {name}:' $(cat /sys/block/{name}/md/array_state)")
     return lines
+
+
+def _dm_crypt_modules(dm: Dict[str, Any]) -> List[str]:
+    """The modules a table with a crypt target needs loaded, crypto first
+    (``guest.DM_CRYPT_MODULES``: the guest cannot autoload them)."""
+    from .guest import DM_CRYPT_MODULES
+    if any(" crypt " in f" {spec.get('table', '')} " for spec in dm.values()):
+        return list(DM_CRYPT_MODULES)
+    return []
 
 
 def _dm_job(name: str, spec: Dict[str, Any], known: Sequence[str]) -> List[str]:
