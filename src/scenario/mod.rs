@@ -71,7 +71,7 @@ pub fn load(file: &str, text: &str, kernel: Option<&str>, sets: &[String]) -> Re
     let beh = read_behaviour(&o, &profile)?;
     let cpus = read_cpus(&o)?;
     let disks = disks::read_disks(&o, &beh, cpus)?;
-    let stacked = stack::read_stack(&o, &disks, &beh)?;
+    let stacked = stack::read_stack(&o, &disks, &beh, cpus)?;
     // Stacked devices are workload targets too.
     let targets: Vec<DiskSpec> = disks.iter().cloned().chain(stacked.iter().map(StackSpec::as_target)).collect();
     let ctx = workload::WorkloadCtx { targets: &targets, nr_disks: disks.len(), stacked: &stacked, seed, beh: &beh };

@@ -234,7 +234,7 @@ struct Pending<'a> {
     targets: Vec<DmTarget>,
 }
 
-pub(crate) fn read_stack(o: &Obj, disks: &[DiskSpec], beh: &Behaviour) -> Result<Vec<StackSpec>, ScenarioError> {
+pub(crate) fn read_stack(o: &Obj, disks: &[DiskSpec], beh: &Behaviour, cpus: Option<u32>) -> Result<Vec<StackSpec>, ScenarioError> {
     let mut known = Known::new(disks);
     let mut pending = Vec::new();
     if let Some(t) = o.table("md")? {
@@ -260,7 +260,7 @@ pub(crate) fn read_stack(o: &Obj, disks: &[DiskSpec], beh: &Behaviour) -> Result
     while !pending.is_empty() {
         let i = next_ready(&pending, &known)?;
         let p = pending.remove(i);
-        let spec = if p.md { read_md(&p, &mut known, beh)? } else { read_dm(&p, &mut known, beh)? };
+        let spec = if p.md { read_md(&p, &mut known, beh)? } else { read_dm(&p, &mut known, beh, cpus)? };
         known.stacked.push(spec);
     }
     Ok(known.stacked)
@@ -664,7 +664,7 @@ fn read_rmw_level(a: &Obj) -> Result<RmwLevel, ScenarioError> {
 
 // ---- dm ------------------------------------------------------------------
 
-fn read_dm(p: &Pending, known: &mut Known, beh: &Behaviour) -> Result<StackSpec, ScenarioError> {
+fn read_dm(p: &Pending, known: &mut Known, beh: &Behaviour, cpus: Option<u32>) -> Result<StackSpec, ScenarioError> {
     let a = &p.obj;
     let tn = a.node("table").expect("read");
     let mut devs = Vec::new();
@@ -700,17 +700,18 @@ fn read_dm(p: &Pending, known: &mut Known, beh: &Behaviour) -> Result<StackSpec,
     let limits = dm_calculate_queue_limits(&tl, &beh.stacking()).map_err(|e| a.err("table", &tn.at, format!("the table's limits are invalid: {}: {}", e.key, e.msg)))?;
     let nr_sectors = p.targets.last().map_or(0, |t| t.begin + t.len);
     let queue = stacked_queue(a, limits.lim, lowers.iter(), false, beh)?;
-    let cpu = read_crypt_cpu(a, &p.targets)?;
+    let cpu = read_crypt_cpu(a, &p.targets, cpus)?;
     a.finish(DM_KEYS)?;
     Ok(StackSpec { name: p.name.clone(), kind: DiskKind::Dm, nr_sectors, queue, body: StackBody::Dm { targets: p.targets.clone(), devs, cpu } })
 }
 
 /// `crypt_cpus`, `crypt_encrypt_mib_s`, `crypt_decrypt_mib_s`: the CPU
-/// side of a table's dm-crypt target ([`CryptCpu`]; defaults: one CPU at
-/// `cryptsetup benchmark`'s aes-xts 512-bit figures). Only for a table
-/// with a crypt target.
-fn read_crypt_cpu(a: &Obj, targets: &[DmTarget]) -> Result<CryptCpu, ScenarioError> {
-    let mut cpu = CryptCpu::default();
+/// side of a table's dm-crypt target ([`CryptCpu`]; defaults: the
+/// scenario's `cpus` (`num_online_cpus()`, else one) at `cryptsetup
+/// benchmark`'s aes-xts 512-bit figures). Only for a table with a crypt
+/// target.
+fn read_crypt_cpu(a: &Obj, targets: &[DmTarget], cpus: Option<u32>) -> Result<CryptCpu, ScenarioError> {
+    let mut cpu = CryptCpu { cpus: cpus.unwrap_or(1), ..CryptCpu::default() };
     let has_crypt = targets.iter().any(|t| matches!(t.kind, TargetKind::Crypt(_)));
     for key in ["crypt_cpus", "crypt_encrypt_mib_s", "crypt_decrypt_mib_s"] {
         if let (Some(n), false) = (a.node(key), has_crypt) {
