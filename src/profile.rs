@@ -418,6 +418,8 @@ pub struct Behaviour {
     /// dm-crypt's write buffer pages (and, with single pages, its one-page
     /// `max_segment_size`).
     pub crypt_pages: CryptPages,
+    /// nvme multipath has the `queue-depth` iopolicy (6.11+).
+    pub nvme_iopolicy_queue_depth: bool,
 }
 
 /// A named kernel version.
@@ -481,6 +483,7 @@ pub fn profiles() -> Vec<Profile> {
         null_blk_no_sched: NullBlkNoSched::NoSched,
         crypt_max_request: CryptMaxRequest::WritesBioMaxVecs,
         crypt_pages: CryptPages::Pages,
+        nvme_iopolicy_queue_depth: false,
     };
     let v6_12 = Behaviour {
         limits_model: LimitsModel::Validate,
@@ -505,6 +508,7 @@ pub fn profiles() -> Vec<Profile> {
         nvme_io_opt_nows_zero: false,
         crypt_max_request: CryptMaxRequest::ReadWrite128k,
         crypt_pages: CryptPages::Compound,
+        nvme_iopolicy_queue_depth: true,
         ..v6_1.clone()
     };
     // Mainline 6.15: tail add without the tail-first merge fix (seed 001).
@@ -723,6 +727,8 @@ pub const SWITCHES: &[SwitchDef] = &[
         "dm-crypt's cut in crypt_map (dm_accept_partial_bio): writes_bio_max_vecs (6.1: only writes above BIO_MAX_VECS pages, to 1 MiB; reads whole) or read_write_128k (\"dm-crypt: limit the size of encryption requests\", 6.12: get_max_request_sectors, reads and writes to 128 KiB, the max_read_size/max_write_size default)"),
     switch!(choice crypt_pages, "pages|compound",
         "dm-crypt's encrypted write buffer (crypt_alloc_buffer): pages (6.1: one mempool page per bvec, and crypt_io_hints sets max_segment_size to one page) or compound (\"dm crypt: allocate compound pages if possible\", 6.5: power-of-two blocks of up to 1024 pages, no segment size limit)"),
+    switch!(flag nvme_iopolicy_queue_depth,
+        "nvme multipath's queue-depth iopolicy exists (\"nvme-multipath: implement \"queue-depth\" iopolicy\", 6.11: the optimized path with the fewest active requests); 6.1 has numa and round-robin"),
 ];
 
 pub fn switch(name: &str) -> Option<&'static SwitchDef> {
