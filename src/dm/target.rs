@@ -64,7 +64,7 @@ impl BioDriver for MappedDevice {
 
     /// `dmcrypt_write`: the next encrypted write in sector order.
     fn thread_next(&mut self, core: &mut BlockCore) -> Option<BioId> {
-        let w = self.crypt.as_mut()?.dmcrypt_write_next(core.now)?;
+        let w = self.crypt.as_mut()?.dmcrypt_write_next()?;
         core.trace_bio_remap(w.clone, w.from_dev, w.from_sector);
         Some(w.clone)
     }
