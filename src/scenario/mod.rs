@@ -11,6 +11,7 @@ pub mod compare;
 pub mod disks;
 pub mod geometry;
 pub mod jobs;
+pub mod multipath;
 pub mod model;
 pub mod loopdev;
 pub mod nullb;
@@ -147,7 +148,10 @@ impl Scenario {
     pub fn build(&self) -> Engine {
         let mut b = EngineBuilder::new(self.beh.clone());
         for d in &self.disks {
-            let id = b.add_disk(&d.name, d.kind, d.nr_sectors, d.queue.clone(), d.model.clone());
+            let id = match &d.multipath {
+                None => b.add_disk(&d.name, d.kind, d.nr_sectors, d.queue.clone(), d.model.clone()),
+                Some(m) => add_multipath(&mut b, d, m),
+            };
             for (i, p) in d.partitions.iter().enumerate() {
                 b.add_partition(id, &p.name, i as u32 + 1, p.start, p.nr_sectors);
             }
@@ -185,6 +189,31 @@ impl Scenario {
         }
         engine
     }
+}
+
+/// An nvme namespace with several paths, numbered as the kernel adds them:
+/// the first path's disk, the head (`nvme_mpath_set_live` once a path is
+/// live), then the other paths; each path a disk with the namespace's
+/// queue and model, the head bio-based with the same limits. Returns the
+/// head.
+fn add_multipath(b: &mut EngineBuilder, d: &DiskSpec, m: &multipath::MultipathSpec) -> DevId {
+    use crate::nvme_multipath::{NsHead, NsPath};
+    let names = multipath::path_names(&d.name, m.ana.len());
+    let mut paths = Vec::new();
+    let mut head_queue = d.queue.clone();
+    head_queue.attrs.scheduler = crate::limits::Elevator::None;
+    let mut head = None;
+    for (i, name) in names.iter().enumerate() {
+        let dev = b.add_disk(name, d.kind, d.nr_sectors, d.queue.clone(), d.model.clone());
+        paths.push(NsPath { dev, ana: m.ana[i] });
+        if i == 0 {
+            let placeholder = Box::new(NsHead::new(Vec::new(), m.iopolicy));
+            head = Some(b.add_bio_device(&d.name, d.kind, d.nr_sectors, head_queue.clone(), placeholder));
+        }
+    }
+    let head = head.expect("at least one path");
+    b.set_bio_driver(head, Box::new(NsHead::new(paths, m.iopolicy)));
+    head
 }
 
 /// Add a workload's jobs to the engine.

@@ -79,6 +79,7 @@ impl StackSpec {
             model: ServiceModel::for_kind(self.kind),
             partitions: Vec::new(),
             loop_file: None,
+            multipath: None,
         }
     }
 

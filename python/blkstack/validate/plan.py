@@ -111,6 +111,7 @@ class Disk:
     partitions: List[Tuple[str, int, int, int]] = field(default_factory=list)  # (name, number, start, sectors)
     props: Dict[str, Any] = field(default_factory=dict)
     writes: Dict[str, Any] = field(default_factory=dict)
+    multipath: Optional[Dict[str, Any]] = None  # [disks.NAME.multipath]
 
 
 @dataclass
@@ -253,6 +254,8 @@ def _qemu_disk(d: Disk, index: int, warnings: List[str], controllers: Dict[str, 
         if "discard_max_hw_bytes" in p:
             dev.append(f"max_unmap_size={int(p.pop('discard_max_hw_bytes'))}")
         args += ["-device", ",".join(dev)]
+    elif d.kind == "nvme" and d.multipath is not None:
+        args += _qemu_multipath(d, index, common)
     elif d.kind == "nvme":
         dev = [f"nvme,drive=d{index},serial={d.serial},addr={0x10 + index:#x}"] + common
         if "max_hw_sectors_kb" in p:
@@ -353,6 +356,7 @@ def build_plan(path: str, kernel: str, workdir: str, resolved: Dict[str, Any]) -
                 raise PlanError(f"disks.{name}.queue.zoned: zoned disks cannot be reproduced in the guest")
             q.pop(key, None)
         d.props = q
+        d.multipath = spec.get("multipath")
         for j, (pname, pspec) in enumerate((spec.get("partitions") or {}).items()):
             start = int(pspec.get("start", 0))
             prd = res_devs.get(pname) or {}
@@ -396,6 +400,9 @@ def build_plan(path: str, kernel: str, workdir: str, resolved: Dict[str, Any]) -
     job = [JOB_HEAD]
     job.append(f"for m in {' '.join(mods)}; do load $m; done")
     for d in disks:
+        if d.multipath is not None:
+            job += _multipath_job(d)
+            continue
         job.append(f"n=$(wait_disk {d.serial}) || fail 'disk {d.name} (serial {d.serial}) did not appear'")
         job.append(f"record {shlex.quote(d.name)} $n")
         for pname, num, _s, _c in d.partitions:
@@ -506,6 +513,46 @@ def _md_job(name: str, spec: Dict[str, Any], warnings: List[str]) -> List[str]:
         lines.append(f"sz=$(cat /sys/block/{name}/size); blkio dd if=/dev/zero of=/dev/{name} bs=4096 count=1 "
                      f"seek=$((sz / 8 - 1)) oflag=direct || fail 'warm-up write to {name} failed'")
         lines.append(f"echo 'md {name}:' $(cat /sys/block/{name}/md/array_state)")
+    return lines
+
+
+def _qemu_multipath(d: Disk, index: int, common: List[str]) -> List[str]:
+    """An NVMe subsystem with one controller per path and the disk as a
+    namespace shared by all of them (``nvme-subsys``; ``nvme-ns`` with
+    ``shared=on`` attaches to every controller of the subsystem)."""
+    paths = int((d.multipath or {}).get("paths", 2))
+    sub = f"nvs{index}"
+    args = ["-device", f"nvme-subsys,id={sub},nqn=blkstack{index}"]
+    for i in range(paths):
+        args += ["-device", f"nvme,id={sub}c{i},serial={d.serial},subsys={sub},addr={0x10 + index * 0x4 + i:#x}"]
+    args += ["-device", ",".join([f"nvme-ns,drive=d{index},bus={sub}c0,nsid=1,shared=on"] + common)]
+    d.props.pop("max_hw_sectors_kb", None)
+    return args
+
+
+def _multipath_job(d: Disk) -> List[str]:
+    """Find the multipath head (``nvmeXnY``, not a path ``nvmeXcZnY``) by
+    the subsystem's serial, set the subsystem's iopolicy, and write the
+    disk's sysfs values to every path (the head is bio-based)."""
+    policy = str((d.multipath or {}).get("iopolicy", "numa"))
+    lines = [
+        "n=; i=0",
+        "while [ -z \"$n\" ] && [ $i -lt 200 ]; do",
+        f"    for b in /sys/block/nvme*n*; do case ${{b##*/}} in *c*) continue;; esac; grep -q {d.serial} $b/device/serial 2>/dev/null && n=${{b##*/}}; done",
+        "    [ -n \"$n\" ] || usleep 100000; i=$((i + 1))",
+        "done",
+        f"[ -n \"$n\" ] || fail 'multipath disk {d.name} (serial {d.serial}) did not appear'",
+        f"record {shlex.quote(d.name)} $n",
+        f"echo {shlex.quote(policy)} > /sys/block/$n/device/iopolicy || fail 'setting iopolicy {policy} failed'",
+        "for p in /sys/class/nvme/nvme*/nvme*c*n* /sys/class/block/nvme*c*n*; do [ -d $p/queue ] || continue",
+        "    echo 0 > $p/queue/wbt_lat_usec 2>/dev/null",
+    ]
+    for key in SYSFS_WRITES:
+        if key in d.writes:
+            v = d.writes[key]
+            v = int(v) if isinstance(v, bool) else v
+            lines.append(f"    echo {shlex.quote(str(v))} > $p/queue/{key} || fail 'writing {v} to a path of {d.name}: {key} failed'")
+    lines.append("done")
     return lines
 
 
