@@ -167,14 +167,6 @@ impl EngineBuilder {
         self.topo.add_disk(name, kind, nr_sectors, queue, d)
     }
 
-    /// Replace bio-based device `dev`'s driver (one built after the
-    /// devices below it were numbered).
-    pub fn set_bio_driver(&mut self, dev: DevId, driver: Box<dyn BioDriver>) {
-        if let Driver::BioBased(d) = self.topo.dev(dev).driver {
-            self.drivers[d] = Some(driver);
-        }
-    }
-
     pub fn add_partition(&mut self, disk: DevId, name: &str, index: u32, start: u64, nr_sectors: u64) -> DevId {
         self.topo.add_partition(disk, name, index, start, nr_sectors)
     }

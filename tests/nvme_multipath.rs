@@ -15,23 +15,23 @@ fn mp(kernel: &str, multipath: &str) -> String {
 
 #[test]
 fn round_robin_alternates_and_numa_stays() {
-    // Four 128 KiB reads (256 sectors) at 0, 256, 512, 768. round-robin: path 0 first (no
-    // current path: the first optimized), then 1, 0, 1.
+    // Four 128 KiB reads (256 sectors) at 0, 256, 512, 768. round-robin: the head's partition
+    // scan made path 0 current, so path 1 first, then 0, 1, 0.
     let (e, ev) = run_events(&mp("6.12", "paths = 2\niopolicy = \"round-robin\""), &[]);
-    assert_eq!(issued(&e, &ev, "nvme0c0n1"), vec![(0, 256), (512, 256)]);
-    assert_eq!(issued(&e, &ev, "nvme0c1n1"), vec![(256, 256), (768, 256)]);
+    assert_eq!(issued(&e, &ev, "nvme0c1n1"), vec![(0, 256), (512, 256)]);
+    assert_eq!(issued(&e, &ev, "nvme0c0n1"), vec![(256, 256), (768, 256)]);
     // numa: every read on path 0; with path 0 inaccessible, every read on path 1.
     let (e, ev) = run_events(&mp("6.12", "paths = 2"), &[]);
     assert_eq!(issued(&e, &ev, "nvme0c0n1").len(), 4);
     let (e, ev) = run_events(&mp("6.12", "ana = [\"inaccessible\", \"optimized\"]"), &[]);
     assert_eq!((issued(&e, &ev, "nvme0c0n1").len(), issued(&e, &ev, "nvme0c1n1").len()), (0, 4));
-    // Device numbers as the kernel adds them: path 0, the head, path 1.
+    // Device numbers as a 6.12 guest adds them: the paths, then the head.
     let t = &e.core.topo;
     let num = |n: &str| {
         let d = t.dev(t.by_name(n).unwrap());
         (d.major, d.minor)
     };
-    assert_eq!((num("nvme0c0n1"), num("nvme0n1"), num("nvme0c1n1")), ((259, 0), (259, 1), (259, 2)));
+    assert_eq!((num("nvme0c0n1"), num("nvme0n1"), num("nvme0c1n1")), ((259, 0), (259, 2), (259, 1)));
 }
 
 #[test]

@@ -191,29 +191,17 @@ impl Scenario {
     }
 }
 
-/// An nvme namespace with several paths, numbered as the kernel adds them:
-/// the first path's disk, the head (`nvme_mpath_set_live` once a path is
-/// live), then the other paths; each path a disk with the namespace's
-/// queue and model, the head bio-based with the same limits. Returns the
-/// head.
+/// An nvme namespace with several paths, numbered as a 6.12 guest adds
+/// them: every path's disk, then the head (`nvme_mpath_set_live`); each
+/// path a disk with the namespace's queue and model, the head bio-based
+/// with the same limits. Returns the head.
 fn add_multipath(b: &mut EngineBuilder, d: &DiskSpec, m: &multipath::MultipathSpec) -> DevId {
     use crate::nvme_multipath::{NsHead, NsPath};
     let names = multipath::path_names(&d.name, m.ana.len());
-    let mut paths = Vec::new();
+    let paths = names.iter().zip(&m.ana).map(|(name, &ana)| NsPath { dev: b.add_disk(name, d.kind, d.nr_sectors, d.queue.clone(), d.model.clone()), ana }).collect();
     let mut head_queue = d.queue.clone();
     head_queue.attrs.scheduler = crate::limits::Elevator::None;
-    let mut head = None;
-    for (i, name) in names.iter().enumerate() {
-        let dev = b.add_disk(name, d.kind, d.nr_sectors, d.queue.clone(), d.model.clone());
-        paths.push(NsPath { dev, ana: m.ana[i] });
-        if i == 0 {
-            let placeholder = Box::new(NsHead::new(Vec::new(), m.iopolicy));
-            head = Some(b.add_bio_device(&d.name, d.kind, d.nr_sectors, head_queue.clone(), placeholder));
-        }
-    }
-    let head = head.expect("at least one path");
-    b.set_bio_driver(head, Box::new(NsHead::new(paths, m.iopolicy)));
-    head
+    b.add_bio_device(&d.name, d.kind, d.nr_sectors, head_queue, Box::new(NsHead::new(paths, m.iopolicy)))
 }
 
 /// Add a workload's jobs to the engine.
