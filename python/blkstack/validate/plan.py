@@ -531,10 +531,14 @@ def _qemu_multipath(d: Disk, index: int, common: List[str]) -> List[str]:
 
 
 def _multipath_job(d: Disk) -> List[str]:
-    """Find the multipath head (``nvmeXnY``, not a path ``nvmeXcZnY``) by
-    the subsystem's serial, set the subsystem's iopolicy, and write the
-    disk's sysfs values to every path (the head is bio-based)."""
-    policy = str((d.multipath or {}).get("iopolicy", "numa"))
+    """Find the multipath head (``nvmeSnN``, not a path ``nvmeScCnN``) by the
+    subsystem's serial, set the subsystem's iopolicy, and record each path
+    (hidden: under its controller, ``/sys/class/nvme/nvmeC/nvmeScCnN``) in
+    device-number order under the model's path names, with the disk's sysfs
+    values written to it (the head is bio-based)."""
+    mp = d.multipath or {}
+    policy = str(mp.get("iopolicy", "numa"))
+    paths = " ".join(shlex.quote(p) for p in _path_names(d.name, int(mp.get("paths", 2))))
     lines = [
         "n=; i=0",
         "while [ -z \"$n\" ] && [ $i -lt 200 ]; do",
@@ -544,7 +548,11 @@ def _multipath_job(d: Disk) -> List[str]:
         f"[ -n \"$n\" ] || fail 'multipath disk {d.name} (serial {d.serial}) did not appear'",
         f"record {shlex.quote(d.name)} $n",
         f"echo {shlex.quote(policy)} > /sys/block/$n/device/iopolicy || fail 'setting iopolicy {policy} failed'",
-        "for p in /sys/class/nvme/nvme*/nvme*c*n* /sys/class/block/nvme*c*n*; do [ -d $p/queue ] || continue",
+        "h=${n#nvme}; s=${h%%n*}; ns=${h#*n}",
+        f"set -- {paths}",
+        "for p in $(for q in /sys/class/nvme/nvme*/nvme${s}c*n${ns}; do [ -r $q/dev ] && echo \"$(cut -d: -f2 $q/dev) $q\"; done | sort -n | cut -d' ' -f2); do",
+        "    [ $# -gt 0 ] || break",
+        "    echo \"$1 ${p##*/} $(cat $p/dev)\" >> /out/devices.txt; shift",
         "    echo 0 > $p/queue/wbt_lat_usec 2>/dev/null",
     ]
     for key in SYSFS_WRITES:
@@ -553,7 +561,15 @@ def _multipath_job(d: Disk) -> List[str]:
             v = int(v) if isinstance(v, bool) else v
             lines.append(f"    echo {shlex.quote(str(v))} > $p/queue/{key} || fail 'writing {v} to a path of {d.name}: {key} failed'")
     lines.append("done")
+    lines.append(f"[ $# -eq 0 ] || fail 'multipath disk {d.name}: fewer paths than the scenario has'")
     return lines
+
+
+def _path_names(head: str, paths: int) -> List[str]:
+    """The model's path disk names (src/scenario/multipath.rs ``path_names``):
+    ``nvme0n1`` -> ``nvme0c0n1``, ``nvme0c1n1``; other names get ``c<i>``."""
+    m = re.fullmatch(r"(nvme\d+)(n\d+)", head)
+    return [f"{m.group(1)}c{i}{m.group(2)}" if m else f"{head}c{i}" for i in range(paths)]
 
 
 def _dm_crypt_modules(dm: Dict[str, Any]) -> List[str]:
