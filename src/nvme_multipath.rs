@@ -97,11 +97,14 @@ pub struct NsHead {
 impl NsHead {
     /// A head that went live: adding its disk scanned its partitions, one
     /// read through the head, which made the first usable path current
-    /// (`__nvme_find_path`; in a 6.12 guest the first traced read under
-    /// round-robin goes to the second path).
-    pub fn new(paths: Vec<NsPath>, iopolicy: IoPolicy) -> NsHead {
+    /// (`__nvme_find_path`). `cleared`: setting the iopolicy since then
+    /// cleared it again (`nvme_subsys_iopolicy_update`, 6.12; switch
+    /// `nvme_iopolicy_clears_path`).
+    pub fn new(paths: Vec<NsPath>, iopolicy: IoPolicy, cleared: bool) -> NsHead {
         let mut h = NsHead { paths, iopolicy, current: None };
-        h.__nvme_find_path();
+        if !cleared {
+            h.__nvme_find_path();
+        }
         h
     }
 
@@ -206,7 +209,7 @@ mod tests {
     use super::*;
 
     fn head(states: &[AnaState], policy: IoPolicy) -> NsHead {
-        NsHead::new(states.iter().enumerate().map(|(i, &ana)| NsPath { dev: i as DevId, ana }).collect(), policy)
+        NsHead::new(states.iter().enumerate().map(|(i, &ana)| NsPath { dev: i as DevId, ana }).collect(), policy, false)
     }
 
     use AnaState::*;
@@ -236,6 +239,9 @@ mod tests {
         let mut h = head(&[Optimized, Optimized, NonOptimized], IoPolicy::RoundRobin);
         let picks: Vec<_> = (0..4).map(|_| h.nvme_find_path(|_| 0).unwrap()).collect();
         assert_eq!(picks, [1, 0, 1, 0]);
+        // The current path cleared (6.12's iopolicy change): the first optimized path first.
+        let mut h = NsHead::new(vec![NsPath { dev: 0, ana: Optimized }, NsPath { dev: 1, ana: Optimized }], IoPolicy::RoundRobin, true);
+        assert_eq!((0..3).map(|_| h.nvme_find_path(|_| 0).unwrap()).collect::<Vec<_>>(), [0, 1, 0]);
         // One optimized path among non-optimized ones: no other optimized, current optimized: stays.
         let mut h = head(&[NonOptimized, Optimized, NonOptimized], IoPolicy::RoundRobin);
         assert_eq!((0..3).map(|_| h.nvme_find_path(|_| 0).unwrap()).collect::<Vec<_>>(), [1, 1, 1]);

@@ -420,6 +420,8 @@ pub struct Behaviour {
     pub crypt_pages: CryptPages,
     /// nvme multipath has the `queue-depth` iopolicy (6.11+).
     pub nvme_iopolicy_queue_depth: bool,
+    /// Writing a new iopolicy clears each node's current path (6.12).
+    pub nvme_iopolicy_clears_path: bool,
 }
 
 /// A named kernel version.
@@ -484,6 +486,7 @@ pub fn profiles() -> Vec<Profile> {
         crypt_max_request: CryptMaxRequest::WritesBioMaxVecs,
         crypt_pages: CryptPages::Pages,
         nvme_iopolicy_queue_depth: false,
+        nvme_iopolicy_clears_path: false,
     };
     let v6_12 = Behaviour {
         limits_model: LimitsModel::Validate,
@@ -509,6 +512,7 @@ pub fn profiles() -> Vec<Profile> {
         crypt_max_request: CryptMaxRequest::ReadWrite128k,
         crypt_pages: CryptPages::Compound,
         nvme_iopolicy_queue_depth: true,
+        nvme_iopolicy_clears_path: true,
         ..v6_1.clone()
     };
     // Mainline 6.15: tail add without the tail-first merge fix (seed 001).
@@ -729,6 +733,8 @@ pub const SWITCHES: &[SwitchDef] = &[
         "dm-crypt's encrypted write buffer (crypt_alloc_buffer): pages (6.1: one mempool page per bvec, and crypt_io_hints sets max_segment_size to one page) or compound (\"dm crypt: allocate compound pages if possible\", 6.5: power-of-two blocks of up to 1024 pages, no segment size limit)"),
     switch!(flag nvme_iopolicy_queue_depth,
         "nvme multipath's queue-depth iopolicy exists (\"nvme-multipath: implement \"queue-depth\" iopolicy\", 6.11: the optimized path with the fewest active requests); 6.1 has numa and round-robin"),
+    switch!(flag nvme_iopolicy_clears_path,
+        "writing a new iopolicy to an nvme subsystem clears the heads' current paths (6.12 nvme_subsys_iopolicy_update: \"iopolicy changes clear the mpath by design\"), so round-robin starts from the first optimized path; 6.1 only stores the policy"),
 ];
 
 pub fn switch(name: &str) -> Option<&'static SwitchDef> {

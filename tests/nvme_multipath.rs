@@ -15,16 +15,21 @@ fn mp(kernel: &str, multipath: &str) -> String {
 
 #[test]
 fn round_robin_alternates_and_numa_stays() {
-    // Four 128 KiB reads (256 sectors) at 0, 256, 512, 768. round-robin: the head's partition
-    // scan made path 0 current, so path 1 first, then 0, 1, 0.
-    let (e, ev) = run_events(&mp("6.12", "paths = 2\niopolicy = \"round-robin\""), &[]);
+    // Four 128 KiB reads (256 sectors) at 0, 256, 512, 768; the head's list holds c1 then c0.
+    // 6.12: setting round-robin cleared the current path, so the first in the list (c1) first,
+    // then c0, c1, c0.
+    let rr = "paths = 2\niopolicy = \"round-robin\"";
+    let (e, ev) = run_events(&mp("6.12", rr), &[]);
     assert_eq!(issued(&e, &ev, "nvme0c1n1"), vec![(0, 256), (512, 256)]);
     assert_eq!(issued(&e, &ev, "nvme0c0n1"), vec![(256, 256), (768, 256)]);
-    // numa: every read on path 0; with path 0 inaccessible, every read on path 1.
+    // 6.1: the partition scan's read left c1 current, so c0 first.
+    let (e, ev) = run_events(&mp("6.1", rr), &[]);
+    assert_eq!(issued(&e, &ev, "nvme0c0n1"), vec![(0, 256), (512, 256)]);
+    // numa: every read on the first in the list (c1); with c1 inaccessible, every read on c0.
     let (e, ev) = run_events(&mp("6.12", "paths = 2"), &[]);
-    assert_eq!(issued(&e, &ev, "nvme0c0n1").len(), 4);
-    let (e, ev) = run_events(&mp("6.12", "ana = [\"inaccessible\", \"optimized\"]"), &[]);
-    assert_eq!((issued(&e, &ev, "nvme0c0n1").len(), issued(&e, &ev, "nvme0c1n1").len()), (0, 4));
+    assert_eq!(issued(&e, &ev, "nvme0c1n1").len(), 4);
+    let (e, ev) = run_events(&mp("6.12", "ana = [\"optimized\", \"inaccessible\"]"), &[]);
+    assert_eq!((issued(&e, &ev, "nvme0c0n1").len(), issued(&e, &ev, "nvme0c1n1").len()), (4, 0));
     // Device numbers as a 6.12 guest adds them: the paths, then the head.
     let t = &e.core.topo;
     let num = |n: &str| {

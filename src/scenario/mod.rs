@@ -150,7 +150,7 @@ impl Scenario {
         for d in &self.disks {
             let id = match &d.multipath {
                 None => b.add_disk(&d.name, d.kind, d.nr_sectors, d.queue.clone(), d.model.clone()),
-                Some(m) => add_multipath(&mut b, d, m),
+                Some(m) => add_multipath(&mut b, d, m, &self.beh),
             };
             for (i, p) in d.partitions.iter().enumerate() {
                 b.add_partition(id, &p.name, i as u32 + 1, p.start, p.nr_sectors);
@@ -191,17 +191,22 @@ impl Scenario {
     }
 }
 
-/// An nvme namespace with several paths, numbered as a 6.12 guest adds
-/// them: every path's disk, then the head (`nvme_mpath_set_live`); each
-/// path a disk with the namespace's queue and model, the head bio-based
-/// with the same limits. Returns the head.
-fn add_multipath(b: &mut EngineBuilder, d: &DiskSpec, m: &multipath::MultipathSpec) -> DevId {
-    use crate::nvme_multipath::{NsHead, NsPath};
+/// An nvme namespace with several paths: every path's disk, then the head
+/// (`nvme_mpath_set_live`), each path a disk with the namespace's queue and
+/// model, the head bio-based with the same limits. In the head's list the
+/// paths come in the reverse of their numbers: in the 6.1 and 6.12 guests
+/// the namespace that joined the head first got its disk last. A policy
+/// other than the default was written after the head went live. Returns
+/// the head.
+fn add_multipath(b: &mut EngineBuilder, d: &DiskSpec, m: &multipath::MultipathSpec, beh: &Behaviour) -> DevId {
+    use crate::nvme_multipath::{IoPolicy, NsHead, NsPath};
     let names = multipath::path_names(&d.name, m.ana.len());
-    let paths = names.iter().zip(&m.ana).map(|(name, &ana)| NsPath { dev: b.add_disk(name, d.kind, d.nr_sectors, d.queue.clone(), d.model.clone()), ana }).collect();
+    let mut paths: Vec<NsPath> = names.iter().zip(&m.ana).map(|(name, &ana)| NsPath { dev: b.add_disk(name, d.kind, d.nr_sectors, d.queue.clone(), d.model.clone()), ana }).collect();
+    paths.reverse();
     let mut head_queue = d.queue.clone();
     head_queue.attrs.scheduler = crate::limits::Elevator::None;
-    b.add_bio_device(&d.name, d.kind, d.nr_sectors, head_queue, Box::new(NsHead::new(paths, m.iopolicy)))
+    let cleared = beh.nvme_iopolicy_clears_path && m.iopolicy != IoPolicy::Numa;
+    b.add_bio_device(&d.name, d.kind, d.nr_sectors, head_queue, Box::new(NsHead::new(paths, m.iopolicy, cleared)))
 }
 
 /// Add a workload's jobs to the engine.
