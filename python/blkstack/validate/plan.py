@@ -533,7 +533,7 @@ def _qemu_multipath(d: Disk, index: int, common: List[str]) -> List[str]:
 def _multipath_job(d: Disk) -> List[str]:
     """Find the multipath head (``nvmeSnN``, not a path ``nvmeScCnN``) by the
     subsystem's serial, set the subsystem's iopolicy, and record each path
-    (hidden: only under its controller's device, ``…/nvmeC/nvmeScCnN``) in
+    (hidden from ``/sys/block``, but in ``/sys/class/block``) in
     device-number order under the model's path names, with the disk's sysfs
     values written to it (the head is bio-based)."""
     mp = d.multipath or {}
@@ -550,8 +550,9 @@ def _multipath_job(d: Disk) -> List[str]:
         f"echo {shlex.quote(policy)} > /sys/block/$n/device/iopolicy || fail 'setting iopolicy {policy} failed'",
         "h=${n#nvme}; s=${h%%n*}; ns=${h#*n}",
         f"set -- {paths}",
-        "ls -d /sys/class/nvme/*/nvme* /sys/class/block/nvme* 2>&1",
-        "for p in $(for q in $(find /sys/devices -type d -name \"nvme${s}c*n${ns}\" 2>/dev/null); do [ -r $q/dev ] && echo \"$(cut -d: -f2 $q/dev) $q\"; done | sort -n | cut -d' ' -f2); do",
+        "for q in /sys/class/block/nvme${s}c*n${ns}; do echo \"$(cat $q/dev | cut -d: -f2) $q\"; done | sort -n > /tmp/paths",
+        "cat /tmp/paths",
+        "for p in $(cut -d' ' -f2 /tmp/paths); do",
         "    [ $# -gt 0 ] || break",
         "    echo \"$1 ${p##*/} $(cat $p/dev)\" >> /out/devices.txt; shift",
         "    echo 0 > $p/queue/wbt_lat_usec 2>/dev/null",
