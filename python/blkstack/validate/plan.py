@@ -533,9 +533,10 @@ def _qemu_multipath(d: Disk, index: int, common: List[str]) -> List[str]:
 def _multipath_job(d: Disk) -> List[str]:
     """Find the multipath head (``nvmeSnN``, not a path ``nvmeScCnN``) by the
     subsystem's serial, set the subsystem's iopolicy, and record each path
-    (hidden from ``/sys/block``, but in ``/sys/class/block``) in
-    device-number order under the model's path names, with the disk's sysfs
-    values written to it (the head is bio-based)."""
+    (hidden from ``/sys/block``, but in ``/sys/class/block``, without a
+    ``dev`` attribute) under the model's path names, numbered with the
+    minors below the head's in controller order, as the guests' traces show,
+    with the disk's sysfs values written to it (the head is bio-based)."""
     mp = d.multipath or {}
     policy = str(mp.get("iopolicy", "numa"))
     paths = " ".join(shlex.quote(p) for p in _path_names(d.name, int(mp.get("paths", 2))))
@@ -550,11 +551,13 @@ def _multipath_job(d: Disk) -> List[str]:
         f"echo {shlex.quote(policy)} > /sys/block/$n/device/iopolicy || fail 'setting iopolicy {policy} failed'",
         "h=${n#nvme}; s=${h%%n*}; ns=${h#*n}",
         f"set -- {paths}",
-        "for q in /sys/class/block/nvme${s}c*n${ns}; do echo \"$(cat $q/dev | cut -d: -f2) $q\"; done | sort -n > /tmp/paths",
-        "cat /tmp/paths",
-        "for p in $(cut -d' ' -f2 /tmp/paths); do",
+        # Hidden disks show no dev attribute; their numbers are the minors
+        # below the head's, in controller order (both guests' traces).
+        "mj=$(cut -d: -f1 /sys/block/$n/dev); mn=$(cut -d: -f2 /sys/block/$n/dev)",
+        f"i=$((mn - {int(mp.get('paths', 2))}))",
+        "for p in /sys/class/block/nvme${s}c*n${ns}; do",
         "    [ $# -gt 0 ] || break",
-        "    echo \"$1 ${p##*/} $(cat $p/dev)\" >> /out/devices.txt; shift",
+        "    echo \"$1 ${p##*/} $mj:$i\" >> /out/devices.txt; shift; i=$((i + 1))",
         "    echo 0 > $p/queue/wbt_lat_usec 2>/dev/null",
     ]
     for key in SYSFS_WRITES:
