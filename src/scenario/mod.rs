@@ -204,7 +204,8 @@ fn add_multipath(b: &mut EngineBuilder, d: &DiskSpec, m: &multipath::MultipathSp
     let mut paths: Vec<NsPath> = names.iter().zip(&m.ana).map(|(name, &ana)| NsPath { dev: b.add_disk(name, d.kind, d.nr_sectors, d.queue.clone(), d.model.clone()), ana }).collect();
     paths.reverse();
     let mut head_queue = d.queue.clone();
-    head_queue.attrs.scheduler = crate::limits::Elevator::None;
+    // Bio-based: no scheduler, BLKDEV_DEFAULT_RQ in nr_requests (6.1's sysfs shows 128).
+    (head_queue.attrs.scheduler, head_queue.attrs.nr_requests) = (crate::limits::Elevator::None, 128);
     let cleared = beh.nvme_iopolicy_clears_path && m.iopolicy != IoPolicy::Numa;
     b.add_bio_device(&d.name, d.kind, d.nr_sectors, head_queue, Box::new(NsHead::new(paths, m.iopolicy, cleared)))
 }
