@@ -153,6 +153,10 @@ pub mod req {
     /// plug ([`crate::zoned`]). Bios merged into such a request later are
     /// not marked (the model never looks at them again). Never printed.
     pub const ZONE_WPLUG: u32 = 1 << 29;
+    /// Model-only: when this bio's last completion reference drops, its end
+    /// waits for its driver ([`crate::submit::BioDriver::bio_deferred_end`]):
+    /// dm-crypt's read io, ended once decrypted. Never printed.
+    pub const DEFER_END: u32 = 1 << 28;
 }
 
 /// One (possibly multipage) `struct bio_vec`, as a physical range.

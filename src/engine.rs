@@ -197,11 +197,12 @@ impl EngineBuilder {
         // Drivers' threads, named after their device (`md0_raid5`).
         let threads: Vec<(usize, String)> = (0..self.drivers.len())
             .filter_map(|d| {
-                let suffix = self.drivers[d].as_ref()?.thread_name()?;
                 let dev = self.topo.devs.iter().find(|x| x.driver == Driver::BioBased(d))?;
-                Some((d, format!("{}_{suffix}", dev.name)))
+                Some((d, self.drivers[d].as_ref()?.thread_comm(&dev.name)?))
             })
             .collect();
+        // Workqueue workers of drivers with timed work (dm-crypt's kcryptd).
+        let workers: Vec<(usize, String)> = (0..self.drivers.len()).filter_map(|d| Some((d, self.drivers[d].as_ref()?.worker_name()?))).collect();
         let core = BlockCore::new(self.topo, self.beh);
         let tasks = (0..core.tasks.len()).map(|_| TaskState::default()).collect();
         let mut e = Engine { core, queues, drivers: self.drivers, jobs: Vec::new(), tasks, threads: Vec::new(), sample_every: None, samples: Vec::new(), reaped: Reaped::default(), crypt_pending: Vec::new(), submissions: 0, tick_due: false, phases: VecDeque::new(), caches: Default::default() };
@@ -209,6 +210,10 @@ impl EngineBuilder {
             let t = e.add_task(THREAD_PID + i as u32, &comm);
             e.tasks[t as usize].thread = Some(d);
             e.threads.push(t);
+        }
+        for (i, (d, comm)) in workers.into_iter().enumerate() {
+            let t = e.add_task(WORKER_PID + i as u32, &comm);
+            e.drivers[d].as_mut().expect("built").set_worker(t);
         }
         // loop_process_work runs in a kworker of the unbound `loopN` workqueue.
         for (i, qi) in loop_queues.into_iter().enumerate() {
@@ -303,6 +308,8 @@ const THREAD_PID: u32 = 180;
 const LOOP_WORKER_PID: u32 = 210;
 /// The pid of the kworker of the `kthrotld` workqueue.
 const THROTL_WORKER_PID: u32 = 230;
+/// The pid of the first driver workqueue worker.
+const WORKER_PID: u32 = 240;
 /// Root bios a loop worker submits are owned by `LOOP_OWNER - queue`.
 const LOOP_OWNER: u32 = u32::MAX;
 
@@ -691,10 +698,62 @@ impl Engine {
         self.core.current = saved;
     }
 
+    /// The bio-based driver of `dev` (taken out while it runs).
+    fn bio_driver_index(&self, dev: DevId) -> Option<usize> {
+        match self.core.topo.dev(dev).driver {
+            Driver::BioBased(d) => Some(d),
+            Driver::Mq(_) => None,
+        }
+    }
+
+    /// A driver's timed work is due: it runs, what it hands out is
+    /// submitted by the tasks it names (each in order, a sleeping task's
+    /// when it wakes), and the driver threads it woke run.
+    #[cold]
+    #[inline(never)]
+    fn driver_work(&mut self, dev: DevId) {
+        let Some(d) = self.bio_driver_index(dev) else { return };
+        let mut out = Vec::new();
+        let mut drv = self.drivers[d].take().expect("driver not re-entered");
+        drv.work_due(&mut self.core, &mut out);
+        self.drivers[d] = Some(drv);
+        let saved = self.core.current;
+        for s in &out {
+            self.core.current = s.task;
+            self.core.trace_bio_remap(s.bio, s.from_dev, s.from_sector);
+            self.crypt_pending.push((s.task, s.bio));
+        }
+        self.core.current = saved;
+        let mut tasks: Vec<u32> = out.iter().map(|s| s.task).collect();
+        tasks.dedup();
+        for t in tasks {
+            if !self.tasks[t as usize].blocked {
+                self.submit_crypt_pending(t);
+            }
+        }
+        self.core.current = saved;
+        self.run_threads();
+    }
+
+    /// Hand bios whose end their driver decides to it ([`req::DEFER_END`]).
+    #[cold]
+    #[inline(never)]
+    fn deferred_ends(&mut self) {
+        for (bio, status) in std::mem::take(&mut self.core.deferred_ends) {
+            let Some(d) = self.bio_driver_index(self.core.bio(bio).dev) else { continue };
+            let mut drv = self.drivers[d].take().expect("driver not re-entered");
+            drv.bio_deferred_end(&mut self.core, bio, status);
+            self.drivers[d] = Some(drv);
+        }
+    }
+
     /// Report finished root bios to their jobs, wake tasks that got tags,
     /// and let the jobs go on.
     fn reap(&mut self) {
-        while !(self.core.woken.is_empty() && self.core.done_roots.is_empty()) || self.loop_work_ready() {
+        while !(self.core.woken.is_empty() && self.core.done_roots.is_empty() && self.core.deferred_ends.is_empty()) || self.loop_work_ready() {
+            if !self.core.deferred_ends.is_empty() {
+                self.deferred_ends();
+            }
             // This round's lists are swapped out of the core, which collects
             // the next round's in the emptied buffers. (Nothing called from
             // here reaps, so `self.reaped` stays put while it is walked.)
@@ -791,6 +850,7 @@ impl Engine {
             SimEvent::ElvTimer { queue } => {
                 crate::mq::blk_mq_elevator_timer(&mut self.queues, &mut self.core, queue as usize);
             }
+            SimEvent::DriverWork { dev } => self.driver_work(dev),
             SimEvent::JobWake { job } => {
                 self.jobs[job as usize].wake_at = None;
                 self.run_job(job as usize);

@@ -25,6 +25,7 @@ pub mod md;
 pub mod merge;
 pub mod mq;
 pub mod nullb;
+pub mod nvme_multipath;
 pub mod plug;
 pub mod profile;
 pub mod rq_qos;

@@ -1289,6 +1289,19 @@ fn stripe_discard_limit(l: &mut QueueLimits, chunk: u32, stripes: u32) {
 pub struct DmTargetLimits {
     pub devices: Vec<StackMember>,
     pub stripe: Option<(u32, u32)>,
+    /// dm-crypt: its `crypt_io_hints` and what it takes.
+    pub crypt: Option<DmCryptHints>,
+}
+
+/// What a dm-crypt target does to the table's limits.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DmCryptHints {
+    /// `cc->sector_size` in bytes.
+    pub sector_size: u32,
+    /// `max_segment_size` one page (up to 6.4).
+    pub page_segments: bool,
+    /// `allow_discards` (`num_discard_bios = 1`).
+    pub allow_discards: bool,
 }
 
 /// `dm_calculate_queue_limits` + `dm_table_set_restrictions` for linear and
@@ -1304,9 +1317,21 @@ pub fn dm_calculate_queue_limits(targets: &[DmTargetLimits], beh: &StackingBehav
         if let Some((chunk, stripes)) = ti.stripe {
             dm_stripe_io_hints(&mut ti_limits.lim, chunk, stripes, beh);
         }
+        if let Some(c) = ti.crypt {
+            crate::dm::crypt::crypt_io_hints(&mut ti_limits.lim, c.sector_size, c.page_segments);
+        }
         blk_stack_limits(&mut limits, &ti_limits, 0, legacy);
     }
-    let discards = targets.iter().flat_map(|t| &t.devices).all(|d| d.limits.lim.max_discard_sectors != 0);
+    // dm_table_supports_discards: every target asks for discard clones
+    // (dm-crypt only with allow_discards) and every device takes them.
+    let targets_discard = targets.iter().all(|t| t.crypt.is_none_or(|c| c.allow_discards));
+    let discards = targets_discard && targets.iter().flat_map(|t| &t.devices).all(|d| d.limits.lim.max_discard_sectors != 0);
+    // dm-crypt asks for no write-zeroes or secure-erase clones
+    // (num_write_zeroes_bios, num_secure_erase_bios 0): the table takes neither.
+    if targets.iter().any(|t| t.crypt.is_some()) {
+        limits.lim.max_write_zeroes_sectors = 0;
+        limits.lim.max_secure_erase_sectors = 0;
+    }
     if !discards {
         let l = &mut limits.lim;
         (l.max_hw_discard_sectors, l.discard_granularity, l.discard_alignment) = (0, 0, 0);
@@ -1481,7 +1506,7 @@ mod stacking_tests {
         // 3 members with pbs 4096, striped chunk 128 (64 KiB): io_min 65536, io_opt 3·65536 = 196608.
         let mut d = member(2048, u32::MAX);
         (d.lim.physical_block_size, d.lim.io_min) = (4096, 4096);
-        let t = DmTargetLimits { devices: members(3, d.clone()), stripe: Some((128, 3)) };
+        let t = DmTargetLimits { devices: members(3, d.clone()), stripe: Some((128, 3)), crypt: None };
         let l612 = dm_calculate_queue_limits(std::slice::from_ref(&t), &StackingBehaviour::v6_12()).unwrap();
         assert_eq!((l612.lim.io_min, l612.lim.io_opt, l612.lim.chunk_sectors), (65_536, 196_608, 128));
         // 6.12 recomputes max_sectors from max_hw 2048 and the 1280 KiB cap → 2048; discard from the members.

@@ -8,6 +8,7 @@
 //! value for every switch.
 
 use crate::limits::{LimitsModel, Raid10DiscardLimit, Raid5MaxHwSectors, StackingBehaviour};
+use crate::dm::crypt::{CryptMaxRequest, CryptPages};
 use crate::source::discard::DiscardChopping;
 
 /// An enum switch: its values and their names.
@@ -59,6 +60,14 @@ choice!(
 
 choice!(WriteZeroesSplit { Exact = "exact", MaxIoSize = "max_io_size" });
 choice!(SecureEraseLimit { Discard = "discard", Own = "own" });
+
+impl Choice for CryptMaxRequest {
+    const ALL: &'static [(Self, &'static str)] = &[(CryptMaxRequest::WritesBioMaxVecs, "writes_bio_max_vecs"), (CryptMaxRequest::ReadWrite128k, "read_write_128k")];
+}
+
+impl Choice for CryptPages {
+    const ALL: &'static [(Self, &'static str)] = &[(CryptPages::Pages, "pages"), (CryptPages::Compound, "compound")];
+}
 
 impl Choice for LimitsModel {
     const ALL: &'static [(Self, &'static str)] = &[(LimitsModel::Legacy, "legacy"), (LimitsModel::Validate, "validate")];
@@ -517,6 +526,15 @@ pub struct Behaviour {
     pub throtl_split_ios: bool,
     /// io.max values below this are refused (EINVAL): 2 up to 6.x, 1 in 7.x.
     pub throtl_min_limit: u32,
+    /// How dm-crypt's `crypt_map` cuts reads and writes.
+    pub crypt_max_request: CryptMaxRequest,
+    /// dm-crypt's write buffer pages (and, with single pages, its one-page
+    /// `max_segment_size`).
+    pub crypt_pages: CryptPages,
+    /// nvme multipath has the `queue-depth` iopolicy (6.11+).
+    pub nvme_iopolicy_queue_depth: bool,
+    /// Writing a new iopolicy clears each node's current path (6.12).
+    pub nvme_iopolicy_clears_path: bool,
 }
 
 /// A named kernel version.
@@ -591,6 +609,10 @@ pub fn profiles() -> Vec<Profile> {
         throtl_trim: ThrotlTrim::WholeSlices,
         throtl_split_ios: true,
         throtl_min_limit: 2,
+        crypt_max_request: CryptMaxRequest::WritesBioMaxVecs,
+        crypt_pages: CryptPages::Pages,
+        nvme_iopolicy_queue_depth: false,
+        nvme_iopolicy_clears_path: false,
     };
     let v6_12 = Behaviour {
         wbt_reclaim: WbtReclaim::Swap,
@@ -618,6 +640,10 @@ pub fn profiles() -> Vec<Profile> {
         bfq_groups_asymmetric_above: 1,
         throtl_dispatch: ThrotlDispatch::MaxWait,
         throtl_iops_wait: ThrotlIopsWait::OneIo,
+        crypt_max_request: CryptMaxRequest::ReadWrite128k,
+        crypt_pages: CryptPages::Compound,
+        nvme_iopolicy_queue_depth: true,
+        nvme_iopolicy_clears_path: true,
         ..v6_1.clone()
     };
     // Mainline 6.15: tail add without the tail-first merge fix (seed 001).
@@ -896,6 +922,14 @@ pub const SWITCHES: &[SwitchDef] = &[
         "io.max: each split piece of a bio is one I/O against riops/wiops (true: 9f5ede3c01f9 \"block: throttle split bio in case of iops limit\", 5.18, and from 6.0 BIO_BPS_THROTTLED, which also spares the pieces' bytes) or a piece of a bio that passed goes through unthrottled (false: BIO_THROTTLED, up to 5.17); blktests throtl/002"),
     switch!(number throtl_min_limit, 1, "2|1",
         "io.max: the smallest value tg_set_limit accepts (2 up to 6.x: 'val > 1'; 1 in 7.x); smaller values are EINVAL"),
+    switch!(choice crypt_max_request, "writes_bio_max_vecs|read_write_128k",
+        "dm-crypt's cut in crypt_map (dm_accept_partial_bio): writes_bio_max_vecs (6.1: only writes above BIO_MAX_VECS pages, to 1 MiB; reads whole) or read_write_128k (\"dm-crypt: limit the size of encryption requests\", 6.12: get_max_request_sectors, reads and writes to 128 KiB, the max_read_size/max_write_size default)"),
+    switch!(choice crypt_pages, "pages|compound",
+        "dm-crypt's encrypted write buffer (crypt_alloc_buffer): pages (6.1: one mempool page per bvec, and crypt_io_hints sets max_segment_size to one page) or compound (\"dm crypt: allocate compound pages if possible\", 6.5: power-of-two blocks of up to 1024 pages, no segment size limit)"),
+    switch!(flag nvme_iopolicy_queue_depth,
+        "nvme multipath's queue-depth iopolicy exists (\"nvme-multipath: implement \"queue-depth\" iopolicy\", 6.11: the optimized path with the fewest active requests); 6.1 has numa and round-robin"),
+    switch!(flag nvme_iopolicy_clears_path,
+        "writing a new iopolicy to an nvme subsystem clears the heads' current paths (6.12 nvme_subsys_iopolicy_update: \"iopolicy changes clear the mpath by design\"), so round-robin starts from the first optimized path; 6.1 only stores the policy"),
 ];
 
 pub fn switch(name: &str) -> Option<&'static SwitchDef> {

@@ -43,11 +43,47 @@ pub trait BioDriver {
         None
     }
 
+    /// The thread's task name for device `dev_name`: by default
+    /// `DEV_SUFFIX` from [`Self::thread_name`].
+    fn thread_comm(&self, dev_name: &str) -> Option<String> {
+        self.thread_name().map(|s| format!("{dev_name}_{s}"))
+    }
+
     /// The thread runs: the next bio it submits (after tracing what comes
     /// before its 'Q'), or `None` when it has nothing left to do.
     fn thread_next(&mut self, _core: &mut BlockCore) -> Option<BioId> {
         None
     }
+
+    /// The name of a workqueue worker the driver submits from, if it has
+    /// timed work ([`SimEvent::DriverWork`]).
+    fn worker_name(&self) -> Option<String> {
+        None
+    }
+
+    /// The task of that worker.
+    fn set_worker(&mut self, _task: u32) {}
+
+    /// Timed work of the driver is due now: it does it, and puts in `out`
+    /// what must be submitted (and from which task).
+    fn work_due(&mut self, _core: &mut BlockCore, _out: &mut Vec<DriverSubmit>) {}
+
+    /// A bio of this driver marked [`req::DEFER_END`] lost its last
+    /// completion reference with `status`: the driver ends it
+    /// ([`BlockCore::bio_endio`] again) when it is ready.
+    fn bio_deferred_end(&mut self, core: &mut BlockCore, bio: BioId, status: i32) {
+        core.bio_endio(bio, status);
+    }
+}
+
+/// A bio a driver's timed work hands out to be submitted by `task`, after
+/// its remap from `from_sector` of `from_dev` is traced.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DriverSubmit {
+    pub task: u32,
+    pub bio: BioId,
+    pub from_dev: DevId,
+    pub from_sector: u64,
 }
 
 /// Timed things the simulation waits for.
@@ -70,6 +106,8 @@ pub enum SimEvent {
     WbtTimer { queue: u32 },
     /// The scheduler's timer of a queue expires (bfq's idle slice timer).
     ElvTimer { queue: u32 },
+    /// A bio-based device's timed work is due (dm-crypt's kcryptd).
+    DriverWork { dev: DevId },
 }
 
 /// What the event heap holds: an event, or the head of a stream.
@@ -235,6 +273,9 @@ pub struct BlockCore {
     pub loop_work: Vec<(u32, u32)>,
     /// blk-throttle, when a cgroup has io.max limits ([`crate::rq_qos::throttle`]).
     pub throtl: Option<Box<crate::rq_qos::throttle::Throtl>>,
+    /// Bios marked [`req::DEFER_END`] whose last reference dropped, with
+    /// their status, for their drivers.
+    pub deferred_ends: Vec<(BioId, i32)>,
 }
 
 impl BlockCore {
@@ -269,6 +310,7 @@ impl BlockCore {
             bounce_pages: 0,
             loop_work: Vec::new(),
             throtl: None,
+            deferred_ends: Vec::new(),
         }
     }
 
@@ -677,6 +719,9 @@ impl BlockCore {
                 b.remaining -= 1;
                 return;
             }
+            if b.flags & req::DEFER_END != 0 {
+                return self.defer_end(id, status);
+            }
             if b.status != 0 {
                 status = b.status as i32;
             }
@@ -699,6 +744,15 @@ impl BlockCore {
             self.bio_put(id);
             id = p;
         }
+    }
+
+    /// A bio whose end its driver decides: handed over, unmarked, so that
+    /// the driver's `bio_endio` ends it.
+    #[cold]
+    #[inline(never)]
+    fn defer_end(&mut self, id: BioId, status: i32) {
+        self.bio_mut(id).flags &= !req::DEFER_END;
+        self.deferred_ends.push((id, status));
     }
 
     /// A submitter's bio ended: the checks compare what its pieces did, and

@@ -11,6 +11,8 @@ in tests):
   ``metadata_version``, ``component_size`` and per member ``dev-*/slot``
   and ``offset`` (the data offset), else ``/proc/mdstat``;
 * dm devices: ``dm/name``, and their tables from ``dmsetup table`` output
+  (linear, striped and crypt targets; a crypt table keeps dmsetup's zeros in
+  place of the key, which only needs the right length)
   (a file, or the command itself on a live machine);
 * ``/proc/sys/kernel/osrelease``, for the closest kernel profile;
 * cgroup v2 groups directly under ``/sys/fs/cgroup``: their ``io.max``,
@@ -21,7 +23,7 @@ and writes a scenario ``blkstack run`` accepts: every disk with the
 driver's values as read and the current sysfs settings, the md and dm
 devices stacked on them, and a small workload (a short O_DIRECT dd read of
 the top of the stack). Whatever cannot be modelled (loop devices, CD
-drives, a dm target other than linear and striped) is left out and named
+drives, a dm target other than linear, striped and crypt) is left out and named
 in a comment.
 """
 
@@ -331,7 +333,7 @@ def _dm_table_names(st: Stack, name: str, table: str) -> Optional[str]:
     lines = []
     for line in table.splitlines():
         words = line.split()
-        if len(words) < 3 or words[2] not in ("linear", "striped"):
+        if len(words) < 3 or words[2] not in ("linear", "striped", "crypt"):
             st.notes.append(f"{name}: left out (target '{words[2] if len(words) > 2 else line}' is not modelled)")
             return None
         for i, w in enumerate(words):

@@ -15,13 +15,15 @@
 //! then goes on at once (the kernel resubmits it when the flushes
 //! complete).
 
-use crate::bio::{bvec_iter_advance, req, BioId, Op, SECTOR_SHIFT};
+use crate::bio::{bvec_iter_advance, req, Bio, BioId, BioVecs, Op, SECTOR_SHIFT};
 use crate::genhd::DevId;
 use crate::md::personality::{alloc_bio, clone_part, submit_remapped};
-use crate::submit::{BioDriver, BlockCore, EIO};
+use crate::submit::{BioDriver, BlockCore, DriverSubmit, SimEvent, EIO};
 use crate::trace::Action;
 
-use super::{dm_table_find_target, DmMap, DmTarget};
+use super::crypt::{crypt_alloc_buffer, CryptC};
+use super::crypt_io::{CryptCpu, CryptQueue, CryptWrite, WriteSubmit};
+use super::{dm_table_find_target, DmMap, DmTarget, TargetKind};
 
 /// A dm device (`struct mapped_device` with its live table).
 pub struct MappedDevice {
@@ -29,7 +31,19 @@ pub struct MappedDevice {
     /// For each target, its devices in table order (one for linear, one per
     /// stripe for striped).
     pub devs: Vec<Vec<DevId>>,
+    /// dm-crypt's kcryptd and write thread, when the table has a crypt
+    /// target (one set for the device: a table has one crypt target in
+    /// practice; the kernel has a set per target).
+    pub crypt: Option<CryptQueue>,
+    /// The kcryptd worker's task.
+    worker: u32,
+    /// Where the next encrypted copy's pages go (`crypt_alloc_buffer`).
+    crypt_pages: u64,
 }
+
+/// Where dm-crypt's page pool lives in the model's physical memory: far
+/// above the sources' buffers and the blk-crypto bounce pages.
+const CRYPT_PAGES_BASE: u64 = 3 << 46;
 
 /// `is_abnormal_io`: ops dm splits to its queue limits and duplicates.
 fn is_abnormal_io(op: Op) -> bool {
@@ -40,9 +54,81 @@ impl BioDriver for MappedDevice {
     fn submit_bio(&mut self, core: &mut BlockCore, bio: BioId) {
         self.dm_split_and_process_bio(core, bio);
     }
+
+    /// `kthread_run(dmcrypt_write, cc, "dmcrypt_write/%s", devname)`: the
+    /// name is cut to 15 characters (`TASK_COMM_LEN`), so every dm device's
+    /// thread (devname `253:N`) shows as `dmcrypt_write/2`.
+    fn thread_comm(&self, _dev_name: &str) -> Option<String> {
+        self.crypt.as_ref().map(|_| "dmcrypt_write/2".to_string())
+    }
+
+    /// `dmcrypt_write`: the next encrypted write in sector order.
+    fn thread_next(&mut self, core: &mut BlockCore) -> Option<BioId> {
+        let w = self.crypt.as_mut()?.dmcrypt_write_next()?;
+        core.trace_bio_remap(w.clone, w.from_dev, w.from_sector);
+        Some(w.clone)
+    }
+
+    /// kcryptd's worker (an unbound workqueue's kworker).
+    fn worker_name(&self) -> Option<String> {
+        self.crypt.as_ref().map(|_| "kworker/u8:1".to_string())
+    }
+
+    fn set_worker(&mut self, task: u32) {
+        self.worker = task;
+    }
+
+    /// kcryptd work finished: decrypted reads end, encrypted writes go to
+    /// the tree or out to be submitted by the worker or the submitter.
+    fn work_due(&mut self, core: &mut BlockCore, out: &mut Vec<DriverSubmit>) {
+        let Some(q) = self.crypt.as_mut() else { return };
+        let due = q.work_due(core.now);
+        for io in due.reads_done {
+            core.bio_endio(io, 0);
+        }
+        for (how, w) in due.submit {
+            let task = match how {
+                WriteSubmit::Task(t) => t,
+                WriteSubmit::Worker | WriteSubmit::Tree => self.worker,
+            };
+            out.push(DriverSubmit { task, bio: w.clone, from_dev: w.from_dev, from_sector: w.from_sector });
+        }
+    }
+
+    /// `crypt_endio` of a read clone: the dm io waits for its decryption
+    /// (on kcryptd, or in the completion with `no_read_workqueue`); a
+    /// failed read ends at once.
+    fn bio_deferred_end(&mut self, core: &mut BlockCore, io: BioId, status: i32) {
+        let b = core.bio(io);
+        let (dev, sector, bytes) = (b.dev, b.iter.sector, b.iter.size);
+        let inline = self.crypt_target(sector).is_some_and(|cc| cc.flags.no_read_workqueue);
+        match self.crypt.as_mut() {
+            Some(q) if status == 0 => {
+                let at = q.queue_read(core.now, bytes, io, inline);
+                core.schedule(at, SimEvent::DriverWork { dev });
+            }
+            _ => core.bio_endio(io, status),
+        }
+    }
 }
 
 impl MappedDevice {
+    /// A dm device over `devs` with `targets`; `cpu` is the CPU side of its
+    /// crypt targets, if any.
+    pub fn new(targets: Vec<DmTarget>, devs: Vec<Vec<DevId>>, cpu: CryptCpu) -> MappedDevice {
+        let same_cpu = targets.iter().any(|t| matches!(&t.kind, TargetKind::Crypt(c) if c.flags.same_cpu_crypt));
+        let crypt = targets.iter().any(|t| matches!(t.kind, TargetKind::Crypt(_))).then(|| CryptQueue::new(cpu, same_cpu));
+        MappedDevice { targets, devs, crypt, worker: 0, crypt_pages: CRYPT_PAGES_BASE }
+    }
+
+    /// The crypt target holding dm `sector`, if it is one.
+    fn crypt_target(&self, sector: u64) -> Option<&CryptC> {
+        match &dm_table_find_target(&self.targets, sector)?.kind {
+            TargetKind::Crypt(cc) => Some(cc),
+            _ => None,
+        }
+    }
+
     /// `dm_table_find_target`, as an index into the table.
     fn target_index(&self, sector: u64) -> Option<usize> {
         let ti = dm_table_find_target(&self.targets, sector)?;
@@ -50,7 +136,7 @@ impl MappedDevice {
     }
 
     /// `dm_split_and_process_bio`.
-    fn dm_split_and_process_bio(&self, core: &mut BlockCore, bio: BioId) {
+    fn dm_split_and_process_bio(&mut self, core: &mut BlockCore, bio: BioId) {
         let abnormal = is_abnormal_io(core.bio(bio).op);
         let bio = if abnormal {
             match core.bio_split_to_limits(bio) {
@@ -81,7 +167,7 @@ impl MappedDevice {
 
     /// `__split_and_process_bio`: clone what fits the bio's first target
     /// and map it; returns how many sectors were handled (`None`: no target).
-    fn split_and_process_bio(&self, core: &mut BlockCore, bio: BioId, abnormal: bool) -> Option<u32> {
+    fn split_and_process_bio(&mut self, core: &mut BlockCore, bio: BioId, abnormal: bool) -> Option<u32> {
         let b = core.bio(bio);
         let (dm, sector, count) = (b.dev, b.iter.sector, b.sectors());
         let t = self.target_index(sector)?;
@@ -90,7 +176,11 @@ impl MappedDevice {
             (ti.begin + ti.len - sector).min(count as u64) as u32
         } else {
             let max_sectors = core.topo.limits(dm).max_sectors;
-            ti.max_io_len(sector, max_sectors)?.min(count as u64) as u32
+            let len = ti.max_io_len(sector, max_sectors)?.min(count as u64) as u32;
+            match &ti.kind {
+                TargetKind::Crypt(cc) => self.crypt_accept_partial(core, bio, t, cc, len),
+                _ => len,
+            }
         };
         let io = self.start_io_acct(core, bio, len);
         if abnormal {
@@ -115,12 +205,64 @@ impl MappedDevice {
 
     /// `alloc_tio` + `__map_bio` for a read or write: the clone is mapped
     /// by the target, traced as a remap and submitted.
-    fn map_bio(&self, core: &mut BlockCore, io: BioId, t: usize, sector: u64, len: u32) {
+    fn map_bio(&mut self, core: &mut BlockCore, io: BioId, t: usize, sector: u64, len: u32) {
         let ti = &self.targets[t];
+        if let TargetKind::Crypt(cc) = &ti.kind {
+            let cc = cc.clone();
+            return self.crypt_map(core, io, t, &cc, sector, len);
+        }
         let DmMap { dev, sector: to } = ti.map_sector(sector).expect("sector inside its target");
         let flags = core.bio(io).flags;
         let clone = clone_part(core, io, self.devs[t][dev as usize], 0, len, to, flags);
         submit_remapped(core, io, clone, sector);
+    }
+
+    /// `crypt_map`'s `dm_accept_partial_bio`: the target takes at most
+    /// the version's request size of `len` (the rest is resubmitted).
+    fn crypt_accept_partial(&self, core: &BlockCore, bio: BioId, t: usize, cc: &CryptC, len: u32) -> u32 {
+        let write = core.bio(bio).op.is_write();
+        let lower_lbs = core.topo.limits(self.devs[t][0]).logical_block_size;
+        cc.max_request_sectors(write, len, lower_lbs, core.beh.crypt_max_request).unwrap_or(len)
+    }
+
+    /// `crypt_map` for a read or write of `len` sectors at dm `sector`: a
+    /// misaligned bio is killed; a read's clone is submitted at once and
+    /// its end waits for decryption; a write is encrypted into a copy of
+    /// its own pages, queued for kcryptd (or the submitter), and submitted
+    /// when that is done ([`super::crypt_io`]).
+    fn crypt_map(&mut self, core: &mut BlockCore, io: BioId, t: usize, cc: &CryptC, sector: u64, len: u32) {
+        let ti = &self.targets[t];
+        let dev = self.devs[t][0];
+        let (dm, op, flags) = { let b = core.bio(io); (b.dev, b.op, b.flags) };
+        if !cc.aligned(sector - ti.begin, len) {
+            core.bio_io_error(io, EIO);
+            return;
+        }
+        let to = cc.start + (sector - ti.begin);
+        if op == Op::Read {
+            // The io's end is held for decryption (bio_deferred_end).
+            core.bio_mut(io).flags |= req::DEFER_END;
+            let clone = clone_part(core, io, dev, 0, len, to, flags);
+            submit_remapped(core, io, clone, sector);
+            return;
+        }
+        let bytes = len << SECTOR_SHIFT;
+        let bvecs = crypt_alloc_buffer(bytes, core.beh.crypt_pages, &mut self.crypt_pages);
+        let l = core.bio(io);
+        let (owner, cookie) = (l.owner, l.cookie);
+        let clone = core.alloc_bio(Bio { owner, cookie, ..Bio::new(dev, op, flags, to, bytes, BioVecs::new(&bvecs)) });
+        core.bio_chain(clone, io);
+        let submit = if cc.flags.no_write_workqueue {
+            WriteSubmit::Task(core.current)
+        } else if cc.flags.submit_from_crypt_cpus {
+            WriteSubmit::Worker
+        } else {
+            WriteSubmit::Tree
+        };
+        let w = CryptWrite { clone, from_dev: dm, from_sector: sector, sector: to };
+        let q = self.crypt.as_mut().expect("a crypt target has its queues");
+        let at = q.queue_write(core.now, bytes, w, submit, cc.flags.no_write_workqueue);
+        core.schedule(at, SimEvent::DriverWork { dev: dm });
     }
 
     /// `__process_abnormal_io` → `__send_duplicate_bios`: one clone per

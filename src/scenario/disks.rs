@@ -12,7 +12,7 @@ use super::loopdev::{read_loop_file, LoopFile, LOOP_KEYS};
 use super::nullb::{clamp_conv_zones, read_null_blk};
 use super::tree::{Node, Obj, Origin, ScenarioError, Value};
 
-const DISK_KEYS: &[&str] = &["kind", "size", "queue", "partitions", "model", "null_blk", "backing", "offset", "direct_io"];
+const DISK_KEYS: &[&str] = &["kind", "size", "queue", "partitions", "model", "null_blk", "backing", "offset", "direct_io", "multipath"];
 const PART_KEYS: &[&str] = &["start", "size"];
 /// Keys of `[disks.NAME.queue]`: sysfs names, plus driver values sysfs
 /// does not show but a scenario may need (`queue_depth` lives in
@@ -71,6 +71,8 @@ pub struct DiskSpec {
     pub partitions: Vec<PartSpec>,
     /// A loop device's file.
     pub loop_file: Option<LoopFile>,
+    /// An nvme namespace with several paths: this disk is its head.
+    pub multipath: Option<super::multipath::MultipathSpec>,
 }
 
 fn limit_err(q: &Obj, disk: &Obj, e: LimitError) -> ScenarioError {
@@ -152,8 +154,9 @@ fn read_disk(name: &str, d: &Obj, beh: &Behaviour, cpus: Option<u32>, disks: &[D
     let base = null_blk.as_ref().map_or_else(|| ServiceModel::for_kind(kind), |p| p.service_model());
     let model = super::model::read_model(d, base)?;
     let partitions = read_partitions(d, nr_sectors, limits.lbs_sectors())?;
+    let multipath = super::multipath::read_multipath(d, kind, beh)?;
     d.finish(DISK_KEYS)?;
-    Ok(DiskSpec { name: name.to_string(), kind, nr_sectors, queue: Queue { limits, attrs }, model, partitions, loop_file })
+    Ok(DiskSpec { name: name.to_string(), kind, nr_sectors, queue: Queue { limits, attrs }, model, partitions, loop_file, multipath })
 }
 
 /// Keys that belong to one kind only: null_blk's parameters, a loop

@@ -17,7 +17,7 @@ use super::stack::{StackBody, StackSpec, raid10_layout_word, RAID5_LAYOUTS};
 pub fn stack_geometry_json(spec: &StackSpec) -> (&'static str, Value) {
     match &spec.body {
         StackBody::Md { pers, members } => ("md", md_geometry_json(pers, members, spec.nr_sectors)),
-        StackBody::Dm { targets, devs } => {
+        StackBody::Dm { targets, devs, .. } => {
             let table: Vec<Value> = targets.iter().zip(devs).map(|(t, d)| dm_target_json(t, d)).collect();
             ("dm", json!({ "table": table }))
         }
@@ -83,6 +83,7 @@ fn raid10_layout_name(g: &R10Geo) -> String {
 fn dm_target_json(t: &crate::dm::DmTarget, devs: &[String]) -> Value {
     match &t.kind {
         TargetKind::Linear(l) => json!({"start": t.begin, "length": t.len, "target": "linear", "device": devs[0], "offset": l.start}),
+        TargetKind::Crypt(c) => json!({"start": t.begin, "length": t.len, "target": "crypt", "cipher": c.cipher, "key_size": c.key_size, "iv_offset": c.iv_offset, "device": devs[0], "offset": c.start, "sector_size": c.sector_size, "opt_params": c.opt_params}),
         TargetKind::Striped(s) => {
             let stripes: Vec<Value> = s.stripe.iter().zip(devs).map(|(x, d)| json!({"device": d, "offset": x.physical_start})).collect();
             json!({"start": t.begin, "length": t.len, "target": "striped", "stripes": s.stripes, "chunk_sectors": s.chunk_size, "devices": stripes})

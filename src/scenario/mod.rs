@@ -12,6 +12,7 @@ pub mod compare;
 pub mod disks;
 pub mod geometry;
 pub mod jobs;
+pub mod multipath;
 pub mod model;
 pub mod loopdev;
 pub mod nullb;
@@ -74,7 +75,7 @@ pub fn load(file: &str, text: &str, kernel: Option<&str>, sets: &[String]) -> Re
     let beh = read_behaviour(&o, &profile)?;
     let cpus = read_cpus(&o)?;
     let disks = disks::read_disks(&o, &beh, cpus)?;
-    let stacked = stack::read_stack(&o, &disks, &beh)?;
+    let stacked = stack::read_stack(&o, &disks, &beh, cpus)?;
     // Stacked devices are workload targets too.
     let targets: Vec<DiskSpec> = disks.iter().cloned().chain(stacked.iter().map(StackSpec::as_target)).collect();
     let cgroups = cgroups::read_cgroups(&o, &targets, &beh)?;
@@ -151,7 +152,10 @@ impl Scenario {
     pub fn build(&self) -> Engine {
         let mut b = EngineBuilder::new(self.beh.clone());
         for d in &self.disks {
-            let id = b.add_disk(&d.name, d.kind, d.nr_sectors, d.queue.clone(), d.model.clone());
+            let id = match &d.multipath {
+                None => b.add_disk(&d.name, d.kind, d.nr_sectors, d.queue.clone(), d.model.clone()),
+                Some(m) => add_multipath(&mut b, d, m, &self.beh),
+            };
             for (i, p) in d.partitions.iter().enumerate() {
                 b.add_partition(id, &p.name, i as u32 + 1, p.start, p.nr_sectors);
             }
@@ -206,6 +210,25 @@ impl Scenario {
             engine.enable_throttle(&limits);
         }
     }
+}
+
+/// An nvme namespace with several paths: every path's disk, then the head
+/// (`nvme_mpath_set_live`), each path a disk with the namespace's queue and
+/// model, the head bio-based with the same limits. In the head's list the
+/// paths come in the reverse of their numbers: in the 6.1 and 6.12 guests
+/// the namespace that joined the head first got its disk last. A policy
+/// other than the default was written after the head went live. Returns
+/// the head.
+fn add_multipath(b: &mut EngineBuilder, d: &DiskSpec, m: &multipath::MultipathSpec, beh: &Behaviour) -> DevId {
+    use crate::nvme_multipath::{IoPolicy, NsHead, NsPath};
+    let names = multipath::path_names(&d.name, m.ana.len());
+    let mut paths: Vec<NsPath> = names.iter().zip(&m.ana).map(|(name, &ana)| NsPath { dev: b.add_disk(name, d.kind, d.nr_sectors, d.queue.clone(), d.model.clone()), ana }).collect();
+    paths.reverse();
+    let mut head_queue = d.queue.clone();
+    // Bio-based: no scheduler, BLKDEV_DEFAULT_RQ in nr_requests (6.1's sysfs shows 128).
+    (head_queue.attrs.scheduler, head_queue.attrs.nr_requests) = (crate::limits::Elevator::None, 128);
+    let cleared = beh.nvme_iopolicy_clears_path && m.iopolicy != IoPolicy::Numa;
+    b.add_bio_device(&d.name, d.kind, d.nr_sectors, head_queue, Box::new(NsHead::new(paths, m.iopolicy, cleared)))
 }
 
 /// Add a workload's jobs to the engine.

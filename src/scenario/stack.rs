@@ -16,10 +16,12 @@ use std::collections::HashMap;
 
 use crate::bio::SECTOR_SHIFT;
 use crate::disk::ServiceModel;
+use crate::dm::crypt::CryptPages;
+use crate::dm::crypt_io::CryptCpu;
 use crate::dm::{parse_table, DmTarget, TargetKind};
 use crate::genhd::{DiskKind, Queue, Topology};
 use crate::limits::{
-    dm_calculate_queue_limits, raid0_limits, raid10_limits, raid5_set_limits, store_queue_writes, DmTargetLimits, Elevator, LimitError, QueueAttrs,
+    dm_calculate_queue_limits, raid0_limits, raid10_limits, raid5_set_limits, store_queue_writes, DmCryptHints, DmTargetLimits, Elevator, LimitError, QueueAttrs,
     QueueLimits, StackMember, StackedLimits, SysfsWrites,
 };
 use crate::check::layout::Layout;
@@ -39,7 +41,7 @@ use super::tree::{describe, Node, Obj, Origin, ScenarioError, Value};
 
 const MD_KEYS: &[&str] =
     &["level", "members", "chunk", "layout", "metadata", "data_offset", "size", "devices_handle_discard_safely", "rmw_level", "queue"];
-const DM_KEYS: &[&str] = &["table", "queue"];
+const DM_KEYS: &[&str] = &["table", "queue", "crypt_cpus", "crypt_encrypt_mib_s", "crypt_decrypt_mib_s"];
 /// Sysfs files of a stacked device's queue a scenario may write.
 const STACK_QUEUE_KEYS: &[&str] = &["max_sectors_kb", "discard_max_bytes"];
 /// mdadm's default chunk: 512 KiB.
@@ -62,7 +64,8 @@ pub enum StackBody {
     /// (device name, data offset in sectors).
     Md { pers: Personality, members: Vec<(String, u64)> },
     /// The table and, per target, the devices it maps to (in table order).
-    Dm { targets: Vec<DmTarget>, devs: Vec<Vec<String>> },
+    /// `cpu`: the CPU side of its dm-crypt targets.
+    Dm { targets: Vec<DmTarget>, devs: Vec<Vec<String>>, cpu: CryptCpu },
 }
 
 impl StackSpec {
@@ -76,6 +79,7 @@ impl StackSpec {
             model: ServiceModel::for_kind(self.kind),
             partitions: Vec::new(),
             loop_file: None,
+            multipath: None,
         }
     }
 
@@ -88,9 +92,9 @@ impl StackSpec {
                 let members = members.iter().map(|(n, off)| MdMember { dev: id(n), data_offset: *off }).collect();
                 Box::new(Mddev::new(pers.clone(), members))
             }
-            StackBody::Dm { targets, devs } => {
+            StackBody::Dm { targets, devs, cpu } => {
                 let devs = devs.iter().map(|t| t.iter().map(|n| id(n)).collect()).collect();
-                Box::new(MappedDevice { targets: targets.clone(), devs })
+                Box::new(MappedDevice::new(targets.clone(), devs, *cpu))
             }
         }
     }
@@ -103,7 +107,7 @@ impl StackSpec {
                 let members = members.iter().map(|(n, off)| MdMember { dev: id(n), data_offset: *off }).collect();
                 Layout::Md { pers: pers.clone(), members }
             }
-            StackBody::Dm { targets, devs } => {
+            StackBody::Dm { targets, devs, .. } => {
                 let devs = devs.iter().map(|t| t.iter().map(|n| id(n)).collect()).collect();
                 Layout::Dm { targets: targets.clone(), devs }
             }
@@ -231,7 +235,7 @@ struct Pending<'a> {
     targets: Vec<DmTarget>,
 }
 
-pub(crate) fn read_stack(o: &Obj, disks: &[DiskSpec], beh: &Behaviour) -> Result<Vec<StackSpec>, ScenarioError> {
+pub(crate) fn read_stack(o: &Obj, disks: &[DiskSpec], beh: &Behaviour, cpus: Option<u32>) -> Result<Vec<StackSpec>, ScenarioError> {
     let mut known = Known::new(disks);
     let mut pending = Vec::new();
     if let Some(t) = o.table("md")? {
@@ -257,7 +261,7 @@ pub(crate) fn read_stack(o: &Obj, disks: &[DiskSpec], beh: &Behaviour) -> Result
     while !pending.is_empty() {
         let i = next_ready(&pending, &known)?;
         let p = pending.remove(i);
-        let spec = if p.md { read_md(&p, &mut known, beh)? } else { read_dm(&p, &mut known, beh)? };
+        let spec = if p.md { read_md(&p, &mut known, beh)? } else { read_dm(&p, &mut known, beh, cpus)? };
         known.stacked.push(spec);
     }
     Ok(known.stacked)
@@ -334,6 +338,7 @@ fn pending_dm<'a>(name: String, a: Obj<'a>, known: &Known) -> Result<Pending<'a>
 fn target_devices(ti: &DmTarget) -> Vec<String> {
     match &ti.kind {
         TargetKind::Linear(lc) => vec![lc.dev.clone()],
+        TargetKind::Crypt(cc) => vec![cc.dev.clone()],
         TargetKind::Striped(sc) => sc.stripe.iter().map(|s| s.dev.clone()).collect(),
     }
 }
@@ -660,7 +665,7 @@ fn read_rmw_level(a: &Obj) -> Result<RmwLevel, ScenarioError> {
 
 // ---- dm ------------------------------------------------------------------
 
-fn read_dm(p: &Pending, known: &mut Known, beh: &Behaviour) -> Result<StackSpec, ScenarioError> {
+fn read_dm(p: &Pending, known: &mut Known, beh: &Behaviour, cpus: Option<u32>) -> Result<StackSpec, ScenarioError> {
     let a = &p.obj;
     let tn = a.node("table").expect("read");
     let mut devs = Vec::new();
@@ -684,22 +689,58 @@ fn read_dm(p: &Pending, known: &mut Known, beh: &Behaviour) -> Result<StackSpec,
         }
         let stripe = match &ti.kind {
             TargetKind::Striped(sc) => Some((sc.chunk_size, sc.stripes)),
-            TargetKind::Linear(_) => None,
+            TargetKind::Linear(_) | TargetKind::Crypt(_) => None,
         };
-        tl.push(DmTargetLimits { devices: members, stripe });
+        let crypt = match &ti.kind {
+            TargetKind::Crypt(cc) => Some(DmCryptHints { sector_size: cc.sector_size, page_segments: beh.crypt_pages == CryptPages::Pages, allow_discards: cc.flags.allow_discards }),
+            _ => None,
+        };
+        tl.push(DmTargetLimits { devices: members, stripe, crypt });
         devs.push(names);
     }
     let limits = dm_calculate_queue_limits(&tl, &beh.stacking()).map_err(|e| a.err("table", &tn.at, format!("the table's limits are invalid: {}: {}", e.key, e.msg)))?;
     let nr_sectors = p.targets.last().map_or(0, |t| t.begin + t.len);
     let queue = stacked_queue(a, limits.lim, lowers.iter(), false, beh)?;
+    let cpu = read_crypt_cpu(a, &p.targets, cpus)?;
     a.finish(DM_KEYS)?;
-    Ok(StackSpec { name: p.name.clone(), kind: DiskKind::Dm, nr_sectors, queue, body: StackBody::Dm { targets: p.targets.clone(), devs } })
+    Ok(StackSpec { name: p.name.clone(), kind: DiskKind::Dm, nr_sectors, queue, body: StackBody::Dm { targets: p.targets.clone(), devs, cpu } })
+}
+
+/// `crypt_cpus`, `crypt_encrypt_mib_s`, `crypt_decrypt_mib_s`: the CPU
+/// side of a table's dm-crypt target ([`CryptCpu`]; defaults: the
+/// scenario's `cpus` (`num_online_cpus()`, else one) at `cryptsetup
+/// benchmark`'s aes-xts 512-bit figures). Only for a table with a crypt
+/// target.
+fn read_crypt_cpu(a: &Obj, targets: &[DmTarget], cpus: Option<u32>) -> Result<CryptCpu, ScenarioError> {
+    let mut cpu = CryptCpu { cpus: cpus.unwrap_or(1), ..CryptCpu::default() };
+    let has_crypt = targets.iter().any(|t| matches!(t.kind, TargetKind::Crypt(_)));
+    for key in ["crypt_cpus", "crypt_encrypt_mib_s", "crypt_decrypt_mib_s"] {
+        if let (Some(n), false) = (a.node(key), has_crypt) {
+            return Err(a.err(key, &n.at, "only a table with a crypt target has a crypt CPU"));
+        }
+    }
+    if let Some((n, node)) = a.opt_u64("crypt_cpus")? {
+        if n == 0 || n > 4096 {
+            return Err(a.err("crypt_cpus", &node.at, format!("{n}: kcryptd needs 1 to 4096 CPUs")));
+        }
+        cpu.cpus = n as u32;
+    }
+    for (key, slot) in [("crypt_encrypt_mib_s", &mut cpu.encrypt_bps), ("crypt_decrypt_mib_s", &mut cpu.decrypt_bps)] {
+        if let Some((v, node)) = a.opt_f64(key)? {
+            if !(v >= 0.0 && v.is_finite()) {
+                return Err(a.err(key, &node.at, format!("{v}: a throughput in MiB/s per CPU (0: no cost)")));
+            }
+            *slot = v * 1_048_576.0;
+        }
+    }
+    Ok(cpu)
 }
 
 /// Where on each of its devices a target's data starts.
 fn target_offsets(ti: &DmTarget) -> Vec<u64> {
     match &ti.kind {
         TargetKind::Linear(lc) => vec![lc.start],
+        TargetKind::Crypt(cc) => vec![cc.start],
         TargetKind::Striped(sc) => sc.stripe.iter().map(|s| s.physical_start).collect(),
     }
 }
@@ -708,7 +749,7 @@ fn target_offsets(ti: &DmTarget) -> Vec<u64> {
 /// device and be aligned to its logical block size.
 fn check_device_area(ti: &DmTarget, start: u64, l: &Lower, name: &str) -> Result<(), String> {
     let len = match &ti.kind {
-        TargetKind::Linear(_) => ti.len,
+        TargetKind::Linear(_) | TargetKind::Crypt(_) => ti.len,
         TargetKind::Striped(sc) => sc.stripe_width,
     };
     if start.checked_add(len).map_or(true, |e| e > l.nr_sectors) {

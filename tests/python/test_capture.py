@@ -157,6 +157,15 @@ def test_dm_linear_over_a_disk(tmp_path):
     assert s["devices"]["vg-data"]["size_bytes"] == 2097152 * 512
 
 
+def test_dm_crypt_table_keeps_dmsetups_zero_key(tmp_path):
+    # dmsetup table prints a crypt key as zeros (64 bytes: 128 digits) unless --showkeys.
+    table = tmp_path / "table.txt"
+    table.write_text("vg-data: 0 2097152 crypt aes-xts-plain64 " + "0" * 128 + " 0 8:16 2048 1 allow_discards\n")
+    text, s, _ = capture_and_run(tmp_path, "sysfs-dm-linear", "--dmsetup", table)
+    assert "0 2097152 crypt aes-xts-plain64 " + "0" * 128 + " 0 /dev/sdb 2048 1 allow_discards" in text
+    assert s["devices"]["vg-data"]["size_bytes"] == 2097152 * 512
+
+
 def test_dm_without_its_table_is_left_out(tmp_path):
     text, s, err = capture_and_run(tmp_path, "sysfs-dm-linear")
     assert "[dm." not in text and "vg-data" in err and "--dmsetup" in err

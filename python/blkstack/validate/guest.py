@@ -36,6 +36,10 @@ MODULES = [
     "nvme_core", "nvme", "dm_mod", "md_mod", "raid0", "raid1", "raid10", "raid456",
     "9pnet", "9pnet_virtio", "netfs", "9p", "kyber_iosched", "bfq",
 ]
+# dm-crypt, and the crypto API modules its aes-xts tables need first (the
+# guest cannot autoload them): the xts template over ecb, and AES-NI.
+DM_CRYPT_MODULES = ["ecb", "xts", "crypto_simd", "cryptd", "aesni_intel", "dm_crypt"]
+MODULES += DM_CRYPT_MODULES
 # Module names of the crypto aliases that softdeps name.
 SOFTDEP_ALIASES = {"crc32c": "crc32c_generic", "crc32": "crc32_generic"}
 # Loaded by /init before the job (the share needs them).

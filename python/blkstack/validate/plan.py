@@ -122,6 +122,7 @@ class Disk:
     writes: Dict[str, Any] = field(default_factory=dict)
     iosched: Dict[str, Any] = field(default_factory=dict)  # queue/iosched/ writes
     iops: int = 0
+    multipath: Optional[Dict[str, Any]] = None  # [disks.NAME.multipath]
 
 
 @dataclass
@@ -278,6 +279,8 @@ def _qemu_disk(d: Disk, index: int, warnings: List[str], controllers: Dict[str, 
         if "discard_max_hw_bytes" in p:
             dev.append(f"max_unmap_size={int(p.pop('discard_max_hw_bytes'))}")
         args += ["-device", ",".join(dev)]
+    elif d.kind == "nvme" and d.multipath is not None:
+        args += _qemu_multipath(d, index, common)
     elif d.kind == "nvme":
         dev = [f"nvme,drive=d{index},serial={d.serial},addr={0x10 + index:#x}"] + common
         if "max_hw_sectors_kb" in p:
@@ -433,6 +436,7 @@ def build_plan(path: str, kernel: str, workdir: str, resolved: Dict[str, Any]) -
                 raise PlanError(f"disks.{name}.queue.zoned: zoned disks cannot be reproduced in the guest")
             q.pop(key, None)
         d.props = q
+        d.multipath = spec.get("multipath")
         for j, (pname, pspec) in enumerate((spec.get("partitions") or {}).items()):
             start = int(pspec.get("start", 0))
             prd = res_devs.get(pname) or {}
@@ -468,6 +472,7 @@ def build_plan(path: str, kernel: str, workdir: str, resolved: Dict[str, Any]) -
     dm = doc.get("dm") or {}
     if dm:
         mods.append("dm_mod")
+        mods += _dm_crypt_modules(dm)
     if md:
         mods.append("md_mod")
         levels = {str(a.get("level")) for a in md.values()}
@@ -482,6 +487,9 @@ def build_plan(path: str, kernel: str, workdir: str, resolved: Dict[str, Any]) -
     job.append(f"for m in {' '.join(mods)}; do load $m; done")
     job += scheduler_module_job(disks)
     for d in disks:
+        if d.multipath is not None:
+            job += _multipath_job(d)
+            continue
         job.append(f"n=$(wait_disk {d.serial}) || fail 'disk {d.name} (serial {d.serial}) did not appear'")
         job.append(f"record {shlex.quote(d.name)} $n")
         for pname, num, _s, _c in d.partitions:
@@ -615,6 +623,76 @@ def _md_job(name: str, spec: Dict[str, Any], warnings: List[str]) -> List[str]:
                      f"seek=$((sz / 8 - 1)) oflag=direct || fail 'warm-up write to {name} failed'")
         lines.append(f"echo 'md {name}:' $(cat /sys/block/{name}/md/array_state)")
     return lines
+
+
+def _qemu_multipath(d: Disk, index: int, common: List[str]) -> List[str]:
+    """An NVMe subsystem with one controller per path and the disk as a
+    namespace shared by all of them (``nvme-subsys``; ``nvme-ns`` with
+    ``shared=on`` attaches to every controller of the subsystem)."""
+    paths = int((d.multipath or {}).get("paths", 2))
+    sub = f"nvs{index}"
+    args = ["-device", f"nvme-subsys,id={sub},nqn=blkstack{index}"]
+    for i in range(paths):
+        args += ["-device", f"nvme,id={sub}c{i},serial={d.serial},subsys={sub},addr={0x10 + index * 0x4 + i:#x}"]
+    args += ["-device", ",".join([f"nvme-ns,drive=d{index},bus={sub}c0,nsid=1,shared=on"] + common)]
+    d.props.pop("max_hw_sectors_kb", None)
+    return args
+
+
+def _multipath_job(d: Disk) -> List[str]:
+    """Find the multipath head (``nvmeSnN``, not a path ``nvmeScCnN``) by the
+    subsystem's serial, set the subsystem's iopolicy, and record each path
+    (hidden from ``/sys/block``, but in ``/sys/class/block``, without a
+    ``dev`` attribute) under the model's path names, numbered with the
+    minors below the head's in controller order, as the guests' traces show,
+    with the disk's sysfs values written to it (the head is bio-based)."""
+    mp = d.multipath or {}
+    policy = str(mp.get("iopolicy", "numa"))
+    paths = " ".join(shlex.quote(p) for p in _path_names(d.name, int(mp.get("paths", 2))))
+    lines = [
+        "n=; i=0",
+        "while [ -z \"$n\" ] && [ $i -lt 200 ]; do",
+        f"    for b in /sys/block/nvme*n*; do case ${{b##*/}} in *c*) continue;; esac; grep -q {d.serial} $b/device/serial 2>/dev/null && n=${{b##*/}}; done",
+        "    [ -n \"$n\" ] || usleep 100000; i=$((i + 1))",
+        "done",
+        f"[ -n \"$n\" ] || fail 'multipath disk {d.name} (serial {d.serial}) did not appear'",
+        f"record {shlex.quote(d.name)} $n",
+        f"echo {shlex.quote(policy)} > /sys/block/$n/device/iopolicy || fail 'setting iopolicy {policy} failed'",
+        "h=${n#nvme}; s=${h%%n*}; ns=${h#*n}",
+        f"set -- {paths}",
+        # Hidden disks show no dev attribute; their numbers are the minors
+        # below the head's, in controller order (both guests' traces).
+        "mj=$(cut -d: -f1 /sys/block/$n/dev); mn=$(cut -d: -f2 /sys/block/$n/dev)",
+        f"i=$((mn - {int(mp.get('paths', 2))}))",
+        "for p in /sys/class/block/nvme${s}c*n${ns}; do",
+        "    [ $# -gt 0 ] || break",
+        "    echo \"$1 ${p##*/} $mj:$i\" >> /out/devices.txt; shift; i=$((i + 1))",
+        "    echo 0 > $p/queue/wbt_lat_usec 2>/dev/null",
+    ]
+    for key in SYSFS_WRITES:
+        if key in d.writes:
+            v = d.writes[key]
+            v = int(v) if isinstance(v, bool) else v
+            lines.append(f"    echo {shlex.quote(str(v))} > $p/queue/{key} || fail 'writing {v} to a path of {d.name}: {key} failed'")
+    lines.append("done")
+    lines.append(f"[ $# -eq 0 ] || fail 'multipath disk {d.name}: fewer paths than the scenario has'")
+    return lines
+
+
+def _path_names(head: str, paths: int) -> List[str]:
+    """The model's path disk names (src/scenario/multipath.rs ``path_names``):
+    ``nvme0n1`` -> ``nvme0c0n1``, ``nvme0c1n1``; other names get ``c<i>``."""
+    m = re.fullmatch(r"(nvme\d+)(n\d+)", head)
+    return [f"{m.group(1)}c{i}{m.group(2)}" if m else f"{head}c{i}" for i in range(paths)]
+
+
+def _dm_crypt_modules(dm: Dict[str, Any]) -> List[str]:
+    """The modules a table with a crypt target needs loaded, crypto first
+    (``guest.DM_CRYPT_MODULES``: the guest cannot autoload them)."""
+    from .guest import DM_CRYPT_MODULES
+    if any(" crypt " in f" {spec.get('table', '')} " for spec in dm.values()):
+        return list(DM_CRYPT_MODULES)
+    return []
 
 
 def _dm_job(name: str, spec: Dict[str, Any], known: Sequence[str]) -> List[str]:
