@@ -10,6 +10,7 @@
 pub mod compare;
 pub mod disks;
 pub mod geometry;
+pub mod host;
 pub mod jobs;
 pub mod model;
 pub mod loopdev;
@@ -34,7 +35,7 @@ pub use tree::ScenarioError;
 use tree::{apply_set, Doc, Obj, Value};
 pub use workload::{BioEntry, DdSpec, DdTarget, Workload, WorkloadKind};
 
-const ROOT_KEYS: &[&str] = &["name", "description", "kernel", "seed", "cpus", "behaviour", "disks", "md", "dm", "workload", "steps", "compare"];
+const ROOT_KEYS: &[&str] = &["name", "description", "kernel", "seed", "cpus", "host", "behaviour", "disks", "md", "dm", "workload", "steps", "compare"];
 
 #[derive(Clone, Debug)]
 pub struct Scenario {
@@ -53,6 +54,8 @@ pub struct Scenario {
     pub steps: Vec<steps::Step>,
     /// The `[compare]` table's two sides, when given.
     pub compare: Option<compare::Compare>,
+    /// `[host]`: the host CPU model, and `cpus`.
+    pub host: host::HostSpec,
 }
 
 /// Read and validate `text` (the contents of `file`), with `--kernel` and
@@ -70,6 +73,7 @@ pub fn load(file: &str, text: &str, kernel: Option<&str>, sets: &[String]) -> Re
     let profile = read_profile(&o, kernel)?;
     let beh = read_behaviour(&o, &profile)?;
     let cpus = read_cpus(&o)?;
+    let host = host::read_host(&o, cpus)?;
     let disks = disks::read_disks(&o, &beh, cpus)?;
     let stacked = stack::read_stack(&o, &disks, &beh)?;
     // Stacked devices are workload targets too.
@@ -81,7 +85,7 @@ pub fn load(file: &str, text: &str, kernel: Option<&str>, sets: &[String]) -> Re
     workload.warnings.extend(steps.iter().flat_map(|s| s.workload.warnings.iter().cloned()));
     let compare = compare::read_compare(&o)?;
     o.finish(ROOT_KEYS)?;
-    Ok(Scenario { file: file.to_string(), name, description, profile, beh, seed, disks, stacked, workload, steps, compare })
+    Ok(Scenario { file: file.to_string(), name, description, profile, beh, seed, disks, stacked, workload, steps, compare, host })
 }
 
 /// `cpus`: the machine's CPU count (`nr_cpu_ids`), which drivers size
@@ -164,6 +168,7 @@ impl Scenario {
             b.add_bio_device(&s.name, s.kind, s.nr_sectors, s.queue.clone(), driver);
         }
         let mut engine = b.build();
+        engine.core.cpu = crate::host_cpu::HostCpu::new(self.host.costs, self.host.cpus);
         for s in &self.stacked {
             let dev = engine.core.topo.by_name(&s.name).expect("built");
             let layout = s.layout(&engine.core.topo);
