@@ -827,7 +827,10 @@ impl Engine {
             next = self.core.bio(b).bi_next;
         }
         let done = self.core.cpu.completion_done(cpu, self.core.now, bios);
-        self.core.schedule(done, SimEvent::RqIrqDone { queue, rq });
+        // A CPU's clock never goes back, so its completions come in time
+        // order: a FIFO stream per CPU, after the devices' two each.
+        let stream = self.queues.len() * 2 + cpu;
+        self.core.schedule_stream(stream, done, SimEvent::RqIrqDone { queue, rq });
     }
 
     /// Snapshot every device's diskstats.
