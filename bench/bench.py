@@ -10,6 +10,7 @@ the test run: figures depend on the machine.
     python bench/bench.py dd-10g     # one
     python bench/bench.py --instructions [WORKLOAD...]
     python bench/bench.py --instructions --trace [WORKLOAD...]   # what --trace adds, per line
+    python bench/bench.py --host-cpu vm [--instructions] [WORKLOAD...]   # with the host CPU model on
 
 Timings move with whatever else the machine runs. --instructions counts
 instead the instructions one run executes (valgrind's callgrind, in a fresh
@@ -164,6 +165,13 @@ def trace_instructions(names: list[str]) -> int:
 
 def main(argv: list[str]) -> int:
     args = argv[1:]
+    if "--host-cpu" in args:
+        # Every workload with the host CPU model of this class on.
+        i = args.index("--host-cpu")
+        cls = args[i + 1] if i + 1 < len(args) else ""
+        del args[i:i + 2]
+        for n in WORKLOADS:
+            WORKLOADS[n] += f'\n[host]\ncpu = "{cls}"\n'
     count = "--instructions" in args
     traced = "--trace" in args
     names = [a for a in args if a not in ("--instructions", "--trace")] or list(WORKLOADS)

@@ -12,7 +12,7 @@ use std::borrow::Borrow;
 use std::collections::VecDeque;
 use std::time::Instant;
 
-use crate::bio::{req, Bio, BioId, BioVecs, Op};
+use crate::bio::{req, Bio, BioId, BioVecs, Op, PAGE_SIZE};
 use crate::disk::{DiskModel, ServiceModel};
 use crate::genhd::{DevId, DiskKind, Driver, Queue, Topology};
 use crate::loopdev::{do_req_filebacked, LoopBacking, LoopCmd};
@@ -61,6 +61,9 @@ pub struct Job {
     wake_at: Option<u64>,
     /// Per slot: submission time and what the unit counts as.
     slot_info: Vec<(u64, UnitKind, u64)>,
+    /// Units completed since the job's last submission: the events its
+    /// next `io_getevents` reaps ([`crate::host_cpu`]).
+    unreaped: u32,
 }
 
 /// What a job's units did, per [`UnitKind`] index (read, write, trim, sync).
@@ -389,6 +392,7 @@ impl Engine {
             reaping: 0,
             wake_at: None,
             slot_info: Vec::new(),
+            unreaped: 0,
         });
         self.jobs.len() - 1
     }
@@ -475,9 +479,19 @@ impl Engine {
         mq::blk_finish_plug(&mut self.queues, &mut self.core, task);
     }
 
+    /// Let job `j` submit, on its CPU ([`crate::host_cpu`]).
+    fn run_job(&mut self, j: usize) {
+        if !self.core.cpu.on() {
+            return self.run_job_here(j);
+        }
+        let prev = self.core.cpu.enter(self.core.cpu.cpu_of_job(j), self.core.now);
+        self.run_job_here(j);
+        self.core.cpu.leave(prev, self.core.now);
+    }
+
     /// Let job `j` submit: finish the submission under way, then start new
     /// ones while it has room and work.
-    fn run_job(&mut self, j: usize) {
+    fn run_job_here(&mut self, j: usize) {
         loop {
             let task = self.jobs[j].task;
             if self.tasks[task as usize].blocked {
@@ -486,6 +500,10 @@ impl Engine {
             while let Some(mut u) = self.jobs[j].current.pop_front() {
                 while u.next < u.bios.len() {
                     u.next += 1;
+                    // bio_alloc_bioset and bio_iov_iter_get_pages: the bio
+                    // and its user pages pinned.
+                    let pages = (u.bios[u.next - 1].size as u64).div_ceil(PAGE_SIZE);
+                    self.core.cpu_charge(|c| c.bio_alloc as u64 + c.page as u64 * pages);
                     if !self.submit_root(task, &u.bios[u.next - 1], j as u32, u.slot) {
                         // Asleep inside this bio's submission: the rest waits,
                         // and the driver threads it woke run.
@@ -543,6 +561,16 @@ impl Engine {
         if job.sync_slot.is_some() || job.reaping > 0 || job.in_flight >= job.iodepth {
             return false;
         }
+        // The job's CPU is still busy (its last submission, completions):
+        // it submits when the CPU is free.
+        if self.core.cpu.skew > 0 {
+            let t = now + self.core.cpu.skew;
+            if job.wake_at != Some(t) {
+                job.wake_at = Some(t);
+                self.core.schedule(t, SimEvent::JobWake { job: j as u32 });
+            }
+            return false;
+        }
         let room = (job.iodepth - job.in_flight).min(job.batch);
         // Units are taken in flight as they are fetched: the `in_flight`
         // rule below only decides for the first unit (any later sync or
@@ -578,6 +606,12 @@ impl Engine {
             return false;
         }
         let plug = plug || n > 2;
+        // The system calls (io_submit and the io_getevents that reaps; one
+        // pread or pwrite at depth 1), the units set up, and the events
+        // reaped since the last submission.
+        let (calls, reaped) = (1 + (job.iodepth > 1) as u64, std::mem::take(&mut job.unreaped) as u64);
+        self.core.cpu_charge(|c| c.syscall as u64 * calls + c.unit as u64 * n as u64 + c.unit_complete as u64 * reaped);
+        let job = &mut self.jobs[j];
         if job.in_flight >= job.iodepth && job.complete_min > 1 {
             job.reaping = job.complete_min.min(job.in_flight);
         }
@@ -598,6 +632,7 @@ impl Engine {
             job.free_slots.push(slot);
             job.in_flight -= 1;
             job.units_done += 1;
+            job.unreaped += 1;
             job.reaping = job.reaping.saturating_sub(1);
             if job.sync_slot == Some(slot) {
                 job.sync_slot = None;
@@ -614,6 +649,22 @@ impl Engine {
     /// A task that got a tag back finishes its allocation, then its loop,
     /// then its job's submission.
     fn resume_task(&mut self, qi: u32, w: mq::Waiter, tags: Option<(bool, bool)>) {
+        if !self.core.cpu.on() {
+            return self.resume_task_here(qi, w, tags);
+        }
+        let cpu = self.cpu_of_task(w.task);
+        let prev = self.core.cpu.enter(cpu, self.core.now);
+        self.resume_task_here(qi, w, tags);
+        self.core.cpu.leave(prev, self.core.now);
+    }
+
+    /// The CPU task `t` runs on: its job's, CPU 0 for other tasks.
+    fn cpu_of_task(&self, t: u32) -> usize {
+        self.tasks.get(t as usize).and_then(|ts| ts.job).map_or(0, |j| self.core.cpu.cpu_of_job(j))
+    }
+
+    /// [`Engine::resume_task`] on the task's CPU.
+    fn resume_task_here(&mut self, qi: u32, w: mq::Waiter, tags: Option<(bool, bool)>) {
         let t = w.task as usize;
         self.core.current = w.task;
         if mq::blk_mq_resume_alloc(&mut self.queues, &mut self.core, qi as usize, w, tags) == Submit::Blocked {
@@ -838,8 +889,14 @@ impl Engine {
     /// Handle one timed event.
     fn handle(&mut self, ev: SimEvent) {
         match ev {
+            SimEvent::RqComplete { queue, rq } if self.core.cpu.on() => self.completion_irq(queue, rq),
             SimEvent::RqComplete { queue, rq } => {
                 blk_mq_complete_request(&mut self.queues, &mut self.core, queue as usize, rq);
+            }
+            SimEvent::RqIrqDone { queue, rq } => {
+                let prev = self.core.cpu.enter(self.completion_cpu(queue, rq), self.core.now);
+                blk_mq_complete_request(&mut self.queues, &mut self.core, queue as usize, rq);
+                self.core.cpu.leave(prev, self.core.now);
             }
             SimEvent::ZoneWplugWork { queue } => {
                 crate::zoned::blk_zone_wplug_bio_work(&mut self.queues, &mut self.core, queue as usize);
@@ -874,6 +931,31 @@ impl Engine {
                 }
             }
         }
+    }
+
+    /// The CPU that completes a request: its submitter's
+    /// (`blk_mq_complete_need_ipi`: the irq, or an IPI to that CPU).
+    fn completion_cpu(&self, queue: u32, rq: u32) -> usize {
+        self.cpu_of_task(self.queues[queue as usize].rqs.get(rq).task)
+    }
+
+    /// A request the device finished: its CPU handles the interrupt when
+    /// free, and its bios end after that work ([`crate::host_cpu`]).
+    #[cold]
+    #[inline(never)]
+    fn completion_irq(&mut self, queue: u32, rq: u32) {
+        let cpu = self.completion_cpu(queue, rq);
+        let mut bios = 0u32;
+        let mut next = Some(self.queues[queue as usize].rqs.get(rq).bio);
+        while let Some(b) = next {
+            bios += 1;
+            next = self.core.bio(b).bi_next;
+        }
+        let done = self.core.cpu.completion_done(cpu, self.core.now, bios);
+        // A CPU's clock never goes back, so its completions come in time
+        // order: a FIFO stream per CPU, after the devices' two each.
+        let stream = self.queues.len() * 2 + cpu;
+        self.core.schedule_stream(stream, done, SimEvent::RqIrqDone { queue, rq });
     }
 
     /// Snapshot every device's diskstats.
@@ -940,6 +1022,7 @@ impl Engine {
         let mut events = 0u64;
         while let Some(ev) = self.core.pop_event() {
             self.submissions = 0;
+            self.core.cpu.idle();
             self.handle(ev);
             self.reap();
             events += 1;

@@ -19,6 +19,7 @@ pub mod dm;
 pub mod engine;
 pub mod flush;
 pub mod genhd;
+pub mod host_cpu;
 pub mod limits;
 pub mod loopdev;
 pub mod md;

@@ -247,7 +247,7 @@ pub fn trace_rq(core: &mut BlockCore, action: Action, rq: &Request, task: u32) {
 
 fn trace_rq_event(core: &mut BlockCore, action: Action, rq: &Request, task: u32) {
     let ev = Event {
-        time: core.now,
+        time: core.clock(),
         dev: rq.dev,
         action,
         op: rq.op,
@@ -270,7 +270,7 @@ fn trace_plug(core: &mut BlockCore, dev: DevId, action: Action, depth: u64, task
         _ => s.unplugs += 1,
     }
     if core.tracer.active() {
-        let ev = Event { time: core.now, dev, action, op: Op::Read, flags: 0, sector: 0, bytes: 0, task, error: 0, arg: depth, from_dev: 0 };
+        let ev = Event { time: core.clock(), dev, action, op: Op::Read, flags: 0, sector: 0, bytes: 0, task, error: 0, arg: depth, from_dev: 0 };
         core.emit(ev);
     }
 }
@@ -357,6 +357,9 @@ fn blk_mq_attempt_bio_merge(qs: &mut [RequestQueue], core: &mut BlockCore, qi: u
     if blk_attempt_plug_merge(qs, core, qi, bio, nsegs) {
         return true;
     }
+    if qs[qi].sched.is_some() || !qs[qi].ctx_list.is_empty() {
+        core.cpu_charge(|c| c.merge_attempt as u64);
+    }
     if qs[qi].sched.is_some() {
         sched::bio_merge(&mut qs[qi], core, bio, nsegs)
     } else {
@@ -377,6 +380,7 @@ fn blk_attempt_plug_merge(qs: &mut [RequestQueue], core: &mut BlockCore, qi: usi
         return blk_attempt_plug_merge_walk(qs, core, qi, bio, nsegs);
     }
     let Some((cq, cid)) = plug.merge_candidate(qi as u32, core.beh.plug_merge) else { return false };
+    core.cpu_charge(|c| c.merge_attempt as u64);
     let q = &mut qs[cq as usize];
     let ok = blk_attempt_bio_merge(core, q.rqs.get_mut(cid), bio, nsegs, &q.lim) == BioMerge::Ok;
     core.stats[dev].plug_merges += ok as u64;
@@ -427,6 +431,7 @@ pub(crate) fn blk_bio_list_merge(list: &VecDeque<u32>, rqs: &mut Rqs, lim: &Queu
 /// accounting, then the plug, the scheduler or the driver.
 #[inline(always)]
 fn blk_mq_alloc_done(qs: &mut [RequestQueue], core: &mut BlockCore, qi: usize, bio: BioId, nsegs: u32, sched_tag: bool, driver_tag: bool) {
+    core.cpu_charge(|c| c.get_tag as u64);
     core.trace_bio(Action::GetRq, bio, 0, 0);
     let task = core.current;
     let b = core.bio_mut(bio);
@@ -440,7 +445,7 @@ fn blk_mq_alloc_done(qs: &mut [RequestQueue], core: &mut BlockCore, qi: usize, b
         nr_phys_segments: nsegs,
         bio,
         biotail: bio,
-        start_time_ns: core.now,
+        start_time_ns: core.clock(),
         task,
         sched_tag,
         driver_tag,
@@ -541,6 +546,7 @@ pub fn blk_mq_flush_plug_list(qs: &mut [RequestQueue], core: &mut BlockCore, tas
     if core.beh.plug_sort && multi && depth > 2 {
         plug_rq_cmp_sort(qs, &mut list);
     }
+    core.cpu_charge(|c| c.flush_plug as u64);
     if !multi && !elevator && !from_schedule {
         // Path A: one queue, no elevator: hand the batch to the driver.
         let qi = list[0].0 as usize;
@@ -581,6 +587,7 @@ fn plug_rq_cmp_sort(qs: &[RequestQueue], list: &mut VecDeque<RqRef>) {
 /// of their submit list, so the device saw the batch reversed.
 fn queue_rqs(q: &mut RequestQueue, core: &mut BlockCore, list: &VecDeque<RqRef>, task: u32) {
     for &(_, id) in list {
+        core.cpu_charge(|c| c.queue_rq as u64);
         blk_mq_issue(q, core, id, task);
     }
     if core.beh.queue_rqs_reverse {
@@ -677,6 +684,7 @@ fn blk_mq_sched_dispatch_requests(q: &mut RequestQueue, core: &mut BlockCore, ta
 /// the device.
 #[inline(always)]
 fn blk_mq_start_request(q: &mut RequestQueue, core: &mut BlockCore, id: u32, task: u32) {
+    core.cpu_charge(|c| c.queue_rq as u64);
     blk_mq_issue(q, core, id, task);
     device_submit(q, core, id);
 }
@@ -705,7 +713,7 @@ fn device_submit(q: &mut RequestQueue, core: &mut BlockCore, id: u32) {
         core.loop_work.push((q.index, id));
         return;
     }
-    let done = q.disk.service(core.now, op, sector, bytes, fua);
+    let done = q.disk.service(core.clock(), op, sector, bytes, fua);
     core.schedule_stream(stream, done, SimEvent::RqComplete { queue: q.index, rq: id });
 }
 
@@ -721,7 +729,7 @@ fn zone_refuses(q: &mut RequestQueue, core: &mut BlockCore, id: u32, stream: usi
     }
     q.rqs.get_mut(id).error = EIO;
     core.stats[q.dev as usize].zone_write_errors += 1;
-    core.schedule_stream(stream, core.now, SimEvent::RqComplete { queue: q.index, rq: id });
+    core.schedule_stream(stream, core.clock(), SimEvent::RqComplete { queue: q.index, rq: id });
     true
 }
 

@@ -13,6 +13,7 @@ use std::collections::{BinaryHeap, VecDeque};
 use crate::bio::{bvec_iter_advance, req, Bio, BioId, Op, SECTOR_SHIFT};
 use crate::check::Checker;
 use crate::genhd::{DevId, Driver, Topology};
+use crate::host_cpu::{CpuCosts, HostCpu};
 use crate::mq::{Submit, Waiter};
 use crate::plug::{Plug, RqRef};
 use crate::profile::{Behaviour, BioAccounting, BioListAssembly, SplitRemainder};
@@ -91,6 +92,9 @@ pub struct DriverSubmit {
 pub enum SimEvent {
     /// A request finished on its device.
     RqComplete { queue: u32, rq: u32 },
+    /// The completing CPU handled a finished request's interrupt
+    /// ([`crate::host_cpu`]): its bios end now.
+    RqIrqDone { queue: u32, rq: u32 },
     /// A job may submit again.
     JobWake { job: u32 },
     /// Take a /proc/diskstats snapshot (`iostat` intervals).
@@ -276,6 +280,8 @@ pub struct BlockCore {
     /// Bios marked [`req::DEFER_END`] whose last reference dropped, with
     /// their status, for their drivers.
     pub deferred_ends: Vec<(BioId, i32)>,
+    /// The host CPU model (`[host] cpu`; off by default).
+    pub cpu: HostCpu,
 }
 
 impl BlockCore {
@@ -311,6 +317,7 @@ impl BlockCore {
             loop_work: Vec::new(),
             throtl: None,
             deferred_ends: Vec::new(),
+            cpu: HostCpu::default(),
         }
     }
 
@@ -458,7 +465,7 @@ impl BlockCore {
     fn trace_bio_event(&mut self, action: Action, id: BioId, arg: u64, from_dev: DevId, error: i32) {
         let b = self.bio(id);
         let ev = Event {
-            time: self.now,
+            time: self.clock(),
             dev: self.topo.dev(b.dev).whole,
             action,
             op: b.op,
@@ -471,6 +478,22 @@ impl BlockCore {
             from_dev,
         };
         self.emit(ev);
+    }
+
+    /// The time the running code has reached: now, plus the CPU time it
+    /// spent since ([`crate::host_cpu`]; 0 when that model is off).
+    #[inline(always)]
+    pub fn clock(&self) -> u64 {
+        self.now + self.cpu.skew
+    }
+
+    /// Charge the CPU the running code is on for one operation
+    /// ([`crate::host_cpu`]); nothing when the model is off.
+    #[inline(always)]
+    pub fn cpu_charge(&mut self, cost: impl FnOnce(&CpuCosts) -> u64) {
+        if let Some(c) = &self.cpu.costs {
+            self.cpu.skew += cost(c);
+        }
     }
 
     pub fn emit(&mut self, ev: Event) {
@@ -493,6 +516,7 @@ impl BlockCore {
     /// then [`Self::submit_bio_noacct_nocheck`]. Returns the bio if the
     /// caller must start a submission loop (no `current->bio_list` yet).
     pub fn submit_bio_noacct(&mut self, id: BioId) -> Option<BioId> {
+        self.cpu_charge(|c| c.submit_bio as u64);
         let devid = self.bio(id).dev;
         let dev = self.topo.dev(devid);
         let (nr_sectors, whole, start) = (dev.nr_sectors, dev.whole, dev.start_sect);
@@ -574,6 +598,7 @@ impl BlockCore {
     /// keep processing.
     #[inline(always)]
     pub fn bio_submit_split(&mut self, id: BioId, sectors: u32) -> BioId {
+        self.cpu_charge(|c| c.split as u64);
         let front = self.bio_split(id, sectors);
         self.bio_mut(front).flags |= req::NOMERGE;
         self.bio_chain(front, id);

@@ -116,6 +116,11 @@ def fio_write_mib_s(runs: Runs) -> float:
     return sum(job["write"]["bw_bytes"] for job in runs[""]["fio"]["jobs"]) / 2**20
 
 
+def fio_read_mb_s(variant: str) -> Callable[[Runs], float]:
+    """fio's aggregate read bandwidth of a variant run, in 10^6 bytes/s."""
+    return lambda runs: sum(job["read"]["bw_bytes"] for job in runs[variant]["fio"]["jobs"]) / 1e6
+
+
 def plug_merges(dev: str, failed: bool) -> Callable[[Runs], float]:
     """blk_attempt_plug_merge's return values, as the seed counted them."""
     def read(runs: Runs) -> float:
@@ -324,7 +329,13 @@ SEEDS: Tuple[Seed, ...] = (
             Figure("requests", "requests (read)", "", None, None, figure_of("sda", "requests")),
             Figure("mean_request_kib", "mean request size (read)", "KiB", None, None,
                    figure_of("sda", "mean_request_kib")),
+            # Ming Lei's objection: a null ublk disk, CPU-bound (host CPU model).
+            Figure("ublk_read_mb_s", "ublk null: fio 64k randread", "MB/s", 20000, 3709,
+                   optional(fio_read_mb_s("ublk"), "ublk")),
+            Figure("ublk_requests", "ublk null: requests", "", None, None,
+                   optional(figure_of("ublkb0", "requests", "ublk"), "ublk")),
         ),
+        scenario_variants={"ublk": ScenarioVariant("ublk-null-cpu")},
         variants={"write": ["workload.if=/dev/zero", "workload.of=/dev/sda", "workload.iflag=fullblock",
                             "workload.oflag=direct"]},
         headline="read_mb_s",

@@ -11,6 +11,7 @@ pub mod cgroups;
 pub mod compare;
 pub mod disks;
 pub mod geometry;
+pub mod host;
 pub mod jobs;
 pub mod multipath;
 pub mod model;
@@ -36,7 +37,7 @@ pub use tree::ScenarioError;
 use tree::{apply_set, Doc, Obj, Value};
 pub use workload::{BioEntry, DdSpec, DdTarget, Workload, WorkloadKind};
 
-const ROOT_KEYS: &[&str] = &["name", "description", "kernel", "seed", "cpus", "behaviour", "disks", "md", "dm", "workload", "steps", "compare", "cgroups"];
+const ROOT_KEYS: &[&str] = &["name", "description", "kernel", "seed", "cpus", "host", "behaviour", "disks", "md", "dm", "workload", "steps", "compare", "cgroups"];
 
 #[derive(Clone, Debug)]
 pub struct Scenario {
@@ -57,6 +58,8 @@ pub struct Scenario {
     pub compare: Option<compare::Compare>,
     /// `[cgroups.NAME]`: the groups jobs run in (index + 1 is a job's group).
     pub cgroups: Vec<cgroups::CgroupSpec>,
+    /// `[host]`: the host CPU model, and `cpus`.
+    pub host: host::HostSpec,
 }
 
 /// Read and validate `text` (the contents of `file`), with `--kernel` and
@@ -74,6 +77,7 @@ pub fn load(file: &str, text: &str, kernel: Option<&str>, sets: &[String]) -> Re
     let profile = read_profile(&o, kernel)?;
     let beh = read_behaviour(&o, &profile)?;
     let cpus = read_cpus(&o)?;
+    let host = host::read_host(&o, cpus)?;
     let disks = disks::read_disks(&o, &beh, cpus)?;
     let stacked = stack::read_stack(&o, &disks, &beh, cpus)?;
     // Stacked devices are workload targets too.
@@ -86,7 +90,7 @@ pub fn load(file: &str, text: &str, kernel: Option<&str>, sets: &[String]) -> Re
     workload.warnings.extend(steps.iter().flat_map(|s| s.workload.warnings.iter().cloned()));
     let compare = compare::read_compare(&o)?;
     o.finish(ROOT_KEYS)?;
-    Ok(Scenario { file: file.to_string(), name, description, profile, beh, seed, disks, stacked, workload, steps, compare, cgroups })
+    Ok(Scenario { file: file.to_string(), name, description, profile, beh, seed, disks, stacked, workload, steps, compare, cgroups, host })
 }
 
 /// `cpus`: the machine's CPU count (`nr_cpu_ids`), which drivers size
@@ -172,6 +176,7 @@ impl Scenario {
             b.add_bio_device(&s.name, s.kind, s.nr_sectors, s.queue.clone(), driver);
         }
         let mut engine = b.build();
+        engine.core.cpu = crate::host_cpu::HostCpu::new(self.host.costs, self.host.cpus);
         for s in &self.stacked {
             let dev = engine.core.topo.by_name(&s.name).expect("built");
             let layout = s.layout(&engine.core.topo);
