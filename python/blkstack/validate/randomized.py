@@ -291,7 +291,7 @@ def run_batch(paths: Sequence[str], kernel: str, cache: str, out_dir: str, progr
               timeout: float = 900.0) -> List[Outcome]:
     """Boot once and run every scenario in *paths* (one disk set)."""
     from blkstack.validate import ValidationError, compare_run
-    from blkstack.validate.guest import boot, build_guest, build_tools
+    from blkstack.validate.guest import boot, build_guest, build_tools, kernel_append
     guest = build_guest(cache, kernel, progress)
     work = tempfile.mkdtemp(prefix="disks-", dir=cache)
     shutil.rmtree(out_dir, ignore_errors=True)
