@@ -36,8 +36,10 @@ def test_bfq_keys_and_iops_reach_the_guest(tmp_path):
     resolved = json.loads(_core.check(str(p), "6.12", []))
     plan = build_plan(str(p), "6.12", str(tmp_path), resolved)
     job = plan.job
-    # bfq is loaded, the queue switched to it, then its own files written.
-    assert "load bfq" in job
+    # bfq is loaded with the disk driver, the queue switched to it, then
+    # its own files written.
+    assert "for m in virtio_blk bfq; do load $m; done" in job
+    assert job.index("load $m") < job.index("/queue/scheduler")
     sched = job.index("/queue/scheduler")
     assert sched < job.index("/queue/iosched/slice_idle") and sched < job.index("/queue/iosched/low_latency")
     assert "echo 0 > /sys/block/$n/queue/iosched/slice_idle" in job

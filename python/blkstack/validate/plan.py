@@ -65,6 +65,8 @@ SYSFS_WRITES = ("scheduler", "nr_requests", "max_sectors_kb", "discard_max_bytes
 IOSCHED_WRITES = ("slice_idle", "slice_idle_us", "low_latency", "back_seek_max", "back_seek_penalty", "fifo_expire_sync",
                   "fifo_expire_async", "timeout_sync", "max_budget", "strict_guarantees")
 STACK_SYSFS_WRITES = ("max_sectors_kb", "discard_max_bytes")
+# Schedulers Debian builds as modules: loaded before a queue switches to one.
+SCHED_MODULES = {"kyber": "kyber_iosched", "bfq": "bfq"}
 
 GUEST_KINDS = ("virtio", "scsi", "nvme", "sata", "ssd", "virtio-scsi", "virtio_scsi")
 
@@ -485,7 +487,6 @@ def build_plan(path: str, kernel: str, workdir: str, resolved: Dict[str, Any]) -
 
     job = [JOB_HEAD]
     job.append(f"for m in {' '.join(mods)}; do load $m; done")
-    job += scheduler_module_job(disks)
     for d in disks:
         if d.multipath is not None:
             job += _multipath_job(d)
@@ -1056,9 +1057,6 @@ cgexec() {{ g=$1; shift; sh -c 'echo $$ > "$0"/cgroup.procs && exec "$@"' "$CG/$
 # devno NAME: the guest's MAJ:MIN of scenario device NAME
 devno() {{ cat /sys/class/block/$(basename $(readlink -f /dev/blkstack/$1))/dev; }}"""
 
-# Schedulers Debian builds as modules: loaded before a queue switches to one.
-SCHED_MODULES = {"kyber": "kyber_iosched", "bfq": "bfq"}
-
 
 def cgroup_tables(doc: Dict[str, Any]) -> Dict[str, Dict[str, Any]]:
     """The scenario's ``[cgroups.NAME]`` tables, read tolerantly: a group
@@ -1133,16 +1131,6 @@ def cgroup_job(doc: Dict[str, Any], names: Sequence[str], resolved: Optional[Dic
                 text = _cgroup_line(str(int(v) if isinstance(v, bool) else v), names, devnos, f"cgroups.{name}.{fname}")
                 lines.append(f"echo {text} > $CG/{name}/{fname} || fail \"writing {fname} of {name} failed\"")
     return lines
-
-
-def scheduler_module_job(disks: Sequence[Disk]) -> List[str]:
-    """Load the scheduler modules the scenario's sysfs writes switch to."""
-    mods = []
-    for d in disks:
-        m = SCHED_MODULES.get(str(d.writes.get("scheduler", "")))
-        if m and m not in mods:
-            mods.append(m)
-    return [f"load {m}" for m in mods]
 
 
 def in_cgroup(lines: List[str], group: Optional[str]) -> List[str]:
