@@ -184,8 +184,10 @@ pub struct TraceDev<'a> {
 /// The writer of `target` for `devs`, its files opened atomically.
 fn blktrace_writer(devs: &[TraceDev], target: &BlktraceTarget, files: &mut Vec<AtomicFile>) -> Result<BlktraceWriter, RunError> {
     let mut outs = Vec::new();
-    if let BlktraceTarget::Dump(p) = target {
-        outs.push(open_output(&Output::File(p.clone()), files)?);
+    match target {
+        BlktraceTarget::Dump(p) => outs.push(open_output(&Output::File(p.clone()), files)?),
+        BlktraceTarget::Dir(dir) if !dir.is_dir() => return Err(RunError::Io(format!("--blktrace {}: not a directory", dir.display()))),
+        BlktraceTarget::Dir(_) => {}
     }
     let mut out = Vec::new();
     for d in devs {
@@ -193,9 +195,6 @@ fn blktrace_writer(devs: &[TraceDev], target: &BlktraceTarget, files: &mut Vec<A
             _ if !d.written => None,
             BlktraceTarget::Dump(_) => Some(0),
             BlktraceTarget::Dir(dir) => {
-                if !dir.is_dir() {
-                    return Err(RunError::Io(format!("--blktrace {}: not a directory", dir.display())));
-                }
                 outs.push(open_output(&Output::File(dir.join(format!("{}.blktrace.0", d.name))), files)?);
                 Some(outs.len() - 1)
             }
