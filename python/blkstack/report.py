@@ -1,44 +1,65 @@
 """A self-contained HTML report of one or more runs (or traces).
 
-One file: inline CSS, plots inlined as ``data:`` images (SVG or PNG), no
-scripts and nothing fetched -- a Content-Security-Policy forbids any other
-source, so a browser renders it offline exactly as written. Sections: the
-summary per device, queue limits, ``iostat -x``, btt's stage latencies and
-merge information, the plots of each device, with several runs a
-comparison table and before/after overlays, and the scenario text.
+One file that opens offline: inline CSS, the timeline's script inline
+(report_view.js, no library) with its data as a JSON block, and a
+Content-Security-Policy that allows only that script (by its hash) and
+forbids every other source, so nothing is fetched. Sections: a summary
+with each md/dm array and its members together first, the interactive
+timeline (a device picker; zoom and pan on time; hovering shows a
+request), then per run the full ``iostat -x`` columns, queue limits, btt's
+stage latencies and merge information and the size and seek histograms;
+with several runs a comparison table; the scenario text.
 """
 
 from __future__ import annotations
 
 import base64
+import hashlib
 import html
+import json
+from pathlib import Path
 from typing import Any, Dict, Iterable, List, Sequence
 
 from blkstack import plots as P
 
+# The timeline's script may run (by hash, added per page); nothing else.
 CSP = "default-src 'none'; img-src data:; style-src 'unsafe-inline'"
+VIEW_JS = Path(__file__).with_name("report_view.js")
 
 STYLE = """
-body { font-family: sans-serif; margin: 2em auto; max-width: 70em; color: #222; line-height: 1.4; }
+body { font-family: sans-serif; margin: 2em auto; max-width: 80em; color: #222; line-height: 1.4; padding: 0 1em; }
 h1 { font-size: 1.6em; } h2 { border-bottom: 1px solid #ccc; margin-top: 2em; } h3 { margin-top: 1.5em; }
 table { border-collapse: collapse; margin: 0.5em 0 1em; font-size: 0.85em; }
 th, td { border: 1px solid #ccc; padding: 0.2em 0.5em; }
 th { background: #f0f0f0; text-align: left; }
 td.n { text-align: right; font-variant-numeric: tabular-nums; }
+tr.array td { font-weight: bold; background: #f7f7ff; }
+.wide { overflow-x: auto; }
 pre { background: #f7f7f7; border: 1px solid #ddd; padding: 0.8em; overflow-x: auto; font-size: 0.85em; }
 figure { display: inline-block; margin: 0.5em; vertical-align: top; }
 figure img { width: 32em; max-width: 100%; border: 1px solid #eee; }
-figcaption { font-size: 0.8em; color: #555; max-width: 45em; }
+figure.chart { display: block; margin: 0.2em 0 0.8em; }
+figure.chart svg { cursor: grab; user-select: none; display: block; }
+figcaption { font-size: 0.8em; color: #555; max-width: 60em; }
 .note { color: #555; font-size: 0.9em; }
 nav a { margin-right: 1em; }
+.toolbar { position: sticky; top: 0; background: #fff; padding: 0.4em 0; border-bottom: 1px solid #eee; z-index: 1; }
+.toolbar select, .toolbar button { font-size: 0.95em; margin-right: 0.4em; }
+#range { font-variant-numeric: tabular-nums; margin-left: 0.6em; }
+#tip { position: absolute; display: none; background: #fffbe6; border: 1px solid #bba; padding: 0.3em 0.5em;
+       font: 0.8em monospace; white-space: pre; pointer-events: none; z-index: 2; }
+text.tick { font-size: 11px; fill: #444; } text.axis { font-size: 12px; fill: #222; }
+text.legend { font-size: 11px; fill: #222; }
 """
 
 # The queue limits shown per device (all are in the JSON summary).
 LIMIT_KEYS = ("logical_block_size", "physical_block_size", "max_sectors_kb", "max_hw_sectors_kb",
               "max_segments", "max_segment_size", "chunk_sectors", "discard_granularity",
               "discard_max_bytes", "nr_requests", "scheduler", "rotational")
-IOSTAT_KEYS = ("r/s", "rkB/s", "rrqm/s", "r_await", "rareq-sz", "w/s", "wkB/s", "wrqm/s", "w_await",
-               "wareq-sz", "d/s", "dkB/s", "d_await", "f/s", "f_await", "aqu-sz", "%util")
+# sysstat's iostat -x columns, in its order.
+IOSTAT_KEYS = ("r/s", "rkB/s", "rrqm/s", "%rrqm", "r_await", "rareq-sz", "w/s", "wkB/s", "wrqm/s", "%wrqm",
+               "w_await", "wareq-sz", "d/s", "dkB/s", "drqm/s", "%drqm", "d_await", "dareq-sz", "f/s", "f_await",
+               "aqu-sz", "%util")
 STAGES = ("Q2Q", "Q2G", "G2I", "Q2M", "I2D", "D2C", "Q2C")
 
 
@@ -56,10 +77,12 @@ def _cell(value: Any) -> str:
     return f"<td>{esc(value)}</td>"
 
 
-def table(headers: Sequence[str], rows: Iterable[Sequence[Any]]) -> str:
+def table(headers: Sequence[str], rows: Iterable[Sequence[Any]], row_class: Sequence[str] = ()) -> str:
     head = "".join(f"<th>{esc(h)}</th>" for h in headers)
-    body = "".join("<tr>" + "".join(_cell(v) for v in row) + "</tr>" for row in rows)
-    return f"<table><tr>{head}</tr>{body}</table>"
+    classes = list(row_class)
+    body = "".join((f'<tr class="{classes[i]}">' if i < len(classes) and classes[i] else "<tr>")
+                   + "".join(_cell(v) for v in row) + "</tr>" for i, row in enumerate(rows))
+    return f'<div class="wide"><table><tr>{head}</tr>{body}</table></div>'
 
 
 def _disks(summary: Dict[str, Any]) -> Dict[str, Dict[str, Any]]:
@@ -67,45 +90,91 @@ def _disks(summary: Dict[str, Any]) -> Dict[str, Dict[str, Any]]:
     return {n: d for n, d in (summary.get("devices") or {}).items() if not d.get("partition_of")}
 
 
+def _ordered(summary: Dict[str, Any]) -> List[tuple]:
+    """(device, role) of the disks: each array followed by its members,
+    then the devices in no array."""
+    from blkstack.report_data import stack_groups
+
+    disks = _disks(summary)
+    out: List[tuple] = []
+    seen = set()
+    for array, members in stack_groups(summary):
+        if array in disks and array not in seen:
+            out.append((array, "array"))
+            seen.add(array)
+            for i, m in enumerate(members):
+                if m in disks and m not in seen:
+                    out.append((m, f"member of {array}"))
+                    seen.add(m)
+    out += [(n, "") for n in disks if n not in seen]
+    return out
+
+
 def summary_table(summary: Dict[str, Any]) -> str:
-    rows = []
-    for name, d in _disks(summary).items():
+    """One row per device, arrays first with their members under them."""
+    rows, classes = [], []
+    for name, role in _ordered(summary):
+        d = _disks(summary)[name]
         sectors = d.get("sectors") or d.get("sectors_issued") or {}
-        rows.append([name, d.get("kind", "-"), f"{d.get('major')}:{d.get('minor')}", d.get("bios_queued", "-"),
-                     d.get("splits", "-"), d.get("requests", 0), sectors.get("read", 0), sectors.get("write", 0),
-                     sectors.get("discard", 0)])
-    return table(["device", "kind", "maj:min", "bios queued", "splits", "requests", "sectors read",
-                  "sectors written", "sectors discarded"], rows)
+        io = d.get("iostat") or {}
+        rows.append([name, role or "-", d.get("kind", "-"), f"{d.get('major')}:{d.get('minor')}",
+                     d.get("bios_queued", "-"), d.get("splits", "-"), d.get("requests", 0),
+                     sectors.get("read", 0) * 512 / 1e6, sectors.get("write", 0) * 512 / 1e6,
+                     sectors.get("discard", 0) * 512 / 1e6, float(io.get("aqu-sz", 0.0)), float(io.get("%util", 0.0))])
+        classes.append("array" if role == "array" else "")
+    return table(["device", "role", "kind", "maj:min", "bios queued", "splits", "requests", "MB read",
+                  "MB written", "MB discarded", "aqu-sz", "%util"], rows, classes)
 
 
 def limits_table(summary: Dict[str, Any]) -> str:
-    devs = {n: d["limits"] for n, d in _disks(summary).items() if d.get("limits")}
+    devs = {n: _disks(summary)[n]["limits"] for n, _ in _ordered(summary) if _disks(summary)[n].get("limits")}
     if not devs:
         return ""
     return table(["limit", *devs], [[k, *(lim.get(k, "-") for lim in devs.values())] for k in LIMIT_KEYS])
 
 
 def iostat_table(summary: Dict[str, Any]) -> str:
-    rows = [[n, *(float(d["iostat"].get(k, 0.0)) for k in IOSTAT_KEYS)]
-            for n, d in _disks(summary).items() if d.get("iostat")]
-    return table(["device", *IOSTAT_KEYS], rows) if rows else ""
+    """``iostat -x``'s every column (sysstat's order), arrays first."""
+    disks = _disks(summary)
+    rows = [[n, *(float(disks[n]["iostat"].get(k, 0.0)) for k in IOSTAT_KEYS)]
+            for n, _ in _ordered(summary) if disks[n].get("iostat")]
+    return table(["Device", *IOSTAT_KEYS], rows) if rows else ""
 
 
 def btt_table(summary: Dict[str, Any]) -> str:
     rows = []
-    for n, d in _disks(summary).items():
+    disks = _disks(summary)
+    for n, _ in _ordered(summary):
         for stage in STAGES:
-            s = (d.get("btt") or {}).get(stage)
+            s = (disks[n].get("btt") or {}).get(stage)
             if s:
                 rows.append([n, stage, s["min_s"] * 1e6, s["avg_s"] * 1e6, s["max_s"] * 1e6, int(s["n"])])
     return table(["device", "stage", "min (µs)", "avg (µs)", "max (µs)", "n"], rows) if rows else ""
 
 
 def merge_table(summary: Dict[str, Any]) -> str:
+    disks = _disks(summary)
     rows = [[n, m["q"], m["d"], float(m["ratio"]), m["blkmin"], m["blkavg"], m["blkmax"], m["total"]]
-            for n, d in _disks(summary).items() for m in [d.get("merge_info")] if m and m.get("d")]
+            for n, _ in _ordered(summary) for m in [disks[n].get("merge_info")] if m and m.get("d")]
     return table(["device", "#Q", "#D", "ratio", "blk min", "blk avg", "blk max", "total (sectors)"],
                  rows) if rows else ""
+
+
+def histogram_table(summary: Dict[str, Any], key: str) -> str:
+    """A log2 histogram of the summary (request sizes or seek distances),
+    a column per device."""
+    from blkstack.plots import _kib_label
+
+    disks = _disks(summary)
+    cols: Dict[str, Dict[int, int]] = {}
+    for n, _ in _ordered(summary):
+        buckets = (disks[n].get(key) or {}).get("buckets") or []
+        if any(int(b["count"]) for b in buckets):
+            cols[n] = {int(b["from_kb"]): int(b["count"]) for b in buckets}
+    if not cols:
+        return ""
+    keys = sorted({k for c in cols.values() for k in c if c[k]})
+    return table(["KiB from", *cols], [[_kib_label(k), *(c.get(k, 0) for c in cols.values())] for k in keys])
 
 
 def figure_html(plot: P.Plot, fmt: str) -> str:
@@ -121,33 +190,62 @@ def _figures(plots: Sequence[P.Plot], fmt: str) -> str:
     return out
 
 
-def run_section(anchor: str, label: str, result, source: str, fmt: str) -> str:
+def run_note(result: Any) -> str:
     s = result.summary
-    parts = [f'<h2 id="{esc(anchor)}">{esc(label)}: {esc(P.describe(result))}</h2>']
     if "trace" in s:
         bad = len(s.get("bad_lines") or [])
-        parts.append(f'<p class="note">Trace {esc(s["trace"])} ({esc(s.get("format"))} text): '
-                     f'{s.get("events", 0):,} events over {s.get("duration_ns", 0) / 1e6:,.3f} ms; '
-                     f'{bad:,} bad lines skipped.</p>')
-    else:
-        parts.append(f'<p class="note">Profile {esc(s.get("profile"))} (kernel {esc(s.get("kernel"))}), '
-                     f'simulated {s.get("sim_time_ns", 0) / 1e6:,.3f} ms, {s.get("bios", 0):,} bios.</p>')
-    parts.append("<h3>Devices</h3>" + summary_table(s))
-    for title, block in (("Queue limits", limits_table(s)), ("iostat -x", iostat_table(s)),
-                         ("btt stage latencies", btt_table(s)), ("Device merge information", merge_table(s))):
-        if block:
-            parts.append(f"<h3>{esc(title)}</h3>{block}")
-    figures = _figures(P.run_plots(result), fmt)
-    if figures:
-        parts.append("<h3>Plots</h3>" + figures)
+        return (f'<p class="note">Trace {esc(s["trace"])} ({esc(s.get("format"))}): '
+                f'{s.get("events", 0):,} events over {s.get("duration_ns", 0) / 1e6:,.3f} ms; '
+                f'{bad:,} bad lines skipped.</p>')
+    return (f'<p class="note">Profile {esc(s.get("profile"))} (kernel {esc(s.get("kernel"))}), '
+            f'simulated {s.get("sim_time_ns", 0) / 1e6:,.3f} ms, {s.get("bios", 0):,} bios.</p>')
+
+
+def summary_section(runs: Sequence[Any]) -> str:
+    parts = ['<h2 id="summary">Summary</h2>']
+    for r in runs:
+        parts.append(f"<h3>{esc(r.label)}: {esc(P.describe(r.result))}</h3>{run_note(r.result)}")
+        parts.append(summary_table(r.result.summary))
+        for w in r.result.summary.get("warnings") or []:
+            parts.append(f'<p class="note">warning: {esc(w)}</p>')
     return "\n".join(parts)
 
 
-def compare_section(runs: Sequence[Any], fmt: str) -> str:
+def timeline_section(runs: Sequence[Any]) -> tuple:
+    """The interactive timeline: (HTML, script). The data goes in a JSON
+    block the script reads; '</' is escaped so it cannot end the block."""
+    from blkstack.report_data import timeline
+
+    data = json.dumps(timeline(runs), separators=(",", ":"), allow_nan=False).replace("</", "<\\/")
+    body = ('<h2 id="timeline">Timeline</h2>\n'
+            '<div class="toolbar"><label>view <select id="view"></select></label>'
+            '<button id="zoom-in" type="button">zoom in</button><button id="zoom-out" type="button">zoom out'
+            '</button><button id="zoom-reset" type="button">whole run</button><span id="range"></span></div>\n'
+            '<p class="note">Wheel over a chart zooms time around the pointer, dragging pans, a double click shows '
+            'the whole run; hover a point for its request, a line for its values.</p>\n'
+            '<p id="view-note" class="note"></p><div id="charts"></div><div id="tip"></div>\n'
+            f'<script type="application/json" id="blkstack-data">{data}</script>')
+    return body, VIEW_JS.read_text(encoding="utf-8")
+
+
+def details_section(anchor: str, r: Any) -> str:
+    s = r.result.summary
+    parts = [f'<h2 id="{esc(anchor)}">{esc(r.label)}: {esc(P.describe(r.result))}</h2>']
+    for title, block in (("iostat -x", iostat_table(s)), ("Queue limits", limits_table(s)),
+                         ("btt stage latencies", btt_table(s)), ("Device merge information", merge_table(s)),
+                         ("Request sizes (issued requests per log2 bucket)", histogram_table(s, "size_histogram")),
+                         ("Seek distances (per log2 bucket)", histogram_table(s, "seek_histogram"))):
+        if block:
+            parts.append(f"<h3>{esc(title)}</h3>{block}")
+    return "\n".join(parts)
+
+
+def compare_section(runs: Sequence[Any]) -> str:
     rows = []
     for r in runs:
         s = r.result.summary
-        for n, d in _disks(s).items():
+        for n, _ in _ordered(s):
+            d = _disks(s)[n]
             io = d.get("iostat") or {}
             reqs = d.get("requests", 0)
             sectors = sum((d.get("sectors_issued") or {}).values())
@@ -155,28 +253,27 @@ def compare_section(runs: Sequence[Any], fmt: str) -> str:
                          float(io.get("r/s", 0.0)), float(io.get("w/s", 0.0)),
                          float(io.get("rkB/s", 0.0)) + float(io.get("wkB/s", 0.0)), float(io.get("aqu-sz", 0.0)),
                          float(io.get("%util", 0.0))])
-    parts = ['<h2 id="compare">Comparison</h2>',
-             table(["run", "device", "requests", "mean request (KiB)", "r/s", "w/s", "kB/s", "aqu-sz", "%util"],
-                   rows)]
-    figures = _figures(P.compare_plots([(r.label, r.result) for r in runs]), fmt)
-    if figures:
-        parts.append("<h3>Overlays</h3>" + figures)
-    return "\n".join(parts)
+    return "\n".join(['<h2 id="compare">Comparison</h2>',
+                      table(["run", "device", "requests", "mean request (KiB)", "r/s", "w/s", "kB/s", "aqu-sz",
+                             "%util"], rows),
+                      '<p class="note">The timeline\'s "all runs" views overlay each device\'s runs.</p>'])
 
 
-def build(runs: Sequence[Any], fmt: str = "svg") -> str:
+def build(runs: Sequence[Any]) -> str:
     """The report of *runs* (``blkstack.cli.inputs.Run``) as one HTML page."""
     title = "blkstack report: " + ", ".join(dict.fromkeys(P.describe(r.result).split(",")[0] for r in runs))
-    nav = ['<a href="#%s">%s</a>' % (f"run-{i}", esc(r.label)) for i, r in enumerate(runs)]
-    body: List[str] = [f"<h1>{esc(title)}</h1>"]
+    nav = ['<a href="#summary">summary</a>', '<a href="#timeline">timeline</a>']
+    nav += ['<a href="#%s">%s</a>' % (f"run-{i}", esc(r.label)) for i, r in enumerate(runs)]
     if len(runs) > 1:
         nav.append('<a href="#compare">comparison</a>')
     nav.append('<a href="#sources">scenario</a>')
-    body.append("<nav>" + "".join(nav) + "</nav>")
+    body: List[str] = [f"<h1>{esc(title)}</h1>", "<nav>" + "".join(nav) + "</nav>", summary_section(runs)]
+    timeline_html, script = timeline_section(runs)
+    body.append(timeline_html)
     if len(runs) > 1:
-        body.append(compare_section(runs, fmt))
+        body.append(compare_section(runs))
     for i, r in enumerate(runs):
-        body.append(run_section(f"run-{i}", r.label, r.result, r.source, fmt))
+        body.append(details_section(f"run-{i}", r))
     body.append('<h2 id="sources">Scenario</h2>')
     shown = set()
     for r in runs:
@@ -187,14 +284,21 @@ def build(runs: Sequence[Any], fmt: str = "svg") -> str:
             body.append(f"<h3>{esc(r.path)}</h3><pre>{esc(r.source)}</pre>")
         else:
             body.append(f'<p class="note">{esc(r.path)} is a trace: no scenario.</p>')
-    return page(title, body)
+    return page(title, body, script)
 
 
-def page(title: str, body: Sequence[str]) -> str:
+def script_hash(script: str) -> str:
+    """The CSP source that lets exactly this inline script run."""
+    return "'sha256-" + base64.b64encode(hashlib.sha256(script.encode("utf-8")).digest()).decode("ascii") + "'"
+
+
+def page(title: str, body: Sequence[str], script: str = "") -> str:
+    csp = CSP + (f"; script-src {script_hash(script)}" if script else "")
+    tail = f"\n<script>{script}</script>" if script else ""
     return ("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
-            f'<meta http-equiv="Content-Security-Policy" content="{CSP}">\n'
+            f'<meta http-equiv="Content-Security-Policy" content="{csp}">\n'
             f"<title>{esc(title)}</title>\n<style>{STYLE}</style>\n</head>\n<body>\n"
-            + "\n".join(body) + "\n</body>\n</html>\n")
+            + "\n".join(body) + tail + "\n</body>\n</html>\n")
 
 
 # ---------------------------------------------------------------------------

@@ -143,6 +143,9 @@ def read_spec(path: str, *, yes: bool = False, check: bool = True) -> SweepSpec:
             text = fh.read()
     except OSError as exc:
         raise SweepError(f"{path}: {exc.strerror or exc}")
+    except UnicodeDecodeError as exc:
+        line = exc.object[:exc.start].count(b"\n") + 1
+        raise SweepError(f"{path}:{line}: not UTF-8 text (byte {exc.start}); a sweep file is TOML")
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:

@@ -21,14 +21,17 @@ class Run(NamedTuple):
 
 
 def add_run_options(p: Any, kernels: List[str]) -> None:
-    """--kernel (repeatable: one run per kernel), --set, for scenarios, and
-    --jobs."""
+    """--kernel (repeatable: one run per kernel), --set, for scenarios,
+    --label (one per input) and --jobs."""
     from blkstack.cli.parallel import add_jobs_option
 
     p.add_argument("--kernel", action="append", default=[], choices=kernels, metavar="|".join(kernels),
                    help="run the scenarios under this kernel profile; repeat it to compare kernels")
     p.add_argument("--set", action="append", metavar="KEY=VALUE", default=[],
                    help="override one scenario key (as for 'blkstack run'); may be repeated")
+    p.add_argument("--label", action="append", default=[], metavar="NAME",
+                   help="name the inputs, one --label per input in order (default: the file names, or the "
+                        "kernels when one scenario runs under several)")
     add_jobs_option(p)
 
 
@@ -42,12 +45,14 @@ def _stem(path: str) -> str:
 
 
 def load_runs(inputs: Sequence[str], kernels: Sequence[str], sets: Sequence[str],
-              jobs: Optional[int] = None) -> List[Run]:
+              jobs: Optional[int] = None, labels: Sequence[str] = ()) -> List[Run]:
     """Run every scenario under every kernel (or its own), read every trace,
     at most *jobs* at once (default: one per processor).
 
-    Labels: the kernel when one scenario runs under several, the file's
-    name otherwise (with the kernel when both vary)."""
+    Labels: *labels* (one per input; with several kernels each run's label
+    is the input's and the kernel), else the kernel when one scenario runs
+    under several, the file's name otherwise (with the kernel when both
+    vary)."""
     from blkstack.api import load_trace, run
     from blkstack.cli.parallel import Runs
     from blkstack.plots import label_runs
@@ -55,6 +60,8 @@ def load_runs(inputs: Sequence[str], kernels: Sequence[str], sets: Sequence[str]
     for path in inputs:
         check_input(path)
     check_sets(sets)
+    check_labels(inputs, labels)
+    given = dict(zip(inputs, labels)) if labels else {}
     traces = [p for p in inputs if not is_scenario(p)]
     if traces and (kernels or sets):
         option = "--kernel" if kernels else "--set"
@@ -64,12 +71,14 @@ def load_runs(inputs: Sequence[str], kernels: Sequence[str], sets: Sequence[str]
     with Runs(jobs, most=len(traces) + len(scenarios) * max(1, len(kernels))) as pool:
         for path in inputs:
             if not is_scenario(path):
-                runs.append((_stem(path), path, None, pool.submit(load_trace, path), ""))
+                runs.append((given.get(path, _stem(path)), path, None, pool.submit(load_trace, path), ""))
                 continue
             with open(path, encoding="utf-8") as fh:
                 text = fh.read()
             for kernel in kernels or [None]:
                 label = kernel if (kernel and len(scenarios) == 1 and not traces) else _stem(path)
+                if path in given:
+                    label = given[path]
                 if kernel and label != kernel:
                     label = f"{label}-{kernel}"
                 runs.append((label, path, kernel, pool.submit(run, path, kernel, sets=list(sets)), text))
@@ -77,6 +86,22 @@ def load_runs(inputs: Sequence[str], kernels: Sequence[str], sets: Sequence[str]
                 for label, path, kernel, future, text in runs]
     labels = label_runs([r[0] for r in runs])
     return [Run(label, *rest) for label, (_, *rest) in zip(labels, runs)]
+
+
+def check_labels(inputs: Sequence[str], labels: Sequence[str]) -> None:
+    """--label: none, or one per input, non-empty and all different."""
+    if not labels:
+        return
+    if len(labels) != len(inputs):
+        raise UsageError(f"--label: {len(labels)} given for {len(inputs)} input{'s' if len(inputs) != 1 else ''} "
+                         f"(give one per input, in order)")
+    if len(set(inputs)) != len(inputs):
+        raise UsageError("--label: the same input is given twice")
+    for label in labels:
+        if not label.strip():
+            raise UsageError("--label: an empty label")
+    if len(set(labels)) != len(labels):
+        raise UsageError("--label: two inputs have the same label")
 
 
 def _finished(path: str, future: Any) -> Any:

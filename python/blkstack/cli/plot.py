@@ -121,7 +121,7 @@ def cmd_plot(args: argparse.Namespace) -> int:
         return cmd_plot_sweep(args)
     if args.x or args.y or args.hue or args.facet or args.device:
         raise UsageError("--x, --y, --hue, --facet and --device are for a sweep table (.parquet)")
-    runs = load_runs(args.inputs, args.kernel, args.set, args.jobs)
+    runs = load_runs(args.inputs, args.kernel, args.set, args.jobs, args.label)
     check_out_dir(args.out)
     several = len(runs) > 1
     written: List[str] = []

@@ -7,7 +7,7 @@ import os
 import sys
 from typing import Any, List
 
-from blkstack.cli.common import EXIT_OK, EXIT_SIGINT, PROG, UsageError, check_input, check_output, say
+from blkstack.cli.common import EXIT_OK, PROG, UsageError, check_input, check_output, say
 
 SWEEP_DESCRIPTION = """\
 Run a scenario over every point of a sweep file and write one table: a row
@@ -87,8 +87,8 @@ def cmd_sweep(args: argparse.Namespace) -> int:
                  resume=not args.fresh, progress=not args.quiet, report=report)
     except SweepError as exc:
         raise UsageError(str(exc))
-    except KeyboardInterrupt:
-        return EXIT_SIGINT
+    # KeyboardInterrupt (Ctrl-C, SIGTERM, SIGHUP) goes on to main, whose exit
+    # status names the signal; the partial table is already written.
     return EXIT_OK
 
 

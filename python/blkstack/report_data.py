@@ -1,0 +1,302 @@
+"""The data behind the report's interactive timeline (report_view.js).
+
+Per device of each run, from the events of a :class:`blkstack.Result`:
+
+* the requests it issued ('D'; on md and dm, the bios queued, 'Q'), each
+  with its completion when the trace has one, thinned to one per pixel cell
+  of a 1000 x 250 grid (seekwatcher's picture shows no more) and to a
+  budget shared by every device, so an 8-disk array's report stays small;
+* fixed fine time bins (FINE_BINS over the longest run) holding the bytes
+  completed per operation, the seeks, and the in-flight count's least,
+  most and time-weighted mean. The page merges whole fine bins for display.
+
+Throughput spreads each request's bytes evenly from its issue to its
+completion (the time the device was moving them), so a steady stream reads
+as a steady rate at any bin width, where counting bytes at completion
+instants makes the rate alternate between bins (aliasing) whenever the bin
+width is not a multiple of the completion period. Bytes are conserved: the
+bins add up to the bytes completed.
+
+A seek is an issued request that does not start where the previous one on
+the same device ended (seekwatcher's and iowatcher's count).
+
+Views: each md/dm array with its members first (the scenario says which
+devices are members), then every device alone, then, with several runs,
+each device over all runs.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Tuple
+
+from blkstack.plots import OP_COLOURS, OPS, _op_codes
+
+if TYPE_CHECKING:
+    import numpy as np
+
+FINE_BINS = 2000
+GRID = (1000, 250)
+POINT_BUDGET = 30_000
+SERIES_COLOURS = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000", "#F0E442",
+                  "#8c564b", "#7f7f7f", "#bcbd22", "#17becf")
+ACTIONS = {"D": "issued", "Q": "queued"}
+
+
+def spread_bytes(start: np.ndarray, end: np.ndarray, nbytes: np.ndarray, edges: np.ndarray) -> np.ndarray:
+    """Bytes per bin when each request's bytes flow at a constant rate from
+    *start* to *end* (a request with ``end <= start`` counts at *end*)."""
+    import numpy as np
+
+    instant = end <= start
+    out, _ = np.histogram(end[instant], bins=edges, weights=nbytes[instant])
+    s, e, b = start[~instant], end[~instant], nbytes[~instant]
+    if len(s) == 0:
+        return out.astype(np.float64)
+    rate = b / (e - s)
+    t = np.concatenate([s, e])
+    order = np.argsort(t, kind="stable")
+    t = t[order]
+    r = np.cumsum(np.concatenate([rate, -rate])[order])  # the rate after each breakpoint
+    cum = np.concatenate([[0.0], np.cumsum(r[:-1] * np.diff(t))])  # bytes moved by each breakpoint
+    return out + np.diff(_at_edges(t, cum, r, edges))
+
+
+def _at_edges(t: np.ndarray, cum: np.ndarray, slope: np.ndarray, edges: np.ndarray) -> np.ndarray:
+    """A piecewise-linear running total (value *cum* and *slope* from each
+    breakpoint *t* on; 0 before the first) at each edge."""
+    import numpy as np
+
+    k = np.searchsorted(t, edges, side="right") - 1
+    kc = k.clip(0)
+    return np.where(k >= 0, cum[kc] + slope[kc] * (edges - t[kc]), 0.0)
+
+
+def depth_bins(issue_t: np.ndarray, done_t: np.ndarray, edges: np.ndarray) -> Dict[str, np.ndarray]:
+    """In flight (issued, not yet completed) per bin: least, most and
+    time-weighted mean. At equal times completions go first, as the
+    kernel frees a tag before the next request takes it; a trace that
+    starts with requests already in flight is lifted so it never goes
+    below zero."""
+    import numpy as np
+
+    t = np.concatenate([issue_t, done_t])
+    step = np.concatenate([np.ones(len(issue_t)), -np.ones(len(done_t))])
+    order = np.lexsort((step, t))
+    t, depth = t[order], np.cumsum(step[order])
+    depth -= min(0.0, float(depth.min(initial=0.0)))
+    bins = len(edges) - 1
+    k = np.searchsorted(t, edges, side="right") - 1
+    entering = np.where(k >= 0, depth[k.clip(0)], 0.0)[:-1]
+    lo, hi = entering.copy(), entering.copy()
+    inside = (t >= edges[0]) & (t < edges[-1])
+    idx = (np.searchsorted(edges, t[inside], side="right") - 1).clip(0, bins - 1)
+    np.minimum.at(lo, idx, depth[inside])
+    np.maximum.at(hi, idx, depth[inside])
+    area = np.concatenate([[0.0], np.cumsum(depth[:-1] * np.diff(t))]) if len(t) else np.zeros(0)
+    if len(t):
+        mean = np.diff(_at_edges(t, area, depth, edges)) / np.diff(edges)
+    else:
+        mean = np.zeros(bins)
+    return {"lo": lo, "hi": hi, "mean": mean}
+
+
+def seek_flags(sector: np.ndarray, nr_sectors: np.ndarray) -> np.ndarray:
+    """True for each request (in issue order) that does not start where the
+    previous one ended; the first is not a seek."""
+    import numpy as np
+
+    out = np.zeros(len(sector), dtype=bool)
+    if len(sector) > 1:
+        out[1:] = sector[1:] != (sector[:-1] + nr_sectors[:-1])
+    return out
+
+
+def thin_cells(t: np.ndarray, sector: np.ndarray, t_end: float, budget: int) -> np.ndarray:
+    """Indices of the first point in each cell of a GRID over [0, t_end] x
+    the sectors used, then every k-th of those if still over *budget*."""
+    import numpy as np
+
+    if len(t) == 0:
+        return np.zeros(0, dtype=np.int64)
+    lo, hi = float(sector.min()), float(sector.max())
+    cx = np.minimum((t / (t_end or 1.0) * GRID[0]).astype(np.int64), GRID[0] - 1)
+    cy = np.minimum(((sector - lo) / ((hi - lo) or 1.0) * GRID[1]).astype(np.int64), GRID[1] - 1)
+    _, first = np.unique(cx * GRID[1] + cy, return_index=True)
+    keep = np.sort(first)
+    step = -(-len(keep) // max(1, budget))
+    return keep[::step] if step > 1 else keep
+
+
+def pair_by_sector(first_sector: np.ndarray, first_t: np.ndarray, then_sector: np.ndarray) -> np.ndarray:
+    """For each event of the second list, the time of its partner in the
+    first (NaN if none): the k-th event at a sector in one list pairs with
+    the k-th at that sector in the other (an issue with its completion)."""
+    import numpy as np
+    import pandas as pd
+
+    first = pd.DataFrame({"sector": first_sector, "t": first_t})
+    first["k"] = first.groupby("sector").cumcount()
+    then = pd.DataFrame({"sector": then_sector})
+    then["k"] = then.groupby("sector").cumcount()
+    return then.merge(first, on=["sector", "k"], how="left")["t"].to_numpy(dtype=np.float64)
+
+
+def _sig(values: Any, digits: int = 4) -> List[float]:
+    """Values rounded to *digits* significant figures (a smaller page)."""
+    return [float(f"{v:.{digits}g}") for v in values]
+
+
+def starts_of(ev: Any, on_dev: Any, actions: Any, action: str, issued: Any) -> tuple:
+    """(sectors, times in µs) where the pieces that complete begin: the
+    issued requests; on a bio-based device (md, dm), the bios queued and
+    each split's remainder ('X' at its sector / the remainder's), since
+    every piece of a split completes on its own."""
+    import numpy as np
+
+    sector = issued["sector"].to_numpy()
+    t = issued["time_ns"].to_numpy(dtype=np.float64) / 1e3
+    if action == "Q":
+        splits = ev[on_dev & (actions == "X")]
+        order = np.argsort(np.concatenate([t, splits["time_ns"].to_numpy(dtype=np.float64) / 1e3]), kind="stable")
+        sector = np.concatenate([sector, splits["arg"].to_numpy()])[order]
+        t = np.concatenate([t, splits["time_ns"].to_numpy(dtype=np.float64) / 1e3])[order]
+    return sector, t
+
+
+def device_data(ev: Any, device: str, edges: np.ndarray, budget: int, rwbs_index: Dict[str, int],
+                comm_index: Dict[str, int]) -> Optional[Dict[str, Any]]:
+    """Points and fine bins of one device of one run (None if it issued
+    nothing)."""
+    import numpy as np
+
+    on_dev = ev["device"] == device
+    actions = ev["action"].astype(str)
+    action = "D" if bool(((actions == "D") & on_dev).any()) else "Q"
+    issued = ev[on_dev & (actions == action)]
+    if issued.empty:
+        return None
+    done = ev[on_dev & (actions == "C")]
+    t = issued["time_ns"].to_numpy(dtype=np.float64) / 1e3
+    nr = issued["nr_sectors"].to_numpy(dtype=np.int64)
+    keep = thin_cells(t, issued["sector"].to_numpy(dtype=np.float64), float(edges[-1]), budget)
+    done_t = done["time_ns"].to_numpy(dtype=np.float64) / 1e3
+    finished = pair_by_sector(done["sector"].to_numpy(), done_t, issued["sector"].to_numpy()[keep])
+    rw = [rwbs_index.setdefault(r, len(rwbs_index)) for r in issued["rwbs"].astype(str).to_numpy()[keep]]
+    comm = [comm_index.setdefault(c, len(comm_index)) for c in issued["comm"].astype(str).to_numpy()[keep]]
+    lat = finished - t[keep]
+    seeks, _ = np.histogram(t[seek_flags(issued["sector"].to_numpy(), nr)], bins=edges)
+    out: Dict[str, Any] = {
+        "device": device, "action": action,
+        "pts": {"t": _sig(t[keep], 9), "s": [int(x) for x in issued["sector"].to_numpy()[keep]],
+                "n": [int(x) for x in nr[keep]], "op": [int(x) for x in _op_codes(issued)[keep]], "rw": rw,
+                "lat": [round(float(x), 2) if x == x else -1 for x in lat], "comm": comm,
+                "total": int(len(t)), "shown": int(len(keep))},
+        "seeks": [int(x) for x in seeks], "tput": None, "depth": None,
+    }
+    if len(done_t):
+        start_sector, start_t = starts_of(ev, on_dev, actions, action, issued)
+        began = pair_by_sector(start_sector, start_t, done["sector"].to_numpy())
+        began = np.where(np.isnan(began), done_t, began)  # no start seen: counted at completion
+        ops = _op_codes(done)
+        nbytes = done["nr_sectors"].to_numpy(dtype=np.float64) * 512
+        out["tput"] = [[j, _sig(spread_bytes(began[ops == j], done_t[ops == j], nbytes[ops == j], edges))]
+                       for j in range(len(OPS)) if nbytes[ops == j].sum() > 0]
+        out["depth"] = {k: _sig(v, 3) for k, v in depth_bins(start_t, done_t, edges).items()}
+    return out
+
+
+def stack_groups(summary: Dict[str, Any]) -> List[Tuple[str, List[str]]]:
+    """(array, its member disks) for every md and dm device of a scenario's
+    summary; members that are partitions count as their disk."""
+    devices = summary.get("devices") or {}
+
+    def disk(name: str) -> str:
+        return (devices.get(name) or {}).get("partition_of") or name
+
+    groups = []
+    for name, d in devices.items():
+        members: List[str] = []
+        if d.get("md"):
+            members = [m["device"] for m in d["md"].get("members", [])]
+        elif d.get("dm"):
+            for target in d["dm"].get("table", []):
+                members += [target["device"]] if "device" in target else [x["device"] for x in target.get("devices", [])]
+        if members:
+            groups.append((name, list(dict.fromkeys(disk(m) for m in members))))
+    return groups
+
+
+def timeline(runs: Sequence[Any]) -> Dict[str, Any]:
+    """Everything the page draws, for *runs* (``blkstack.cli.inputs.Run``)."""
+    import numpy as np
+
+    events = [r.result.events for r in runs]
+    t_end = max([float(ev["time_ns"].max()) / 1e3 for ev in events if not ev.empty] + [1.0])
+    edges = np.linspace(0.0, t_end, FINE_BINS + 1)
+    devices = [[str(d) for d in ev["device"].cat.categories] if not ev.empty else [] for ev in events]
+    budget = max(500, POINT_BUDGET // max(1, sum(len(d) for d in devices)))
+    rwbs: Dict[str, int] = {}
+    comms: Dict[str, int] = {}
+    series: List[Dict[str, Any]] = []
+    index: Dict[Tuple[int, str], int] = {}
+    several = len(runs) > 1
+    for i, (r, ev) in enumerate(zip(runs, events)):
+        for dev in devices[i]:
+            s = device_data(ev, dev, edges, budget, rwbs, comms)
+            if s is None:
+                continue
+            s["run"] = i
+            s["label"] = f"{r.label}: {dev}" if several else dev
+            s["colour"] = SERIES_COLOURS[len(series) % len(SERIES_COLOURS)]
+            index[(i, dev)] = len(series)
+            series.append(s)
+    return {"t_end_us": t_end, "bins": FINE_BINS, "series": series, "views": views(runs, index, series),
+            "ops": list(OPS), "op_colours": [OP_COLOURS[o] for o in OPS], "rwbs": list(rwbs),
+            "comms": list(comms), "actions": ACTIONS}
+
+
+def single_order(runs: Sequence[Any], index: Dict[Tuple[int, str], int]) -> List[Tuple[int, str]]:
+    """(run, device) pairs: per run, each array followed by its members,
+    then the devices in no array."""
+    out: List[Tuple[int, str]] = []
+    for i, r in enumerate(runs):
+        grouped = [d for array, members in stack_groups(r.result.summary) for d in [array, *members]]
+        devices = [dev for (j, dev) in index if j == i]
+        out += [(i, d) for d in dict.fromkeys(grouped + devices) if (i, d) in index]
+    return out
+
+
+def views(runs: Sequence[Any], index: Dict[Tuple[int, str], int], series: List[Dict[str, Any]]) -> List[Dict[str, Any]]:
+    """The device picker's entries: arrays with their members, then single
+    devices, then (several runs) each device across the runs."""
+    out: List[Dict[str, Any]] = []
+    several = len(runs) > 1
+    prefix = (lambda r: f"{r.label}: ") if several else (lambda r: "")
+    for i, r in enumerate(runs):
+        for array, members in stack_groups(r.result.summary):
+            ids = [index[(i, m)] for m in members if (i, m) in index]
+            if (i, array) not in index or not ids:
+                continue
+            top = index[(i, array)]
+            what = "bios queued" if series[top]["action"] == "Q" else "requests"
+            out.append({"name": f"{prefix(r)}{array} with its {len(ids)} members",
+                        "note": f"{array}: {what} by start sector on the array, then its members' requests "
+                                f"({', '.join(members)}), one colour per member.",
+                        "lba": [{"title": f"{array}: {what} by start sector", "series": [top]},
+                                {"title": f"members of {array}: requests by start sector", "series": ids}],
+                        "lines": [top] + ids})
+    for i, dev in single_order(runs, index):
+        sid = index[(i, dev)]
+        what = "bios queued" if series[sid]["action"] == "Q" else "requests issued"
+        out.append({"name": f"{prefix(runs[i])}{dev}", "note": f"{series[sid]['label']}: {what}, coloured by operation.",
+                    "lba": [{"title": f"{series[sid]['label']}: {what} by start sector", "series": [sid]}],
+                    "lines": [sid]})
+    if several:
+        names = dict.fromkeys(dev for (_, dev) in index)
+        for dev in names:
+            ids = [index[(i, dev)] for i in range(len(runs)) if (i, dev) in index]
+            if len(ids) > 1:
+                out.append({"name": f"{dev}: all runs", "note": f"{dev} in each run, one colour per run.",
+                            "lba": [{"title": f"{dev}: each run's requests by start sector", "series": ids}],
+                            "lines": ids})
+    return out
