@@ -116,11 +116,12 @@ def summary_table(summary: Dict[str, Any]) -> str:
     for name, role in _ordered(summary):
         d = _disks(summary)[name]
         sectors = d.get("sectors") or d.get("sectors_issued") or {}
-        io = d.get("iostat") or {}
+        io = d.get("iostat")  # absent when a trace has no completions for the device
         rows.append([name, role or "-", d.get("kind", "-"), f"{d.get('major')}:{d.get('minor')}",
                      d.get("bios_queued", "-"), d.get("splits", "-"), d.get("requests", 0),
                      sectors.get("read", 0) * 512 / 1e6, sectors.get("write", 0) * 512 / 1e6,
-                     sectors.get("discard", 0) * 512 / 1e6, float(io.get("aqu-sz", 0.0)), float(io.get("%util", 0.0))])
+                     sectors.get("discard", 0) * 512 / 1e6, *(float(io.get(k, 0.0)) if io else None
+                                                              for k in ("aqu-sz", "%util"))])
         classes.append("array" if role == "array" else "")
     return table(["device", "role", "kind", "maj:min", "bios queued", "splits", "requests", "MB read",
                   "MB written", "MB discarded", "aqu-sz", "%util"], rows, classes)

@@ -10,15 +10,8 @@ Per device of each run, from the events of a :class:`blkstack.Result`:
   completed per operation, the seeks, and the in-flight count's least,
   most and time-weighted mean. The page merges whole fine bins for display.
 
-Throughput spreads each request's bytes evenly from its issue to its
-completion (the time the device was moving them), so a steady stream reads
-as a steady rate at any bin width, where counting bytes at completion
-instants makes the rate alternate between bins (aliasing) whenever the bin
-width is not a multiple of the completion period. Bytes are conserved: the
-bins add up to the bytes completed.
-
-A seek is an issued request that does not start where the previous one on
-the same device ended (seekwatcher's and iowatcher's count).
+Throughput, depth and seeks are binned by :mod:`blkstack.timebins`
+(throughput spread over each request's time in the device: no aliasing).
 
 Views: each md/dm array with its members first (the scenario says which
 devices are members), then every device alone, then, with several runs,
@@ -30,6 +23,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Tuple
 
 from blkstack.plots import OP_COLOURS, OPS, _op_codes
+from blkstack.timebins import depth_bins, pair_by_sector, seek_flags, spread_bytes
 
 if TYPE_CHECKING:
     import numpy as np
@@ -40,75 +34,6 @@ POINT_BUDGET = 30_000
 SERIES_COLOURS = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000", "#F0E442",
                   "#8c564b", "#7f7f7f", "#bcbd22", "#17becf")
 ACTIONS = {"D": "issued", "Q": "queued"}
-
-
-def spread_bytes(start: np.ndarray, end: np.ndarray, nbytes: np.ndarray, edges: np.ndarray) -> np.ndarray:
-    """Bytes per bin when each request's bytes flow at a constant rate from
-    *start* to *end* (a request with ``end <= start`` counts at *end*)."""
-    import numpy as np
-
-    instant = end <= start
-    out, _ = np.histogram(end[instant], bins=edges, weights=nbytes[instant])
-    s, e, b = start[~instant], end[~instant], nbytes[~instant]
-    if len(s) == 0:
-        return out.astype(np.float64)
-    rate = b / (e - s)
-    t = np.concatenate([s, e])
-    order = np.argsort(t, kind="stable")
-    t = t[order]
-    r = np.cumsum(np.concatenate([rate, -rate])[order])  # the rate after each breakpoint
-    cum = np.concatenate([[0.0], np.cumsum(r[:-1] * np.diff(t))])  # bytes moved by each breakpoint
-    return out + np.diff(_at_edges(t, cum, r, edges))
-
-
-def _at_edges(t: np.ndarray, cum: np.ndarray, slope: np.ndarray, edges: np.ndarray) -> np.ndarray:
-    """A piecewise-linear running total (value *cum* and *slope* from each
-    breakpoint *t* on; 0 before the first) at each edge."""
-    import numpy as np
-
-    k = np.searchsorted(t, edges, side="right") - 1
-    kc = k.clip(0)
-    return np.where(k >= 0, cum[kc] + slope[kc] * (edges - t[kc]), 0.0)
-
-
-def depth_bins(issue_t: np.ndarray, done_t: np.ndarray, edges: np.ndarray) -> Dict[str, np.ndarray]:
-    """In flight (issued, not yet completed) per bin: least, most and
-    time-weighted mean. At equal times completions go first, as the
-    kernel frees a tag before the next request takes it; a trace that
-    starts with requests already in flight is lifted so it never goes
-    below zero."""
-    import numpy as np
-
-    t = np.concatenate([issue_t, done_t])
-    step = np.concatenate([np.ones(len(issue_t)), -np.ones(len(done_t))])
-    order = np.lexsort((step, t))
-    t, depth = t[order], np.cumsum(step[order])
-    depth -= min(0.0, float(depth.min(initial=0.0)))
-    bins = len(edges) - 1
-    k = np.searchsorted(t, edges, side="right") - 1
-    entering = np.where(k >= 0, depth[k.clip(0)], 0.0)[:-1]
-    lo, hi = entering.copy(), entering.copy()
-    inside = (t >= edges[0]) & (t < edges[-1])
-    idx = (np.searchsorted(edges, t[inside], side="right") - 1).clip(0, bins - 1)
-    np.minimum.at(lo, idx, depth[inside])
-    np.maximum.at(hi, idx, depth[inside])
-    area = np.concatenate([[0.0], np.cumsum(depth[:-1] * np.diff(t))]) if len(t) else np.zeros(0)
-    if len(t):
-        mean = np.diff(_at_edges(t, area, depth, edges)) / np.diff(edges)
-    else:
-        mean = np.zeros(bins)
-    return {"lo": lo, "hi": hi, "mean": mean}
-
-
-def seek_flags(sector: np.ndarray, nr_sectors: np.ndarray) -> np.ndarray:
-    """True for each request (in issue order) that does not start where the
-    previous one ended; the first is not a seek."""
-    import numpy as np
-
-    out = np.zeros(len(sector), dtype=bool)
-    if len(sector) > 1:
-        out[1:] = sector[1:] != (sector[:-1] + nr_sectors[:-1])
-    return out
 
 
 def thin_cells(t: np.ndarray, sector: np.ndarray, t_end: float, budget: int) -> np.ndarray:
@@ -125,20 +50,6 @@ def thin_cells(t: np.ndarray, sector: np.ndarray, t_end: float, budget: int) -> 
     keep = np.sort(first)
     step = -(-len(keep) // max(1, budget))
     return keep[::step] if step > 1 else keep
-
-
-def pair_by_sector(first_sector: np.ndarray, first_t: np.ndarray, then_sector: np.ndarray) -> np.ndarray:
-    """For each event of the second list, the time of its partner in the
-    first (NaN if none): the k-th event at a sector in one list pairs with
-    the k-th at that sector in the other (an issue with its completion)."""
-    import numpy as np
-    import pandas as pd
-
-    first = pd.DataFrame({"sector": first_sector, "t": first_t})
-    first["k"] = first.groupby("sector").cumcount()
-    then = pd.DataFrame({"sector": then_sector})
-    then["k"] = then.groupby("sector").cumcount()
-    return then.merge(first, on=["sector", "k"], how="left")["t"].to_numpy(dtype=np.float64)
 
 
 def _sig(values: Any, digits: int = 4) -> List[float]:

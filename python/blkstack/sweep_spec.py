@@ -145,7 +145,7 @@ def read_spec(path: str, *, yes: bool = False, check: bool = True) -> SweepSpec:
         raise SweepError(f"{path}: {exc.strerror or exc}")
     except UnicodeDecodeError as exc:
         line = exc.object[:exc.start].count(b"\n") + 1
-        raise SweepError(f"{path}:{line}: not UTF-8 text (byte {exc.start}); a sweep file is TOML")
+        raise SweepError(f"{path}:{line}: not UTF-8 text (at byte offset {exc.start}); a sweep file is TOML")
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:

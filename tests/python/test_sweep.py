@@ -151,6 +151,49 @@ def test_cli_bad_sweep_file_is_one_error_line(tmp_path):
     assert not (tmp_path / "t.parquet").exists()
 
 
+def test_cli_sweep_file_that_is_not_utf8_is_one_error_line(tmp_path):
+    # Found by fuzz/cli_fuzz.py: a mutated byte in a comment was an
+    # internal error (UnicodeDecodeError). Line 1 is 18 bytes with its
+    # newline, "# 64 " 5 more: the bad byte is at offset 23, on line 2.
+    path = tmp_path / "x.sweep.toml"
+    path.write_bytes(b'scenario = "demo"\n# 64 \xe7\x8b KiB\n[grid]\nkernel = ["6.1"]\n')
+    assert_one_error_line(run_cli("sweep", path, "--out", tmp_path / "t.parquet"),
+                          f"{path}:2: not UTF-8 text (at byte offset 23)")
+    assert not (tmp_path / "t.parquet").exists()
+
+
+def test_cli_sweep_stopped_by_sigterm_keeps_its_table_and_exits_143(tmp_path):
+    # Found by fuzz/cli_fuzz.py: SIGTERM gave Ctrl-C's status 130. The
+    # finished points' table is kept (a rerun resumes from it), and the
+    # status names the signal, 128 + 15.
+    import os
+    import signal
+    import sys
+    import time
+    path = spec_file(tmp_path, '[grid]\n"workload.count" = [' + ", ".join(str(n) for n in range(1, 2001)) + "]\n")
+    out = tmp_path / "t.parquet"
+    env = dict(os.environ)
+    env.pop("BLKSTACK_DEBUG", None)
+    proc = subprocess.Popen([sys.executable, "-m", "blkstack", "sweep", str(path), "--out", str(out), "-q",
+                             "--workers", "1"], env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 120
+        while not out.exists():  # the table is first written a few seconds in
+            assert proc.poll() is None, proc.communicate()
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        proc.send_signal(signal.SIGTERM)
+        _, stderr = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    assert proc.returncode == 143, stderr
+    assert "interrupted: the table holds the finished points" in stderr and "Traceback" not in stderr
+    assert 0 < load_table(str(out))["point"].nunique() < 2000
+
+
 def test_cli_sweep_writes_table(tmp_path):
     path = spec_file(tmp_path, GRID)
     proc = run_cli("sweep", path, "--out", tmp_path / "t.parquet", "--workers", "2")

@@ -73,7 +73,8 @@ def load_runs(inputs: Sequence[str], kernels: Sequence[str], sets: Sequence[str]
             if not is_scenario(path):
                 runs.append((given.get(path, _stem(path)), path, None, pool.submit(load_trace, path), ""))
                 continue
-            with open(path, encoding="utf-8") as fh:
+            # Shown in the report only; the run itself refuses a file that is not UTF-8.
+            with open(path, encoding="utf-8", errors="replace") as fh:
                 text = fh.read()
             for kernel in kernels or [None]:
                 label = kernel if (kernel and len(scenarios) == 1 and not traces) else _stem(path)
@@ -84,7 +85,8 @@ def load_runs(inputs: Sequence[str], kernels: Sequence[str], sets: Sequence[str]
                 runs.append((label, path, kernel, pool.submit(run, path, kernel, sets=list(sets)), text))
         runs = [(label, path, kernel, _finished(path, future), text)
                 for label, path, kernel, future, text in runs]
-    labels = label_runs([r[0] for r in runs])
+    # Given labels are kept as written (file names are made safe where written).
+    labels = [r[0] for r in runs] if given else label_runs([r[0] for r in runs])
     return [Run(label, *rest) for label, (_, *rest) in zip(labels, runs)]
 
 
