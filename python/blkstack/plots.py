@@ -15,7 +15,9 @@ read with :func:`blkstack.load_trace`:
     Requests in the driver over time: issued ('D') and not yet completed
     ('C'); on md/dm, bios queued and not yet completed.
 ``throughput``
-    MB/s completed per time bin, by operation.
+    MB/s per time bin, by operation, each request's bytes spread evenly
+    over its time in the device (issue to completion), so the rate does not
+    alias with the bin width (:mod:`blkstack.timebins`).
 
 A device whose trace has no completions (an md or dm trace without bio
 ``C`` events) has no depth or throughput plot.
@@ -80,6 +82,8 @@ class DeviceSeries(NamedTuple):
     done_bytes: np.ndarray
     done_op: np.ndarray
     issue_action: str  # "D" (requests) or "Q" (bios on md/dm)
+    done_start: np.ndarray  # when each completion's piece began (timebins.completion_starts)
+    start_t: np.ndarray  # when pieces begin: the issues (and on md/dm each split's remainder)
 
 
 def op_of(rwbs: str, nr_sectors: int = 1) -> str:
@@ -114,6 +118,8 @@ def device_series(result) -> Dict[str, DeviceSeries]:
     none (md, dm) its queued bios ('Q'), and its completions ('C')."""
     import numpy as np
 
+    from blkstack.timebins import completion_starts
+
     ev = result.events
     out: Dict[str, DeviceSeries] = {}
     if ev.empty:
@@ -126,6 +132,7 @@ def device_series(result) -> Dict[str, DeviceSeries]:
         if issued.empty:
             continue
         done = ev[on_dev & (actions == "C")]
+        start_us, began_us = completion_starts(ev, on_dev, actions, issue_action, issued, done)
         out[str(device)] = DeviceSeries(
             issue_t=issued["time_ns"].to_numpy(dtype=np.float64) / 1e9,
             issue_sector=issued["sector"].to_numpy(),
@@ -135,6 +142,8 @@ def device_series(result) -> Dict[str, DeviceSeries]:
             done_bytes=done["nr_sectors"].to_numpy(dtype=np.float64) * 512,
             done_op=_op_codes(done),
             issue_action=issue_action,
+            done_start=began_us / 1e6,
+            start_t=start_us / 1e6,
         )
     return out
 
@@ -258,35 +267,35 @@ def _hist(ax, runs: Sequence[Tuple[str, Dict[int, int]]], what: str) -> None:
 
 
 def _depth_steps(s: DeviceSeries) -> Tuple[np.ndarray, np.ndarray]:
-    """Times and in-flight counts after each issue (+1) and completion (-1)."""
-    import numpy as np
+    """Times and in-flight counts after each start (+1) and completion (-1)."""
+    from blkstack.timebins import depth_steps
 
-    t = np.concatenate([s.issue_t, s.done_t])
-    d = np.concatenate([np.ones(len(s.issue_t)), -np.ones(len(s.done_t))])
-    # At equal times completions go first, as the kernel frees a tag
-    # before the next request takes it.
-    order = np.lexsort((d, t))
-    t, depth = t[order], np.cumsum(d[order])
-    depth = np.maximum(depth - min(0.0, float(depth.min(initial=0.0))), 0)
-    if len(t) > MAX_STEPS:
-        edges = np.linspace(t[0], t[-1], DEPTH_BINS + 1)
-        idx = np.clip(np.searchsorted(edges, t, side="right") - 1, 0, DEPTH_BINS - 1)
-        peak = np.zeros(DEPTH_BINS)
-        np.maximum.at(peak, idx, depth)
-        return edges[:-1], peak
+    t, depth, _ = depth_steps(s.start_t, s.done_t)
     return t, depth
 
 
 def _depth(ax, runs: Sequence[Tuple[str, DeviceSeries]], scale: float) -> None:
+    """A step line; beyond MAX_STEPS steps, the mean per bin in a band from
+    the least to the most in flight (timebins.depth_bins)."""
     import numpy as np
+
+    from blkstack.timebins import depth_bins
 
     for i, (label, s) in enumerate(runs):
         t, depth = _depth_steps(s)
         if len(t) == 0:
             continue
         colour = RUN_COLOURS[i % len(RUN_COLOURS)]
-        ax.step(np.concatenate([[0.0], t * scale]), np.concatenate([[0.0], depth]), where="post",
-                color=colour, linewidth=1.0, label=label if len(runs) > 1 else None)
+        tag = label if len(runs) > 1 else None
+        if len(t) > MAX_STEPS:
+            edges = np.linspace(0.0, float(t[-1]), DEPTH_BINS + 1)
+            d = depth_bins(s.start_t, s.done_t, edges)
+            ax.fill_between(edges * scale, np.append(d["lo"], d["lo"][-1]), np.append(d["hi"], d["hi"][-1]),
+                            step="post", color=colour, alpha=0.2, linewidth=0)
+            ax.stairs(d["mean"], edges * scale, color=colour, linewidth=1.0, label=tag)
+        else:
+            ax.step(np.concatenate([[0.0], t * scale]), np.concatenate([[0.0], depth]), where="post",
+                    color=colour, linewidth=1.0, label=tag)
     ax.set_ylabel("in flight")
     ax.set_ylim(bottom=0)
 
@@ -300,6 +309,8 @@ def throughput_bins(runs: Sequence[Tuple[str, DeviceSeries]]) -> int:
 def _throughput(ax, runs: Sequence[Tuple[str, DeviceSeries]], end_s: float, scale: float, bins: int) -> None:
     import numpy as np
 
+    from blkstack.timebins import spread_bytes
+
     edges = np.linspace(0.0, end_s if end_s > 0 else 1e-9, bins + 1)
     width = edges[1] - edges[0]
     styles = ("-", "--", ":", "-.")
@@ -308,7 +319,8 @@ def _throughput(ax, runs: Sequence[Tuple[str, DeviceSeries]], end_s: float, scal
             mask = s.done_op == j
             if not mask.any() or s.done_bytes[mask].sum() == 0:
                 continue
-            mb, _ = np.histogram(s.done_t[mask], bins=edges, weights=s.done_bytes[mask])
+            # Bytes spread over each piece's time in the device: no aliasing.
+            mb = spread_bytes(s.done_start[mask], s.done_t[mask], s.done_bytes[mask], edges)
             if len(runs) > 1:  # a colour per run, a line style per operation
                 tag, colour, style = f"{name} ({label})", RUN_COLOURS[i % len(RUN_COLOURS)], styles[j % len(styles)]
             else:

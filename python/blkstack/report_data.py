@@ -23,7 +23,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Tuple
 
 from blkstack.plots import OP_COLOURS, OPS, _op_codes
-from blkstack.timebins import depth_bins, pair_by_sector, seek_flags, spread_bytes
+from blkstack.timebins import completion_starts, depth_bins, pair_by_sector, seek_flags, spread_bytes
 
 if TYPE_CHECKING:
     import numpy as np
@@ -57,23 +57,6 @@ def _sig(values: Any, digits: int = 4) -> List[float]:
     return [float(f"{v:.{digits}g}") for v in values]
 
 
-def starts_of(ev: Any, on_dev: Any, actions: Any, action: str, issued: Any) -> tuple:
-    """(sectors, times in µs) where the pieces that complete begin: the
-    issued requests; on a bio-based device (md, dm), the bios queued and
-    each split's remainder ('X' at its sector / the remainder's), since
-    every piece of a split completes on its own."""
-    import numpy as np
-
-    sector = issued["sector"].to_numpy()
-    t = issued["time_ns"].to_numpy(dtype=np.float64) / 1e3
-    if action == "Q":
-        splits = ev[on_dev & (actions == "X")]
-        order = np.argsort(np.concatenate([t, splits["time_ns"].to_numpy(dtype=np.float64) / 1e3]), kind="stable")
-        sector = np.concatenate([sector, splits["arg"].to_numpy()])[order]
-        t = np.concatenate([t, splits["time_ns"].to_numpy(dtype=np.float64) / 1e3])[order]
-    return sector, t
-
-
 def device_data(ev: Any, device: str, edges: np.ndarray, budget: int, rwbs_index: Dict[str, int],
                 comm_index: Dict[str, int]) -> Optional[Dict[str, Any]]:
     """Points and fine bins of one device of one run (None if it issued
@@ -105,9 +88,7 @@ def device_data(ev: Any, device: str, edges: np.ndarray, budget: int, rwbs_index
         "seeks": [int(x) for x in seeks], "tput": None, "depth": None,
     }
     if len(done_t):
-        start_sector, start_t = starts_of(ev, on_dev, actions, action, issued)
-        began = pair_by_sector(start_sector, start_t, done["sector"].to_numpy())
-        began = np.where(np.isnan(began), done_t, began)  # no start seen: counted at completion
+        start_t, began = completion_starts(ev, on_dev, actions, action, issued, done)
         ops = _op_codes(done)
         nbytes = done["nr_sectors"].to_numpy(dtype=np.float64) * 512
         out["tput"] = [[j, _sig(spread_bytes(began[ops == j], done_t[ops == j], nbytes[ops == j], edges))]

@@ -21,7 +21,7 @@ previous one on the device ended (seekwatcher's and iowatcher's count).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Dict
+from typing import TYPE_CHECKING, Any, Dict
 
 if TYPE_CHECKING:
     import numpy as np
@@ -56,12 +56,12 @@ def _at_edges(t: np.ndarray, cum: np.ndarray, slope: np.ndarray, edges: np.ndarr
     return np.where(k >= 0, cum[kc] + slope[kc] * (edges - t[kc]), 0.0)
 
 
-def depth_bins(issue_t: np.ndarray, done_t: np.ndarray, edges: np.ndarray) -> Dict[str, np.ndarray]:
-    """In flight (issued, not yet completed) per bin: least, most and
-    time-weighted mean. At equal times completions go first, as the
-    kernel frees a tag before the next request takes it; a trace that
-    starts with requests already in flight is lifted so it never goes
-    below zero."""
+def depth_steps(issue_t: np.ndarray, done_t: np.ndarray) -> tuple:
+    """(times, in flight after each) for issues (+1) and completions (-1),
+    and the count before the first (the requests a trace started with in
+    flight: the count is lifted so it never goes below zero). At equal
+    times completions go first, as the kernel frees a tag before the next
+    request takes it."""
     import numpy as np
 
     t = np.concatenate([issue_t, done_t])
@@ -69,9 +69,18 @@ def depth_bins(issue_t: np.ndarray, done_t: np.ndarray, edges: np.ndarray) -> Di
     order = np.lexsort((step, t))
     t, depth = t[order], np.cumsum(step[order])
     lift = -min(0.0, float(depth.min(initial=0.0)))
-    # The count before the first event: the requests already in flight.
+    return t, depth + lift, lift
+
+
+def depth_bins(issue_t: np.ndarray, done_t: np.ndarray, edges: np.ndarray) -> Dict[str, np.ndarray]:
+    """In flight (issued, not yet completed) per bin: least, most and
+    time-weighted mean (the count steps as :func:`depth_steps` says)."""
+    import numpy as np
+
+    t, depth, lift = depth_steps(issue_t, done_t)
+    # A step for the count before the first event, at the first edge.
     t = np.concatenate([[min(float(edges[0]), float(t[0]) if len(t) else 0.0)], t])
-    depth = np.concatenate([[0.0], depth]) + lift
+    depth = np.concatenate([[lift], depth])
     bins = len(edges) - 1
     k = np.searchsorted(t, edges, side="right") - 1
     entering = np.where(k >= 0, depth[k.clip(0)], lift)[:-1]
@@ -109,3 +118,33 @@ def pair_by_sector(first_sector: np.ndarray, first_t: np.ndarray, then_sector: n
     then = pd.DataFrame({"sector": then_sector})
     then["k"] = then.groupby("sector").cumcount()
     return then.merge(first, on=["sector", "k"], how="left")["t"].to_numpy(dtype=np.float64)
+
+
+def starts_of(ev: Any, on_dev: Any, actions: Any, action: str, issued: Any) -> tuple:
+    """(sectors, times in µs) where the pieces that complete begin: the
+    issued requests; on a bio-based device (md, dm), the bios queued and
+    each split's remainder ('X' at its sector / the remainder's), since
+    every piece of a split completes on its own."""
+    import numpy as np
+
+    sector = issued["sector"].to_numpy()
+    t = issued["time_ns"].to_numpy(dtype=np.float64) / 1e3
+    if action == "Q":
+        splits = ev[on_dev & (actions == "X")]
+        order = np.argsort(np.concatenate([t, splits["time_ns"].to_numpy(dtype=np.float64) / 1e3]), kind="stable")
+        sector = np.concatenate([sector, splits["arg"].to_numpy()])[order]
+        t = np.concatenate([t, splits["time_ns"].to_numpy(dtype=np.float64) / 1e3])[order]
+    return sector, t
+
+
+def completion_starts(ev: Any, on_dev: Any, actions: Any, action: str, issued: Any, done: Any) -> tuple:
+    """(start times, each completion's start): the times pieces begin (see
+    :func:`starts_of`), and for each completion ('C') the start it pairs
+    with, in µs; a completion whose start the trace lacks starts when it
+    completes (its bytes count at that instant)."""
+    import numpy as np
+
+    start_sector, start_t = starts_of(ev, on_dev, actions, action, issued)
+    done_t = done["time_ns"].to_numpy(dtype=np.float64) / 1e3
+    began = pair_by_sector(start_sector, start_t, done["sector"].to_numpy())
+    return start_t, np.where(np.isnan(began), done_t, began)
