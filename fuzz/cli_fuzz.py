@@ -178,6 +178,10 @@ def run_limited(cmd: List[str], cwd: Path, limit_s: float, mem_mb: int) -> Outco
         p = subprocess.Popen(cmd, cwd=cwd, stdout=so, stderr=se, stdin=subprocess.DEVNULL, preexec_fn=pre, env=env)
         try:
             _, status, ru = wait4_timeout(p, limit_s)
+        except KeyboardInterrupt:  # the campaign is stopped: so is its run
+            os.killpg(p.pid, signal.SIGKILL)
+            os.wait4(p.pid, 0)
+            raise
         except TimeoutError:
             out.timed_out = True
             os.killpg(p.pid, signal.SIGTERM)
@@ -333,6 +337,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     ap.add_argument("--mem", type=int, default=1536, help="peak RSS allowed per run, MB")
     ap.add_argument("--blkstack", default=str(Path(sys.executable).parent / "blkstack"))
     a = ap.parse_args(argv)
+    signal.signal(signal.SIGTERM, signal.default_int_handler)
     seed = a.seed if a.seed is not None else random.SystemRandom().randrange(1 << 32)
     rng = random.Random(seed)
     a.work.mkdir(parents=True, exist_ok=True)

@@ -93,21 +93,9 @@ def _disks(summary: Dict[str, Any]) -> Dict[str, Dict[str, Any]]:
 def _ordered(summary: Dict[str, Any]) -> List[tuple]:
     """(device, role) of the disks: each array followed by its members,
     then the devices in no array."""
-    from blkstack.report_data import stack_groups
+    from blkstack.report_data import array_order
 
-    disks = _disks(summary)
-    out: List[tuple] = []
-    seen = set()
-    for array, members in stack_groups(summary):
-        if array in disks and array not in seen:
-            out.append((array, "array"))
-            seen.add(array)
-            for i, m in enumerate(members):
-                if m in disks and m not in seen:
-                    out.append((m, f"member of {array}"))
-                    seen.add(m)
-    out += [(n, "") for n in disks if n not in seen]
-    return out
+    return array_order(summary, list(_disks(summary)))
 
 
 def summary_table(summary: Dict[str, Any]) -> str:

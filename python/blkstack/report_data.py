@@ -147,15 +147,24 @@ def timeline(runs: Sequence[Any]) -> Dict[str, Any]:
             "comms": list(comms), "actions": ACTIONS}
 
 
+def array_order(summary: Dict[str, Any], names: Sequence[str]) -> List[Tuple[str, str]]:
+    """(device, role) for *names*: each array followed by its members
+    (role "array", "member of ARRAY"), then the devices in no array ("")."""
+    out: List[Tuple[str, str]] = []
+    seen = set()
+    for array, members in stack_groups(summary):
+        if array in names and array not in seen:
+            out.append((array, "array"))
+            seen.add(array)
+            out += [(m, f"member of {array}") for m in members if m in names and m not in seen]
+            seen.update(members)
+    return out + [(n, "") for n in names if n not in seen]
+
+
 def single_order(runs: Sequence[Any], index: Dict[Tuple[int, str], int]) -> List[Tuple[int, str]]:
-    """(run, device) pairs: per run, each array followed by its members,
-    then the devices in no array."""
-    out: List[Tuple[int, str]] = []
-    for i, r in enumerate(runs):
-        grouped = [d for array, members in stack_groups(r.result.summary) for d in [array, *members]]
-        devices = [dev for (j, dev) in index if j == i]
-        out += [(i, d) for d in dict.fromkeys(grouped + devices) if (i, d) in index]
-    return out
+    """(run, device) pairs of the series: per run, arrays and members first."""
+    return [(i, dev) for i, r in enumerate(runs)
+            for dev, _ in array_order(r.result.summary, [d for (j, d) in index if j == i])]
 
 
 def views(runs: Sequence[Any], index: Dict[Tuple[int, str], int], series: List[Dict[str, Any]]) -> List[Dict[str, Any]]:
