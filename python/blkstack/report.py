@@ -90,18 +90,18 @@ def _disks(summary: Dict[str, Any]) -> Dict[str, Dict[str, Any]]:
     return {n: d for n, d in (summary.get("devices") or {}).items() if not d.get("partition_of")}
 
 
-def _ordered(summary: Dict[str, Any]) -> List[tuple]:
-    """(device, role) of the disks: each array followed by its members,
+def run_order(result: Any) -> List[tuple]:
+    """(device, role) of a run's disks: each array followed by its members,
     then the devices in no array."""
-    from blkstack.report_data import array_order
+    from blkstack.report_data import array_order, run_groups
 
-    return array_order(summary, list(_disks(summary)))
+    return array_order(run_groups(result), list(_disks(result.summary)))
 
 
-def summary_table(summary: Dict[str, Any]) -> str:
+def summary_table(summary: Dict[str, Any], order: List[tuple]) -> str:
     """One row per device, arrays first with their members under them."""
     rows, classes = [], []
-    for name, role in _ordered(summary):
+    for name, role in order:
         d = _disks(summary)[name]
         sectors = d.get("sectors") or d.get("sectors_issued") or {}
         io = d.get("iostat")  # absent when a trace has no completions for the device
@@ -115,25 +115,25 @@ def summary_table(summary: Dict[str, Any]) -> str:
                   "MB written", "MB discarded", "aqu-sz", "%util"], rows, classes)
 
 
-def limits_table(summary: Dict[str, Any]) -> str:
-    devs = {n: _disks(summary)[n]["limits"] for n, _ in _ordered(summary) if _disks(summary)[n].get("limits")}
+def limits_table(summary: Dict[str, Any], order: List[tuple]) -> str:
+    devs = {n: _disks(summary)[n]["limits"] for n, _ in order if _disks(summary)[n].get("limits")}
     if not devs:
         return ""
     return table(["limit", *devs], [[k, *(lim.get(k, "-") for lim in devs.values())] for k in LIMIT_KEYS])
 
 
-def iostat_table(summary: Dict[str, Any]) -> str:
+def iostat_table(summary: Dict[str, Any], order: List[tuple]) -> str:
     """``iostat -x``'s every column (sysstat's order), arrays first."""
     disks = _disks(summary)
     rows = [[n, *(float(disks[n]["iostat"].get(k, 0.0)) for k in IOSTAT_KEYS)]
-            for n, _ in _ordered(summary) if disks[n].get("iostat")]
+            for n, _ in order if disks[n].get("iostat")]
     return table(["Device", *IOSTAT_KEYS], rows) if rows else ""
 
 
-def btt_table(summary: Dict[str, Any]) -> str:
+def btt_table(summary: Dict[str, Any], order: List[tuple]) -> str:
     rows = []
     disks = _disks(summary)
-    for n, _ in _ordered(summary):
+    for n, _ in order:
         for stage in STAGES:
             s = (disks[n].get("btt") or {}).get(stage)
             if s:
@@ -141,22 +141,22 @@ def btt_table(summary: Dict[str, Any]) -> str:
     return table(["device", "stage", "min (µs)", "avg (µs)", "max (µs)", "n"], rows) if rows else ""
 
 
-def merge_table(summary: Dict[str, Any]) -> str:
+def merge_table(summary: Dict[str, Any], order: List[tuple]) -> str:
     disks = _disks(summary)
     rows = [[n, m["q"], m["d"], float(m["ratio"]), m["blkmin"], m["blkavg"], m["blkmax"], m["total"]]
-            for n, _ in _ordered(summary) for m in [disks[n].get("merge_info")] if m and m.get("d")]
+            for n, _ in order for m in [disks[n].get("merge_info")] if m and m.get("d")]
     return table(["device", "#Q", "#D", "ratio", "blk min", "blk avg", "blk max", "total (sectors)"],
                  rows) if rows else ""
 
 
-def histogram_table(summary: Dict[str, Any], key: str) -> str:
+def histogram_table(summary: Dict[str, Any], order: List[tuple], key: str) -> str:
     """A log2 histogram of the summary (request sizes or seek distances),
     a column per device."""
     from blkstack.plots import _kib_label
 
     disks = _disks(summary)
     cols: Dict[str, Dict[int, int]] = {}
-    for n, _ in _ordered(summary):
+    for n, _ in order:
         buckets = (disks[n].get(key) or {}).get("buckets") or []
         if any(int(b["count"]) for b in buckets):
             cols[n] = {int(b["from_kb"]): int(b["count"]) for b in buckets}
@@ -194,7 +194,7 @@ def summary_section(runs: Sequence[Any]) -> str:
     parts = ['<h2 id="summary">Summary</h2>']
     for r in runs:
         parts.append(f"<h3>{esc(r.label)}: {esc(P.describe(r.result))}</h3>{run_note(r.result)}")
-        parts.append(summary_table(r.result.summary))
+        parts.append(summary_table(r.result.summary, run_order(r.result)))
         for w in r.result.summary.get("warnings") or []:
             parts.append(f'<p class="note">warning: {esc(w)}</p>')
     return "\n".join(parts)
@@ -218,12 +218,13 @@ def timeline_section(runs: Sequence[Any]) -> tuple:
 
 
 def details_section(anchor: str, r: Any) -> str:
-    s = r.result.summary
+    s, order = r.result.summary, run_order(r.result)
     parts = [f'<h2 id="{esc(anchor)}">{esc(r.label)}: {esc(P.describe(r.result))}</h2>']
-    for title, block in (("iostat -x", iostat_table(s)), ("Queue limits", limits_table(s)),
-                         ("btt stage latencies", btt_table(s)), ("Device merge information", merge_table(s)),
-                         ("Request sizes (issued requests per log2 bucket)", histogram_table(s, "size_histogram")),
-                         ("Seek distances (per log2 bucket)", histogram_table(s, "seek_histogram"))):
+    for title, block in (("iostat -x", iostat_table(s, order)), ("Queue limits", limits_table(s, order)),
+                         ("btt stage latencies", btt_table(s, order)),
+                         ("Device merge information", merge_table(s, order)),
+                         ("Request sizes (issued requests per log2 bucket)", histogram_table(s, order, "size_histogram")),
+                         ("Seek distances (per log2 bucket)", histogram_table(s, order, "seek_histogram"))):
         if block:
             parts.append(f"<h3>{esc(title)}</h3>{block}")
     return "\n".join(parts)
@@ -233,7 +234,7 @@ def compare_section(runs: Sequence[Any]) -> str:
     rows = []
     for r in runs:
         s = r.result.summary
-        for n, _ in _ordered(s):
+        for n, _ in run_order(r.result):
             d = _disks(s)[n]
             io = d.get("iostat") or {}
             reqs = d.get("requests", 0)

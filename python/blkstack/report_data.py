@@ -147,12 +147,38 @@ def timeline(runs: Sequence[Any]) -> Dict[str, Any]:
             "comms": list(comms), "actions": ACTIONS}
 
 
-def array_order(summary: Dict[str, Any], names: Sequence[str]) -> List[Tuple[str, str]]:
-    """(device, role) for *names*: each array followed by its members
-    (role "array", "member of ARRAY"), then the devices in no array ("")."""
+def remap_groups(events: Any, devices: Sequence[str]) -> List[Tuple[str, List[str]]]:
+    """(device, the devices it remaps bios to) from a trace's remap events
+    ('A' on the member, from the array): a trace's stacking, where no
+    scenario names it. Only devices with events of their own count as
+    arrays (a partition's remap to its disk does not)."""
+    if events.empty:
+        return []
+    a = events[events["action"].astype(str) == "A"]
+    pairs = a[["from_device", "device"]].dropna().astype(str).drop_duplicates()
+    groups: Dict[str, List[str]] = {}
+    for src, dst in pairs.itertuples(index=False):
+        if src in devices and src != dst:
+            groups.setdefault(src, []).append(dst)
+    return [(k, sorted(v)) for k, v in groups.items()]
+
+
+def run_groups(result: Any) -> List[Tuple[str, List[str]]]:
+    """A run's arrays and members: the scenario's md/dm devices, or for a
+    trace its remaps."""
+    groups = stack_groups(result.summary)
+    if groups or "trace" not in result.summary:
+        return groups
+    return remap_groups(result.events, list(result.summary.get("devices") or {}))
+
+
+def array_order(groups: List[Tuple[str, List[str]]], names: Sequence[str]) -> List[Tuple[str, str]]:
+    """(device, role) for *names*: each array of *groups* followed by its
+    members (role "array", "member of ARRAY"), then the devices in no
+    array ("")."""
     out: List[Tuple[str, str]] = []
     seen = set()
-    for array, members in stack_groups(summary):
+    for array, members in groups:
         if array in names and array not in seen:
             out.append((array, "array"))
             seen.add(array)
@@ -164,7 +190,7 @@ def array_order(summary: Dict[str, Any], names: Sequence[str]) -> List[Tuple[str
 def single_order(runs: Sequence[Any], index: Dict[Tuple[int, str], int]) -> List[Tuple[int, str]]:
     """(run, device) pairs of the series: per run, arrays and members first."""
     return [(i, dev) for i, r in enumerate(runs)
-            for dev, _ in array_order(r.result.summary, [d for (j, d) in index if j == i])]
+            for dev, _ in array_order(run_groups(r.result), [d for (j, d) in index if j == i])]
 
 
 def views(runs: Sequence[Any], index: Dict[Tuple[int, str], int], series: List[Dict[str, Any]]) -> List[Dict[str, Any]]:
@@ -174,7 +200,7 @@ def views(runs: Sequence[Any], index: Dict[Tuple[int, str], int], series: List[D
     several = len(runs) > 1
     prefix = (lambda r: f"{r.label}: ") if several else (lambda r: "")
     for i, r in enumerate(runs):
-        for array, members in stack_groups(r.result.summary):
+        for array, members in run_groups(r.result):
             ids = [index[(i, m)] for m in members if (i, m) in index]
             if (i, array) not in index or not ids:
                 continue

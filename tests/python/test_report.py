@@ -201,3 +201,35 @@ def test_a_scenario_that_is_not_utf8_is_one_error(tmp_path):
     path.write_bytes(b"# \x8b\n[disks.sda]\nkind = \"sata\"\n")
     assert_one_error_line(run_cli("report", path, "--out", tmp_path / "r.html"), "s.toml", "UTF-8")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["s.toml"]
+
+
+def test_a_traces_arrays_come_from_its_remaps(tmp_path):
+    # A trace names no arrays; its remaps do: md0 (9,0) remaps to sda
+    # (8,0) and sdb (8,16), so md0 and its two members are one view and
+    # one group of the summary. sdc's remap from its partition sdc1 (8,33)
+    # makes no array (sdc1 has no events of its own).
+    trace = tmp_path / "md.txt"
+    trace.write_text("""\
+  9,0    0        1     0.000000000   500  Q   R 0 + 16 [dd]
+  8,0    0        2     0.000001000   500  A   R 2048 + 8 <- (9,0) 0
+  8,0    0        3     0.000001000   500  Q   R 2048 + 8 [dd]
+  8,0    0        4     0.000002000   500  D   R 2048 + 8 [dd]
+  8,16   0        5     0.000001000   500  A   R 2048 + 8 <- (9,0) 8
+  8,16   0        6     0.000001000   500  Q   R 2048 + 8 [dd]
+  8,16   0        7     0.000002000   500  D   R 2048 + 8 [dd]
+  8,32   0        8     0.000003000   500  A   R 4096 + 8 <- (8,33) 0
+  8,32   0        9     0.000003000   500  Q   R 4096 + 8 [dd]
+  8,32   0       10     0.000004000   500  D   R 4096 + 8 [dd]
+  8,0    0       11     0.000100000     0  C   R 2048 + 8 [0]
+  8,16   0       12     0.000100000     0  C   R 2048 + 8 [0]
+  8,32   0       13     0.000100000     0  C   R 4096 + 8 [0]
+  9,0    0       14     0.000101000     0  C   R 0 + 16 [0]
+""")
+    out = tmp_path / "r.html"
+    proc = run_cli("report", trace, "--out", out, "-q")
+    assert proc.returncode == 0, proc.stderr
+    html = out.read_text()
+    assert [v["name"] for v in page_data(html)["views"]] == ["md0 with its 2 members", "md0", "sda", "sdb", "sdc"]
+    summary = html.split('<h2 id="summary">')[1].split("</table>")[0]
+    assert re.findall(r"<td>([a-z0-9]+)</td><td>([^<]*)</td>", summary) == [
+        ("md0", "array"), ("sda", "member of md0"), ("sdb", "member of md0"), ("sdc", "-")]
