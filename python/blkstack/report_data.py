@@ -219,7 +219,7 @@ def views(runs: Sequence[Any], index: Dict[Tuple[int, str], int], series: List[D
                     "lba": [{"title": f"{series[sid]['label']}: {what} by start sector", "series": [sid]}],
                     "lines": [sid]})
     if several:
-        names = dict.fromkeys(dev for (_, dev) in index)
+        names = dict.fromkeys(dev for (_, dev) in single_order(runs, index))
         for dev in names:
             ids = [index[(i, dev)] for i in range(len(runs)) if (i, dev) in index]
             if len(ids) > 1:

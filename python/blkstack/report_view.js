@@ -297,8 +297,9 @@
       while (c.svg.firstChild) { c.svg.removeChild(c.svg.firstChild); }
       c.draw(c);
     });
-    var u = timeUnit(D.t_end_us);
-    rangeText.textContent = fmtTime(state.t0) + " \u2013 " + fmtTime(state.t1) + " of " + (D.t_end_us * u[1]).toFixed(3) + " " + u[0];
+    var u = timeUnit(state.t1 - state.t0), whole = timeUnit(D.t_end_us);
+    rangeText.textContent = (state.t0 * u[1]).toFixed(3) + " \u2013 " + (state.t1 * u[1]).toFixed(3) + " " + u[0] +
+      " of " + (D.t_end_us * whole[1]).toFixed(3) + " " + whole[0];
     rangeText.setAttribute("data-t0", state.t0);
     rangeText.setAttribute("data-t1", state.t1);
   }
