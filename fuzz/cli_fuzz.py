@@ -29,6 +29,7 @@ output); WORK/summary.json holds the counts, rewritten after every run.
 from __future__ import annotations
 
 import argparse
+import fnmatch
 import json
 import os
 import random
@@ -244,7 +245,8 @@ def judge(out: Outcome, cwd: Path, inputs: List[str], outputs: List[str], mem_mb
     if temp:
         bad.append(f"temporary files left: {temp[:3]}")
     if out.status != 0 and not (out.timed_out and keeps_partial):
-        stray = [p for p in left if p not in temp and any(p == o or p.startswith(o.rstrip('/') + '/') for o in outputs)]
+        stray = [p for p in left if p not in temp and any(fnmatch.fnmatch(p, o) or p.startswith(o.rstrip('/') + '/')
+                                                          for o in outputs)]
         if stray:
             bad.append(f"output files of a failed run left: {stray[:3]}")
     return bad
@@ -264,7 +266,7 @@ def case_scenario(rng: random.Random, data: bytes) -> Case:
         ["run", "s.toml", "--iostat", "--interval", rng.choice(["0.001", "1e-9", "nan", "-1", "0.0005", "1"])],
         ["report", "s.toml", "--out", "r.html"],
     ])
-    return args, {"s.toml": data}, ["t.txt", "r.json", "r.csv", "bt", "r.html"]
+    return args, {"s.toml": data}, ["t.txt", "r.json", "r.csv", "*.blktrace.*", "r.html"]
 
 
 def case_fio(rng: random.Random, data: bytes) -> Case:
@@ -286,7 +288,7 @@ def case_text_trace(rng: random.Random, data: bytes) -> Case:
         ["diff", "t.txt", "t.txt", "--json", "d.json"],
         ["report", "t.txt", "--out", "r.html"],
     ])
-    return args, {"t.txt": data}, ["s.json", "bt", "d.json", "r.html"]
+    return args, {"t.txt": data}, ["s.json", "*.blktrace.*", "d.json", "r.html"]
 
 
 def case_binary_trace(rng: random.Random, data: bytes) -> Case:

@@ -246,6 +246,15 @@ def test_stats_errors(tmp_path):
     assert_one_error_line(run_cli("stats", BLKPARSE, "--json", tmp_path / "no" / "x.json"), "does not exist")
 
 
+def test_a_trace_without_events_leaves_no_blktrace_dump(tmp_path):
+    # Found by fuzz/cli_fuzz.py: the dump was written while the file was
+    # read, then the run failed (no events) and left it behind.
+    junk = tmp_path / "junk.txt"
+    junk.write_text("hello\nworld\n")
+    assert_one_error_line(run_cli("stats", junk, "--blktrace-dump", tmp_path / "d.txt"), "no block trace events")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["junk.txt"]
+
+
 def test_stats_interval(tmp_path):
     # Every 10 ms of trace time: snapshots at 10, 20 and 30 ms and the end
     # (31.0002 ms): four intervals. sda's reads complete in the first.

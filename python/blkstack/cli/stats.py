@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
 from typing import Any, Dict, List
@@ -112,6 +113,9 @@ def cmd_stats(args: argparse.Namespace) -> int:
         raise UsageError(str(exc)) from None
     s = result.summary
     if not s.get("events"):
+        if args.blktrace_dump is not None:  # a failed run leaves no output (the dump is written while reading)
+            with contextlib.suppress(FileNotFoundError):
+                os.remove(args.blktrace_dump)
         bad = s.get("bad_lines") or []
         hint = f"; line {bad[0]['line']}: {bad[0]['reason']}" if bad else ""
         raise UsageError(f"{args.trace}: no block trace events (expected blkparse or ftrace block_* text){hint}")
