@@ -368,6 +368,19 @@ mod tests {
     }
 
     #[test]
+    fn v2_max_extract_groups_as_c_does() {
+        // max 16 KiB: an empty bio takes 16384; holding 4096,
+        // (16384 - 4096) & 16383 = 12288; holding 16384, 0.
+        assert_eq!(v2_max_extract(16384, 0), 16384);
+        assert_eq!(v2_max_extract(16384, 4096), 12288);
+        assert_eq!(v2_max_extract(16384, 16384), 0);
+        // max 1280 KiB (0x140000, not a power of two) holding 0x41000:
+        // 0x140000 - 0x41000 = 0xFF000, & 0x13FFFF = 0x3F000 = 258,048, not
+        // the 1,044,480 bytes the bio lacks of max.
+        assert_eq!(v2_max_extract(0x140000, 0x41000), 0x3F000);
+    }
+
+    #[test]
     fn segments_place_pieces_apart_or_where_given() {
         // [2, 3]: frames B, B+1, then one frame left out: B+3, B+4, B+5.
         let b = BUFFER_BASE_PFN;
