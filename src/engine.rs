@@ -64,6 +64,11 @@ pub struct Job {
     /// Units completed since the job's last submission: the events its
     /// next `io_getevents` reaps ([`crate::host_cpu`]).
     unreaped: u32,
+    /// Per slot: the unit to submit for the rest of a short one when it
+    /// completes ([`IoUnit::requeue`]).
+    slot_requeue: Vec<Option<Box<IoUnit>>>,
+    /// Units requeued by short completions, submitted before new ones.
+    requeued: VecDeque<IoUnit>,
 }
 
 /// What a job's units did, per [`UnitKind`] index (read, write, trim, sync).
@@ -84,11 +89,13 @@ impl Job {
         let slot = self.free_slots.pop().unwrap_or_else(|| {
             self.slots.push(0);
             self.slot_info.push((0, UnitKind::Other, 0));
+            self.slot_requeue.push(None);
             (self.slots.len() - 1) as u32
         });
         // One reference per bio, and one for the submission itself.
         self.slots[slot as usize] = unit.bios.len() as u32 + 1;
         self.slot_info[slot as usize] = (unit.started_ns.unwrap_or(now).min(now), unit.kind, unit.bytes);
+        self.slot_requeue[slot as usize] = unit.requeue;
         self.in_flight += 1;
         if unit.sync {
             self.sync_slot = Some(slot);
@@ -393,6 +400,8 @@ impl Engine {
             wake_at: None,
             slot_info: Vec::new(),
             unreaped: 0,
+            slot_requeue: Vec::new(),
+            requeued: VecDeque::new(),
         });
         self.jobs.len() - 1
     }
@@ -577,7 +586,7 @@ impl Engine {
         // drain unit is held by `n > 0`), so it sees no unit of this batch.
         let (mut n, mut plug, mut plug_sleeps) = (0u32, false, false);
         while n < room {
-            let Some(u) = job.pending.take().or_else(|| next_from_source(job, now)) else { break };
+            let Some(u) = job.requeued.pop_front().or_else(|| job.pending.take()).or_else(|| next_from_source(job, now)) else { break };
             let held = u.not_before > now || (u.drain && job.in_flight > 0) || ((u.sync || u.drain) && n > 0);
             if held {
                 job.pending = Some(u);
@@ -634,6 +643,9 @@ impl Engine {
             job.units_done += 1;
             job.unreaped += 1;
             job.reaping = job.reaping.saturating_sub(1);
+            if let Some(rest) = job.slot_requeue[slot as usize].take() {
+                job.requeued.push_back(*rest);
+            }
             if job.sync_slot == Some(slot) {
                 job.sync_slot = None;
             }

@@ -96,12 +96,12 @@ impl CpuCosts {
     /// interrupt on bare metal (assumed).
     ///
     /// `vm`: a guest vCPU of a KVM virtual machine, as in seed 003's ublk
-    /// test. Each operation costs 5.7× the server's: the factor at which
+    /// test. Each operation costs 3.53× the server's: the factor at which
     /// that test's *before* figure comes out of the model
     /// (`ublk-null-cpu.toml`: Ming Lei's null ublk disk in a VM, 2 fio
     /// jobs of 64 KiB random reads at depth 64 in batches of 64, 20 GB/s,
-    /// that is 6.55 µs of CPU per I/O on each job's CPU, with two 32 KiB
-    /// requests per I/O). The factor carries what a guest adds to bare
+    /// that is 6.55 µs of CPU per I/O on each job's CPU, with four 16 KiB
+    /// requests per I/O: rublk's 16 KiB I/O buffer caps max_sectors). The factor carries what a guest adds to bare
     /// metal (VM exits on doorbells and interrupts) and, in that test,
     /// ublk's round trip through its user-space server, which the model
     /// has no operation of its own for; so for a plain virtio guest it is
@@ -125,7 +125,7 @@ impl CpuCosts {
         };
         match name {
             "server" => Some(server),
-            "vm" => Some(server.scaled(5.7)),
+            "vm" => Some(server.scaled(3.53)),
             _ => None,
         }
     }

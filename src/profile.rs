@@ -272,6 +272,13 @@ choice!(
         /// limit", seed 003): when more bios follow, a bio is cut down to a
         /// multiple of max_sectors, so splitting leaves no small remainder.
         MaxIo = "max_io",
+        /// The same proposal as posted (v2, 2023-11-10): each extraction is
+        /// limited to `max - bi_size & (max - 1)`, which C parses as
+        /// `(max - bi_size) & (max - 1)`: 0 once the bio holds `max` bytes,
+        /// so no bio grows past the max I/O size, and a single-bio direct
+        /// I/O (`__blkdev_direct_IO_simple`, `__blkdev_direct_IO_async`)
+        /// completes short (seed 003's ublk objection).
+        MaxIoV2 = "max_io_v2",
     }
 );
 
@@ -894,8 +901,8 @@ pub const SWITCHES: &[SwitchDef] = &[
         "host-managed zoned disks: true (\"block: Introduce zone write plugging\", 6.10) holds each zone's writes in a plug, one in flight, and fails a write off the plug's write pointer before the device; false (6.1) lets the device refuse it; seed 000's zoned variant"),
     switch!(choice crypto_fallback, "in_submit_bio|above_block_layer",
         "where the blk-crypto fallback encrypts writes: in_submit_bio (up to 6.x: blk_crypto_bio_prep in __submit_bio cuts the bio after 256 pages and resubmits the rest at the tail of current->bio_list) or above_block_layer (bb8e2019ad61 \"blk-crypto: handle the fallback above the block layer\", 7.0: blk_crypto_submit_bio submits encrypted bios of at most 256 pages in order); seed 000's zoned variant"),
-    switch!(choice iov_align, "off|max_io",
-        "direct I/O bio sizing: off (every released kernel) or max_io (Ed Tsai's proposal \"block: limit the extract size to align queue limit\", seed 003: every bio but the last is cut to a multiple of max_sectors)"),
+    switch!(choice iov_align, "off|max_io|max_io_v2",
+        "direct I/O bio sizing: off (every released kernel), max_io (Ed Tsai's proposal \"block: limit the extract size to align queue limit\", seed 003: every bio but the last is cut to a multiple of max_sectors) or max_io_v2 (that patch as posted: each extraction limited to (max - bi_size) & (max - 1), so no bio passes max_sectors and a single-bio O_DIRECT I/O completes short)"),
     switch!(number nvme_max_segs, 1, "127|128|256",
         "nvme-pci's NVME_MAX_SEGS: max_segments is min(max_hw_sectors / 8 + 1, this) (nvme_max_drv_segments); 127 (6.1), 128 (6.12), 256 (7.x: one page of SGL descriptors)"),
     switch!(choice nvme_virt_boundary, "always|prp_only",

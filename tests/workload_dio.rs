@@ -71,6 +71,45 @@ fn iov_align_max_io_cuts_every_bio_but_the_last_to_max_sectors() {
 }
 
 #[test]
+fn iov_align_v2_as_posted_caps_every_bio_at_max_sectors() {
+    // max_sectors 1024 = 512 KiB. The posted patch limits each extraction to
+    // (max - bi_size) & (max - 1): 512 KiB into an empty bio, then 0 once it
+    // holds 512 KiB (the first batch of 256 scattered pages is 1 MiB, so
+    // the first extraction alone fills it). Every bio is 1024 sectors: 128.
+    let q = queued(&["kernel=6.12", "behaviour.iov_align=max_io_v2"]);
+    assert_eq!(q, vec![1024; 128]);
+}
+
+/// A 64 KiB libaio read (`__blkdev_direct_IO_async`, one bio) on a null_blk
+/// disk of max_sectors 32 (16 KiB), fio at depth 1.
+fn fio_short_reads(sets: &[&str]) -> Vec<(u64, u32)> {
+    let text = r#"
+[disks.nullb0]
+kind = "null_blk"
+size = "1GiB"
+[disks.nullb0.null_blk]
+max_sectors = 32
+[workload]
+type = "fio"
+args = ["--name=r", "--filename=/dev/nullb0", "--direct=1", "--ioengine=libaio", "--rw=read", "--bs=64k", "--size=128k", "--iodepth=1"]
+"#;
+    let (engine, events) = run_events(text, sets);
+    on(&engine, &events, "nullb0", Action::Queue)
+}
+
+#[test]
+fn iov_align_v2_makes_a_single_bio_read_complete_short_and_fio_requeue() {
+    // Off: each 64 KiB read is one bio of 128 sectors (split later into
+    // four requests).
+    assert_eq!(fio_short_reads(&["kernel=6.12"]), vec![(0, 128), (128, 128)]);
+    // As posted: the bio stops at 16 KiB (32 sectors), the read returns
+    // 16 KiB, and fio submits the rest again (io_completed's requeue), which
+    // stops at 16 KiB too: four 32-sector bios one after another per read.
+    let want: Vec<(u64, u32)> = (0..8).map(|i| (i * 32, 32)).collect();
+    assert_eq!(fio_short_reads(&["kernel=6.12", "behaviour.iov_align=max_io_v2"]), want);
+}
+
+#[test]
 fn folio_only_puts_one_page_in_each_bvec() {
     // 7.2: no merging across order-0 folios, 256 pages (2048 sectors) per
     // bio: 64 MiB is exactly 64 bios.

@@ -67,10 +67,29 @@ device = "/dev/sda"
     // xfsprogs >= 5.5: 2 GiB steps = 4,194,304 sectors, one bio each (below
     // 8,388,600): 2, 2 and 1 GiB calls.
     let want = vec![q(0, 4_194_304, "DS"), q(4_194_304, 4_194_304, "DS"), q(8_388_608, 2_097_152, "DS")];
-    assert_eq!(queued(text, &[], "sda"), want);
+    let got = queued(text, &[], "sda");
+    assert_eq!(got[..3], want);
+    // Then the log is zeroed: 5 GiB / 2048 = 2.5 MiB, raised to the 64 MiB
+    // floor, at the middle (2.5 GiB = sector 5,242,880). sata has no write
+    // zeroes (libata's no_write_same), so blkdev_issue_zeroout writes the
+    // zero page: 64 bios of 256 pages (2048 sectors), the last "WS".
+    let log: Vec<_> = (0..64).map(|i| q(5_242_880 + i * 2048, 2048, if i == 63 { "WS" } else { "W" })).collect();
+    assert_eq!(got[3..], log);
     // Older: one BLKDISCARD of 10,485,760 sectors = 8,388,600 + 2,097,160.
     let want = vec![q(0, 8_388_600, "D"), q(8_388_600, 2_097_160, "DS")];
-    assert_eq!(queued(text, &["workload.xfsprogs=5.4.0"], "sda"), want);
+    assert_eq!(queued(text, &["workload.xfsprogs=5.4.0"], "sda")[..2], want);
+}
+
+#[test]
+fn mkfs_xfs_log_size_follows_xfsprogs() {
+    use blkstack::scenario::workload_discard::mkfs_xfs_log;
+    const MIB: u64 = 1 << 20;
+    // Under 300 MiB: the computed minimum log, not modelled.
+    assert_eq!(mkfs_xfs_log(299 * MIB), None);
+    // 1 TiB: 1 TiB / 2048 = 512 MiB, at 512 GiB.
+    assert_eq!(mkfs_xfs_log(1 << 40), Some((512 << 30, 512 * MIB)));
+    // 8 TiB: 4 GiB by the ratio, capped at XFS_MAX_LOG_BYTES = 2 GiB - 10 MiB.
+    assert_eq!(mkfs_xfs_log(8 << 40), Some((4 << 40, 2038 * MIB)));
 }
 
 #[test]

@@ -22,14 +22,16 @@ fn small_device() -> ServiceModel {
 #[test]
 fn iops_cap_spaces_commands() {
     // 180K IOPS: one command every 5,555 ns; 64 slots and 30 µs writes
-    // never bind, so 1000 back-to-back 4 KiB writes take 999 × 5,555 ns
-    // plus the last one's 30 µs + 4096 B at 1.6 GB/s (2,560 ns).
+    // never bind, nor does the 4 KiB transfer at 808,775,652 B/s (5,064 ns,
+    // under 5,555), so 1000 back-to-back 4 KiB writes take 999 × 5,555 ns
+    // plus the last one's 30 µs + 5,064 ns (4096 × 10^9 / 808,775,652 =
+    // 5,064.4, rounded down).
     let mut d = DiskModel::new(ServiceModel::preset("nvme-180k").unwrap(), 1 << 30);
     let mut last = 0;
     for i in 0..1000 {
         last = d.service(0, Op::Write, i * 8, 4096, false);
     }
-    assert_eq!(last, 999 * 5_555 + 30_000 + 2_560);
+    assert_eq!(last, 999 * 5_555 + 30_000 + 5_064);
 }
 
 #[test]

@@ -12,7 +12,6 @@ use crate::genhd::Topology;
 use crate::limits::QueueLimits;
 use crate::profile::Behaviour;
 use crate::sched::bfq_ioprio::Ioprio;
-use crate::source::discard::DiscardLimits;
 use crate::source::discard_tool::DiscardTarget;
 use crate::source::pagecache::SharedCaches;
 use crate::source::Source;
@@ -87,15 +86,7 @@ impl Target<'_> {
     /// The device as `blkdev_issue_discard` will see it (device id 0: for
     /// checking calls before the stack exists).
     pub fn discard_target(&self, beh: &Behaviour) -> DiscardTarget {
-        let l = self.limits();
-        let limits = DiscardLimits {
-            logical_block_size: l.logical_block_size,
-            discard_granularity: l.discard_granularity,
-            discard_alignment: l.discard_alignment,
-            max_discard_sectors: l.max_discard_sectors,
-            start_sect: self.start_sect,
-        };
-        DiscardTarget { dev: 0, limits, chop: beh.discard_chopping, dev_bytes: self.bytes(), max_secure_erase_sectors: l.max_secure_erase_sectors }
+        DiscardTarget::with_limits(0, self.limits(), self.start_sect, self.bytes(), beh)
     }
 }
 

@@ -24,7 +24,7 @@ use crate::genhd::DevId;
 use crate::profile::{Behaviour, DioBvecMerge, IovAlign};
 
 use super::rng::Rng;
-use super::{BioSpec, IoUnit};
+use super::{BioSpec, IoUnit, UnitKind};
 
 /// Where the first page of a user buffer sits physically (4 GiB).
 const BUFFER_BASE_PFN: u64 = 0x10_0000;
@@ -149,9 +149,12 @@ pub struct DioRules {
     /// The device's logical block size: each batch is trimmed to it.
     pub lbs: u32,
     pub merge: DioBvecMerge,
-    /// `iov_align = max_io`: the queue's max I/O size in bytes
-    /// (`max_sectors` × 512); `None` when the rule is off.
+    /// `iov_align = max_io` or `max_io_v2`: the queue's max I/O size in
+    /// bytes (`max_sectors` × 512); `None` when the rule is off.
     pub align: Option<u64>,
+    /// `iov_align = max_io_v2`: the patch as posted limits each extraction
+    /// instead of trimming the bio afterwards ([`v2_max_extract`]).
+    pub align_v2: bool,
     /// `blkdev_write_plug`: `blkdev_write_iter` plugs the whole write(2).
     pub write_plug: bool,
     /// `dio_simple_sync`: the simple path's `submit_bio_wait` sets `REQ_SYNC`.
@@ -162,13 +165,14 @@ impl DioRules {
     /// 5.1–6.x rules: physically contiguous pages merge, no alignment, no
     /// plug around writes.
     pub fn merging(lbs: u32) -> Self {
-        DioRules { lbs, merge: DioBvecMerge::PhysContig, align: None, write_plug: false, simple_sync: true }
+        DioRules { lbs, merge: DioBvecMerge::PhysContig, align: None, align_v2: false, write_plug: false, simple_sync: true }
     }
 
     /// The rules of `beh` for a device with these limits.
     pub fn new(beh: &Behaviour, lbs: u32, max_sectors: u32) -> Self {
-        let align = (beh.iov_align == IovAlign::MaxIo).then_some(max_sectors as u64 * 512);
-        DioRules { lbs, merge: beh.dio_bvec_merge, align, write_plug: beh.blkdev_write_plug, simple_sync: beh.dio_simple_sync }
+        let align = (beh.iov_align != IovAlign::Off).then_some(max_sectors as u64 * 512);
+        let align_v2 = beh.iov_align == IovAlign::MaxIoV2;
+        DioRules { lbs, merge: beh.dio_bvec_merge, align, align_v2, write_plug: beh.blkdev_write_plug, simple_sync: beh.dio_simple_sync }
     }
 }
 
@@ -178,11 +182,33 @@ impl DioRules {
 /// is synchronous sleeps for its bios before the plug is finished, so the
 /// scheduler flushes it (`blk_flush_plug(plug, true)`); `__blkdev_direct_IO`'s
 /// own plug is then nested and does nothing.
+///
+/// An I/O whose bios cover less than `len` (a single-bio path under
+/// `iov_align = max_io_v2`) completes short: the call returns the bytes its
+/// bio moved. The rest is [`IoUnit::requeue`], the I/O fio submits again
+/// for the residual once the short one completes.
 #[allow(clippy::too_many_arguments)]
 pub fn direct_io_unit(dev: DevId, op: Op, flags: u32, pos: u64, len: u64, buf: &UserBuffer, rules: &DioRules, sync: bool) -> IoUnit {
     let (bios, multi) = blkdev_direct_io_with(dev, op, flags, pos, len, buf, rules, sync);
     let write_plug = rules.write_plug && op.is_write();
-    IoUnit { bios, plug: multi || write_plug, sleeps_in_plug: write_plug && sync, ..IoUnit::default() }
+    let got: u64 = bios.iter().map(|b| b.size as u64).sum();
+    let requeue = (got > 0 && got < len).then(|| Box::new(direct_io_unit(dev, op, flags, pos + got, len - got, &buf.slice(got, len - got), rules, sync)));
+    IoUnit { bios, plug: multi || write_plug, sleeps_in_plug: write_plug && sync, requeue, ..IoUnit::default() }
+}
+
+/// fio's accounting of a short I/O (`io_completed`, fio 3.22+): a
+/// completion with a residual is not counted but requeued for the rest
+/// (`requeue_io_u`), and the completion that ends it counts only its own
+/// bytes (`xfer_buflen - resid`). So each piece of `unit`'s requeue chain
+/// but the last counts nothing, and the last counts its own size as `kind`.
+pub fn fio_counted(mut unit: IoUnit, kind: UnitKind) -> IoUnit {
+    match unit.requeue.take() {
+        Some(rest) => IoUnit { kind: UnitKind::Other, bytes: 0, requeue: Some(Box::new(fio_counted(*rest, kind))), ..unit },
+        None => {
+            let bytes = unit.bios.iter().map(|b| b.size as u64).sum();
+            IoUnit { kind, bytes, ..unit }
+        }
+    }
 }
 
 /// `bio_iov_iter_get_pages` for bytes [pos, pos + len) of `buf` into a bio
@@ -202,7 +228,11 @@ pub fn bio_iov_iter_get_pages_with(buf: &UserBuffer, pos: u64, len: u64, max_vec
         let entries = (max_vecs - bio.bvecs.len()) as u64;
         let in_first = PAGE_SIZE - (buf.offset as u64 + cur) % PAGE_SIZE;
         let reach = in_first + (entries - 1) * PAGE_SIZE;
-        let limit = (u32::MAX as u64 - bio.size).min(end - cur);
+        let max_extract = match rules.align {
+            Some(max) if rules.align_v2 => v2_max_extract(max, bio.size),
+            _ => u32::MAX as u64 - bio.size,
+        };
+        let limit = max_extract.min(end - cur);
         let mut batch = reach.min(limit);
         batch -= batch % lbs as u64;
         if batch == 0 {
@@ -242,6 +272,21 @@ fn add_pages(bio: &mut BvecBuilder, buf: &UserBuffer, from: u64, batch: u64) {
         bio.size += piece;
         at += piece;
     }
+}
+
+/// `iov_align = max_io_v2`: the posted patch's `max_extract` for a bio
+/// holding `bi_size` bytes on a queue of `max` bytes: `max` for an empty
+/// bio, else `max - bi_size & (max - 1)` in unsigned int, which C groups as
+/// `(max - bi_size) & (max - 1)`. With a power-of-two `max` that is what
+/// the bio lacks of `max`, and 0 once it holds `max`: `iov_iter_extract_pages`
+/// then returns 0, `__bio_iov_iter_get_pages` -EFAULT, and
+/// `bio_iov_iter_get_pages` ends the bio there (it has pages, so no error).
+pub fn v2_max_extract(max: u64, bi_size: u64) -> u64 {
+    if bi_size == 0 {
+        return max;
+    }
+    let (max, size) = (max as u32, bi_size as u32);
+    (max.wrapping_sub(size) & max.wrapping_sub(1)) as u64
 }
 
 /// `iov_align = max_io`: when more of the I/O follows, cut the bio down to
@@ -289,7 +334,7 @@ pub fn blkdev_direct_io_with(dev: DevId, op: Op, flags: u32, pos: u64, len: u64,
     while done < len {
         let vecs = buf.pages_spanned(done, len - done).min(BIO_MAX_VECS as u64) as usize;
         let mut b = bio_iov_iter_get_pages_with(buf, done, len - done, vecs, rules);
-        if let Some(align) = rules.align {
+        if let Some(align) = rules.align.filter(|_| !rules.align_v2) {
             let more_follows = multi && done + b.size < len;
             b = align_to_max_io(b, align, more_follows);
         }
@@ -320,6 +365,19 @@ mod tests {
     /// disk with `lbs`-byte logical blocks.
     fn blkdev_direct_io(op: Op, flags: u32, pos: u64, len: u64, buf: &UserBuffer, lbs: u32, sync: bool) -> (Vec<BioSpec>, bool) {
         blkdev_direct_io_with(0, op, flags, pos, len, buf, &DioRules::merging(lbs), sync)
+    }
+
+    #[test]
+    fn v2_max_extract_groups_as_c_does() {
+        // max 16 KiB: an empty bio takes 16384; holding 4096,
+        // (16384 - 4096) & 16383 = 12288; holding 16384, 0.
+        assert_eq!(v2_max_extract(16384, 0), 16384);
+        assert_eq!(v2_max_extract(16384, 4096), 12288);
+        assert_eq!(v2_max_extract(16384, 16384), 0);
+        // max 1280 KiB (0x140000, not a power of two) holding 0x41000:
+        // 0x140000 - 0x41000 = 0xFF000, & 0x13FFFF = 0x3F000 = 258,048, not
+        // the 1,044,480 bytes the bio lacks of max.
+        assert_eq!(v2_max_extract(0x140000, 0x41000), 0x3F000);
     }
 
     #[test]

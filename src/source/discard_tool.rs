@@ -13,8 +13,9 @@
 
 use std::collections::VecDeque;
 
-use crate::bio::{req, Op, SECTOR_SHIFT};
+use crate::bio::{req, Bvec, Op, BIO_MAX_VECS, PAGE_SIZE, SECTOR_SHIFT};
 use crate::genhd::{DevId, Topology};
+use crate::limits::QueueLimits;
 use crate::profile::Behaviour;
 
 use super::discard::{blkdev_issue_discard, blkdiscard, DiscardChopping, DiscardError, DiscardLimits};
@@ -28,21 +29,36 @@ pub struct DiscardTarget {
     pub chop: DiscardChopping,
     pub dev_bytes: u64,
     pub max_secure_erase_sectors: u32,
+    /// `write_zeroes_max_bytes` in sectors: 0 makes `blkdev_issue_zeroout`
+    /// write zero pages instead.
+    pub max_write_zeroes_sectors: u32,
 }
 
 impl DiscardTarget {
     /// The limits of `dev` (its whole disk's queue, its partition start).
     pub fn new(topo: &Topology, dev: DevId, beh: &Behaviour) -> Self {
-        let l = topo.limits(dev);
         let d = topo.dev(dev);
+        Self::with_limits(dev, topo.limits(dev), d.start_sect, d.nr_sectors << SECTOR_SHIFT, beh)
+    }
+
+    /// Device `dev` of `dev_bytes` starting at `start_sect` of a queue
+    /// with limits `l`.
+    pub fn with_limits(dev: DevId, l: &QueueLimits, start_sect: u64, dev_bytes: u64, beh: &Behaviour) -> Self {
         let limits = DiscardLimits {
             logical_block_size: l.logical_block_size,
             discard_granularity: l.discard_granularity,
             discard_alignment: l.discard_alignment,
             max_discard_sectors: l.max_discard_sectors,
-            start_sect: d.start_sect,
+            start_sect,
         };
-        DiscardTarget { dev, limits, chop: beh.discard_chopping, dev_bytes: d.nr_sectors << SECTOR_SHIFT, max_secure_erase_sectors: l.max_secure_erase_sectors }
+        DiscardTarget {
+            dev,
+            limits,
+            chop: beh.discard_chopping,
+            dev_bytes,
+            max_secure_erase_sectors: l.max_secure_erase_sectors,
+            max_write_zeroes_sectors: l.max_write_zeroes_sectors,
+        }
     }
 
     /// One BLKDISCARD of bytes [start, start + len).
@@ -83,20 +99,62 @@ impl DiscardTarget {
         Ok(self.unit(Op::SecureErase, &bios))
     }
 
+    /// One `fallocate(FALLOC_FL_ZERO_RANGE)` of bytes [start, start + len)
+    /// on the block device (`blkdev_fallocate` → `blkdev_issue_zeroout`):
+    /// WRITE ZEROES bios of at most `max_write_zeroes_sectors` when the
+    /// queue takes them, else `__blkdev_issue_zero_pages`: writes of the
+    /// zero page, one bvec per page (the same page is never contiguous with
+    /// itself), at most `BIO_MAX_VECS` pages a bio. Chained in one plug and
+    /// waited on, like a discard.
+    pub fn zero_range(&self, start: u64, len: u64) -> Result<IoUnit, DiscardError> {
+        let lbs = self.limits.logical_block_size as u64;
+        if start % lbs != 0 || len % lbs != 0 || start + len > self.dev_bytes {
+            return Err(DiscardError::Invalid(format!("zeroing {start} + {len} bytes is not whole blocks inside the {}-byte device", self.dev_bytes)));
+        }
+        let (mut sector, mut nr) = (start >> SECTOR_SHIFT, len >> SECTOR_SHIFT);
+        if self.max_write_zeroes_sectors > 0 {
+            let max = self.max_write_zeroes_sectors.min((u32::MAX >> SECTOR_SHIFT) & !((lbs >> SECTOR_SHIFT) as u32 - 1)) as u64;
+            let mut bios = Vec::new();
+            while nr > 0 {
+                let piece = nr.min(max);
+                bios.push((sector, piece as u32));
+                (sector, nr) = (sector + piece, nr - piece);
+            }
+            return Ok(self.unit(Op::WriteZeroes, &bios));
+        }
+        let page_sectors = PAGE_SIZE >> SECTOR_SHIFT;
+        let mut specs = Vec::new();
+        while nr > 0 {
+            let sectors = nr.min(BIO_MAX_VECS as u64 * page_sectors);
+            let bvecs: Vec<Bvec> = (0..sectors.div_ceil(page_sectors))
+                .map(|i| Bvec { phys: ZERO_PAGE_PHYS, len: ((sectors - i * page_sectors).min(page_sectors) << SECTOR_SHIFT) as u32 })
+                .collect();
+            specs.push(BioSpec { dev: self.dev, op: Op::Write, flags: 0, sector, bvecs, size: (sectors << SECTOR_SHIFT) as u32 });
+            (sector, nr) = (sector + sectors, nr - sectors);
+        }
+        Ok(plugged_sync_unit(specs, UnitKind::Other))
+    }
+
     /// The call's bios in a plug, the last one `REQ_SYNC` (`submit_bio_wait`).
     fn unit(&self, op: Op, bios: &[(u64, u32)]) -> IoUnit {
-        let n = bios.len();
-        let specs: Vec<BioSpec> = bios
-            .iter()
-            .enumerate()
-            .map(|(i, &(sector, nr))| {
-                let flags = if i + 1 == n { req::SYNC } else { 0 };
-                BioSpec { dev: self.dev, op, flags, sector, bvecs: Vec::new(), size: nr << SECTOR_SHIFT }
-            })
-            .collect();
-        let bytes = specs.iter().map(|b| b.size as u64).sum();
-        IoUnit { bios: specs, plug: true, sync: true, kind: UnitKind::Trim, bytes, ..IoUnit::default() }
+        let specs: Vec<BioSpec> = bios.iter().map(|&(sector, nr)| BioSpec { dev: self.dev, op, flags: 0, sector, bvecs: Vec::new(), size: nr << SECTOR_SHIFT }).collect();
+        let kind = if op == Op::WriteZeroes { UnitKind::Other } else { UnitKind::Trim };
+        plugged_sync_unit(specs, kind)
     }
+}
+
+/// The zero page's physical address (any fixed page: what matters is that
+/// it never continues itself).
+const ZERO_PAGE_PHYS: u64 = 0x1000 * PAGE_SIZE;
+
+/// `bios` chained in one plug and waited on with `submit_bio_wait`, which
+/// sets `REQ_SYNC` on the last: blkparse shows `DS` for it, `D` for the rest.
+fn plugged_sync_unit(mut bios: Vec<BioSpec>, kind: UnitKind) -> IoUnit {
+    if let Some(last) = bios.last_mut() {
+        last.flags |= req::SYNC;
+    }
+    let bytes = bios.iter().map(|b| b.size as u64).sum();
+    IoUnit { bios, plug: true, sync: true, kind, bytes, ..IoUnit::default() }
 }
 
 /// What one call of a discard tool discards.
@@ -108,6 +166,8 @@ pub enum DiscardCall {
     Secure(u64, u64),
     /// A FITRIM extent (sector, sectors).
     Sectors(u64, u64),
+    /// `fallocate(FALLOC_FL_ZERO_RANGE)` of (offset, length) in bytes.
+    ZeroRange(u64, u64),
 }
 
 impl DiscardCall {
@@ -116,6 +176,7 @@ impl DiscardCall {
             DiscardCall::Bytes(s, l) => t.blkdiscard(s, l),
             DiscardCall::Secure(s, l) => t.blksecdiscard(s, l),
             DiscardCall::Sectors(s, n) => t.discard_sectors(s, n),
+            DiscardCall::ZeroRange(s, l) => t.zero_range(s, l),
         }
     }
 }
@@ -168,7 +229,7 @@ mod tests {
 
     fn target(chop: DiscardChopping, max_discard: u32) -> DiscardTarget {
         let limits = DiscardLimits { logical_block_size: 512, discard_granularity: 4096, discard_alignment: 0, max_discard_sectors: max_discard, start_sect: 0 };
-        DiscardTarget { dev: 0, limits, chop, dev_bytes: 8 << 30, max_secure_erase_sectors: 1024 }
+        DiscardTarget { dev: 0, limits, chop, dev_bytes: 8 << 30, max_secure_erase_sectors: 1024, max_write_zeroes_sectors: 0 }
     }
 
     #[test]

@@ -44,7 +44,7 @@ use std::collections::VecDeque;
 use crate::bio::{req, Op};
 use crate::genhd::DevId;
 
-use super::dio::{direct_io_unit, BufferLayout, DioRules, UserBuffer};
+use super::dio::{direct_io_unit, fio_counted, BufferLayout, DioRules, UserBuffer};
 use super::discard_tool::DiscardTarget;
 use super::fio::{Ddir, FioJob, IoEngine, ReadWrite};
 use super::fio_io_u::{FioSeeds, IoUGen};
@@ -336,7 +336,7 @@ impl FioJobSource {
                 let buf = &self.buffers[self.next_buf];
                 self.next_buf = (self.next_buf + 1) % self.buffers.len();
                 let sync = matches!(self.job().ioengine, IoEngine::Sync | IoEngine::Psync | IoEngine::Pvsync);
-                IoUnit { kind, bytes: bs, ..direct_io_unit(t.dev, op, flags, pos, bs, buf, &t.rules, sync) }
+                fio_counted(direct_io_unit(t.dev, op, flags, pos, bs, buf, &t.rules, sync), kind)
             }
         }
     }

@@ -104,6 +104,10 @@ pub struct IoUnit {
     /// Bytes the tool counts for the unit (fio's `io_bytes`); a buffered
     /// write counts its bytes though it submits no bio.
     pub bytes: u64,
+    /// The call completes short (its bios cover part of the I/O): the I/O
+    /// the tool submits for the rest once this one has completed, ahead of
+    /// any new one (fio's `requeue_io_u`, [`dio::fio_counted`]).
+    pub requeue: Option<Box<IoUnit>>,
 }
 
 pub trait Source {

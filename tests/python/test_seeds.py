@@ -146,10 +146,14 @@ def test_003_ublk_null_disk_is_cpu_bound(results):
     # Ming Lei's null ublk disk: nothing but the host CPU model bounds it,
     # and the vm class was set so that the before run gives his 20 GB/s.
     assert r["before"]["ublk_read_mb_s"] == pytest.approx(20000, rel=0.05)
-    # A 64 KiB async read is one bio either way (__blkdev_direct_IO_async;
-    # the alignment only cuts a bio when another follows): two 32 KiB
-    # requests per read, before and after.
-    assert r["after"]["ublk_requests"] == r["before"]["ublk_requests"]
+    # Before, a 64 KiB async read is one bio split into four 16 KiB requests
+    # (max_sectors 32). After, the patch as posted stops the bio at 16 KiB,
+    # the read completes short and fio requeues the rest: four 16 KiB reads
+    # one after another, of which fio counts the last. Same requests, four
+    # times the system calls, bios and completions, a quarter of the bytes
+    # counted. Seed: 20,000 -> 3,709 MB/s (5.39x); within a factor of 2.
+    ratio = r["before"]["ublk_read_mb_s"] / r["after"]["ublk_read_mb_s"]
+    assert 5.39 / 2 <= ratio <= 5.39 * 2
 
 
 def test_004_merging_shortens_the_run(results):
