@@ -159,6 +159,11 @@ class Result(Mapping[str, Any]):
         return self.summary.get("sim_time_ns", self.summary.get("duration_ns", 0)) / 1e9
 
     @property
+    def stored_bytes(self) -> int:
+        """Bytes of memory the kept events take (a few per event)."""
+        return 0 if self._store is None else self._store.nbytes
+
+    @property
     def events(self):
         """Every tracepoint event (see the module documentation)."""
         if self._events is None:
