@@ -173,7 +173,7 @@ class Result(Mapping[str, Any]):
     @property
     def requests(self):
         """One row per issued request, in issue order."""
-        return _requests_frame(self._store, self._tables)
+        return _requests_table(self._store, self._tables, _PandasTables())
 
     @property
     def iostat(self):
@@ -222,9 +222,9 @@ class Result(Mapping[str, Any]):
         import pyarrow as pa
 
         if table == "events":
-            return _events_arrow(self._store, self._tables)
+            return _events_table(self._store, self._tables, _ArrowTables())
         if table == "requests":
-            return _requests_arrow(self._store, self._tables)
+            return _requests_table(self._store, self._tables, _ArrowTables())
         if table in ("iostat", "diskstats", "latency"):
             return pa.Table.from_pandas(getattr(self, table), preserve_index=False)
         raise ValueError(f"{table}: no such table (events, requests, iostat, diskstats, latency)")
@@ -281,53 +281,100 @@ def _task_columns(tables: Dict[str, Any]):
     return pid, comm_index, comms
 
 
-def _events_frame(store: Any, tables: Dict[str, Any]):
-    pd = _pandas()
+class _PandasTables:
+    """How the tables are made as pandas DataFrames: numpy arrays over the
+    engine's bytes, categoricals for names."""
+
+    def __init__(self) -> None:
+        self.pd = _pandas()
+
+    def columns(self, store: Any, names: List[str], issues_only: bool) -> Dict[str, Any]:
+        return _raw(store, names, issues_only)
+
+    def numpy(self, column: Any) -> Any:
+        return column
+
+    def names(self, codes: Any, names: Sequence[str]) -> Any:
+        """*codes* (-1: none) as a column of *names*."""
+        return self.pd.Categorical.from_codes(codes.astype("int64"), categories=list(names))
+
+    def table(self, columns: Dict[str, Any]) -> Any:
+        return self.pd.DataFrame(columns)
+
+
+class _ArrowTables:
+    """How the tables are made as Arrow tables: arrays over the engine's
+    bytes (no copy), dictionary arrays for names."""
+
+    def __init__(self) -> None:
+        import pyarrow
+
+        self.pa = pyarrow
+
+    def columns(self, store: Any, names: List[str], issues_only: bool) -> Dict[str, Any]:
+        return _arrow_columns(store, names, issues_only)
+
+    def numpy(self, column: Any) -> Any:
+        return column.to_numpy(zero_copy_only=True)
+
+    def names(self, codes: Any, names: Sequence[str]) -> Any:
+        """*codes* (-1: none, a null) as a dictionary array of *names*."""
+        pa = self.pa
+        if not isinstance(codes, pa.Array):
+            codes = pa.array(codes.astype("int32"), mask=codes < 0)
+        return pa.DictionaryArray.from_arrays(codes, pa.array(list(names), type=pa.string()))
+
+    def table(self, columns: Dict[str, Any]) -> Any:
+        return self.pa.table(columns)
+
+
+def _events_table(store: Any, tables: Dict[str, Any], make: Any):
+    """The events table, made by *make* (:class:`_PandasTables` or
+    :class:`_ArrowTables`)."""
     import numpy as np
 
     _need_events(store)
     devices = [d[0] for d in tables["devices"]]
-
-    def cat(codes, names):
-        return pd.Categorical.from_codes(codes.astype("int64"), categories=names)
-
     pid, comm_index, comms = _task_columns(tables)
-    raw = _raw(store, _EVENT_COLUMNS)
-    task = raw["task"].astype("int64")
-    from_dev = pd.Categorical.from_codes(
-        np.where(raw["action"] == _REMAP, raw["from_dev"].astype("int64"), -1), categories=devices)
-    return pd.DataFrame({
-        "time_ns": raw["time_ns"],
-        "device": cat(raw["dev"], devices),
-        "action": cat(raw["action"], tables["actions"]),
-        "rwbs": cat(raw["rwbs"], tables["rwbs"]),
-        "sector": raw["sector"],
-        "nr_sectors": raw["nr_sectors"],
-        "bytes": raw["bytes"],
+    col = make.columns(store, _EVENT_COLUMNS, False)
+    task = make.numpy(col["task"]).astype("int64")
+    remap = make.numpy(col["action"]) == _REMAP
+    from_dev = np.where(remap, make.numpy(col["from_dev"]).astype("int64"), -1)
+    return make.table({
+        "time_ns": col["time_ns"],
+        "device": make.names(col["dev"], devices),
+        "action": make.names(col["action"], tables["actions"]),
+        "rwbs": make.names(col["rwbs"], tables["rwbs"]),
+        "sector": col["sector"],
+        "nr_sectors": col["nr_sectors"],
+        "bytes": col["bytes"],
         "pid": pid[task] if len(task) else np.array([], dtype="uint32"),
-        "comm": pd.Categorical.from_codes(comm_index[task] if len(task) else np.array([], dtype="int64"),
-                                          categories=comms),
-        "error": raw["error"],
-        "arg": raw["arg"],
-        "from_device": from_dev,
+        "comm": make.names(comm_index[task] if len(task) else np.array([], dtype="int64"), comms),
+        "error": col["error"],
+        "arg": col["arg"],
+        "from_device": make.names(from_dev, devices),
     })
 
 
-def _requests_frame(store: Any, tables: Dict[str, Any]):
-    """The issued requests, decoded alone (without the events table)."""
-    pd = _pandas()
-
+def _requests_table(store: Any, tables: Dict[str, Any], make: Any):
+    """The issued requests, decoded alone (without the events table), made
+    by *make*."""
     _need_requests(store)
     devices = [d[0] for d in tables["devices"]]
-    raw = _raw(store, _REQUEST_COLUMNS, True)
-    return pd.DataFrame({
-        "device": pd.Categorical.from_codes(raw["dev"].astype("int64"), categories=devices),
-        "seq": raw["seq"],
-        "time_ns": raw["time_ns"],
-        "rwbs": pd.Categorical.from_codes(raw["rwbs"].astype("int64"), categories=tables["rwbs"]),
-        "sector": raw["sector"],
-        "nr_sectors": raw["nr_sectors"],
+    col = make.columns(store, _REQUEST_COLUMNS, True)
+    return make.table({
+        "device": make.names(col["dev"], devices),
+        "seq": col["seq"],
+        "time_ns": col["time_ns"],
+        "rwbs": make.names(col["rwbs"], tables["rwbs"]),
+        "sector": col["sector"],
+        "nr_sectors": col["nr_sectors"],
     })
+
+
+def _events_frame(store: Any, tables: Dict[str, Any]):
+    """The events DataFrame (also for the commands that plot a run)."""
+    return _events_table(store, tables, _PandasTables())
 
 
 def _arrow_columns(store: Any, names: List[str], issues_only: bool = False) -> Dict[str, Any]:
@@ -340,56 +387,6 @@ def _arrow_columns(store: Any, names: List[str], issues_only: bool = False) -> D
         kind = getattr(pa, _ARROW_TYPES[_COLUMN_DTYPES[name]])()
         out[name] = pa.Array.from_buffers(kind, len(data) // kind.byte_width, [None, pa.py_buffer(data)])
     return out
-
-
-def _arrow_dictionary(indices: Any, names: Sequence[str]):
-    import pyarrow as pa
-
-    return pa.DictionaryArray.from_arrays(indices, pa.array(list(names), type=pa.string()))
-
-
-def _events_arrow(store: Any, tables: Dict[str, Any]):
-    import numpy as np
-    import pyarrow as pa
-
-    _need_events(store)
-    devices = [d[0] for d in tables["devices"]]
-    pid, comm_index, comms = _task_columns(tables)
-    a = _arrow_columns(store, _EVENT_COLUMNS)
-    task = a["task"].to_numpy(zero_copy_only=True)
-    remap = a["action"].to_numpy(zero_copy_only=True) == _REMAP
-    from_dev = pa.array(a["from_dev"].to_numpy(zero_copy_only=True), mask=~remap)
-    return pa.table({
-        "time_ns": a["time_ns"],
-        "device": _arrow_dictionary(a["dev"], devices),
-        "action": _arrow_dictionary(a["action"], tables["actions"]),
-        "rwbs": _arrow_dictionary(a["rwbs"], tables["rwbs"]),
-        "sector": a["sector"],
-        "nr_sectors": a["nr_sectors"],
-        "bytes": a["bytes"],
-        "pid": pa.array(pid[task] if len(task) else np.array([], dtype="uint32")),
-        "comm": _arrow_dictionary(pa.array(comm_index[task].astype("int32") if len(task)
-                                           else np.array([], dtype="int32")), comms),
-        "error": a["error"],
-        "arg": a["arg"],
-        "from_device": _arrow_dictionary(from_dev, devices),
-    })
-
-
-def _requests_arrow(store: Any, tables: Dict[str, Any]):
-    import pyarrow as pa
-
-    _need_requests(store)
-    devices = [d[0] for d in tables["devices"]]
-    a = _arrow_columns(store, _REQUEST_COLUMNS, True)
-    return pa.table({
-        "device": _arrow_dictionary(a["dev"], devices),
-        "seq": a["seq"],
-        "time_ns": a["time_ns"],
-        "rwbs": _arrow_dictionary(a["rwbs"], tables["rwbs"]),
-        "sector": a["sector"],
-        "nr_sectors": a["nr_sectors"],
-    })
 
 
 def run(scenario: Union[PathLike, Scenario], kernel: Optional[str] = None, *,
