@@ -80,6 +80,8 @@ def test_compare_labels(tiny):
     assert list(table.columns[2:2 + len(IOSTAT_HEADER)]) == IOSTAT_HEADER
     # max_sectors_kb is set to 128 under both kernels: 32 requests each.
     assert list(table["requests"]) == [32, 32]
+    # One run at a time gives the same table.
+    assert table.equals(blkstack.compare(tiny, kernels=["6.1", "7.2"], labels=["old", "new"], jobs=1))
     with pytest.raises(ValueError, match="labels: 1 given for 2 runs"):
         blkstack.compare(tiny, kernels=["6.1", "7.2"], labels=["one"])
 
