@@ -11,7 +11,7 @@ use pyo3::types::{PyBytes, PyDict};
 
 use crate::engine::Progress;
 use crate::run::{profiles_json, progress_line, run_file_full, BlktraceTarget, Output, RunError, RunOptions, RunResult};
-use crate::trace::columns::EventColumns;
+use crate::trace::store::{Column, EventStore, Keep};
 use crate::trace::Action;
 
 create_exception!(_core, ScenarioError, PyException, "A scenario file or option the model cannot accept.");
@@ -141,13 +141,12 @@ fn run(
     Ok(run_checked(py, &path, &opts, progress)?.summary.to_string())
 }
 
-/// Like `run`, and also every event as columns: returns (summary JSON,
-/// {column: bytes}, {table: list}). Columns are little-endian arrays:
-/// time_ns u64, dev u32, action u8, rwbs u16, sector u64, bytes u32,
-/// task u32, error i32, arg u64, from_dev u32. `trace`, `requests`,
-/// `blktrace`, `blktrace_dump`, `progress` and `btt` as `run` takes them.
+/// Like `run`, and also the events, kept compactly: returns (summary
+/// JSON, Events, {table: list}). `events`: keep every event (else the
+/// issued requests only). `trace`, `requests`, `blktrace`,
+/// `blktrace_dump`, `progress` and `btt` as `run` takes them.
 #[pyfunction]
-#[pyo3(signature = (path, kernel=None, sets=Vec::new(), interval=None, check=None, trace=None, requests=None, progress=false, blktrace=None, btt=false, blktrace_dump=None))]
+#[pyo3(signature = (path, kernel=None, sets=Vec::new(), interval=None, check=None, trace=None, requests=None, progress=false, blktrace=None, btt=false, blktrace_dump=None, events=true))]
 #[allow(clippy::too_many_arguments)]
 fn run_columns<'py>(
     py: Python<'py>,
@@ -162,51 +161,112 @@ fn run_columns<'py>(
     blktrace: Option<String>,
     btt: bool,
     blktrace_dump: Option<String>,
-) -> PyResult<(String, Bound<'py, PyDict>, Bound<'py, PyDict>)> {
+    events: bool,
+) -> PyResult<(String, Events, Bound<'py, PyDict>)> {
     let opts = with_check(options(kernel, sets, trace, requests, interval), check)?;
-    let opts = RunOptions { keep_events: true, blktrace: blktrace_targets(blktrace, blktrace_dump), btt, ..opts };
+    let keep = if events { Keep::All } else { Keep::Issues };
+    let opts = RunOptions { keep_events: Some(keep), blktrace: blktrace_targets(blktrace, blktrace_dump), btt, ..opts };
     let r = run_checked(py, &path, &opts, progress)?;
-    let c = EventColumns::build(&r.events);
-    let tables = tables_dict(py, r.devices, r.tasks, &c)?;
-    Ok((r.summary.to_string(), columns_dict(py, &c)?, tables))
+    let store = r.store.unwrap_or_else(|| EventStore::new(keep));
+    let tables = tables_dict(py, r.devices, r.tasks, &store.rwbs_names)?;
+    Ok((r.summary.to_string(), Events { store }, tables))
 }
 
-/// The columns of `run_columns` as a dict of bytes.
-fn columns_dict<'py>(py: Python<'py>, c: &EventColumns) -> PyResult<Bound<'py, PyDict>> {
-    let cols = PyDict::new(py);
-    for (name, data) in [
-        ("time_ns", &c.time_ns),
-        ("dev", &c.dev),
-        ("action", &c.action),
-        ("rwbs", &c.rwbs),
-        ("sector", &c.sector),
-        ("bytes", &c.bytes),
-        ("task", &c.task),
-        ("error", &c.error),
-        ("arg", &c.arg),
-        ("from_dev", &c.from_dev),
-    ] {
-        cols.set_item(name, PyBytes::new(py, data))?;
-    }
-    Ok(cols)
+/// The events of a run or a trace, kept compactly (trace::store): each
+/// column is decoded when asked for, as little-endian bytes that numpy,
+/// pandas and Arrow wrap without a copy.
+#[pyclass(frozen, module = "blkstack._core")]
+struct Events {
+    store: EventStore,
 }
+
+#[pymethods]
+impl Events {
+    fn __len__(&self) -> usize {
+        self.store.len()
+    }
+
+    /// True when every event was kept; False when only the issued
+    /// requests were (`events=False`).
+    #[getter]
+    fn complete(&self) -> bool {
+        self.store.keep() == Keep::All
+    }
+
+    /// Entries of a column: one per event, or with `issues_only` one per
+    /// issued request ('D').
+    #[pyo3(signature = (issues_only=false))]
+    fn rows(&self, issues_only: bool) -> usize {
+        self.store.rows(issues_only)
+    }
+
+    /// Bytes the compact log takes.
+    #[getter]
+    fn nbytes(&self) -> usize {
+        self.store.stream_bytes()
+    }
+
+    /// Columns as little-endian bytes, {name: bytes}, decoded in one pass:
+    /// time_ns u64, dev u32, action u8, rwbs u16, sector u64, bytes u32,
+    /// nr_sectors u32, task u32, error i32, arg u64, from_dev u32, and
+    /// with `issues_only` (one entry per issued request, 'D') also seq i64
+    /// (the request's number on its device, from 0).
+    #[pyo3(signature = (names, issues_only=false))]
+    fn columns<'py>(&self, py: Python<'py>, names: Vec<String>, issues_only: bool) -> PyResult<Bound<'py, PyDict>> {
+        let mut wanted = Vec::new();
+        for name in &names {
+            let col = Column::parse(name).ok_or_else(|| PyValueError::new_err(format!("{name}: no such column")))?;
+            if col == Column::Seq && !issues_only {
+                return Err(PyValueError::new_err("seq: a column of the issued requests only (issues_only=True)"));
+            }
+            wanted.push(col);
+        }
+        let rows = self.store.rows(issues_only);
+        let out = PyDict::new(py);
+        let mut buffers = Vec::new();
+        for (name, col) in names.iter().zip(&wanted) {
+            let bytes = PyBytes::new_with(py, rows * col.width(), |_| Ok(()))?;
+            buffers.push(Buffer(bytes.as_bytes().as_ptr() as *mut u8, rows * col.width()));
+            out.set_item(name, bytes)?;
+        }
+        py.detach(|| {
+            // SAFETY: each buffer is the storage of a bytes object made
+            // just above, of that length, that no Python code has seen yet
+            // (the dict holding it is not returned until the fill is done),
+            // so writing it is CPython's own PyBytes_FromStringAndSize(NULL,
+            // n) then fill; the GIL-free writer is the only one.
+            let mut slices: Vec<(Column, &mut [u8])> =
+                wanted.iter().zip(&buffers).map(|(c, b)| (*c, unsafe { std::slice::from_raw_parts_mut(b.0, b.1) })).collect();
+            self.store.fill(&mut slices, issues_only);
+        });
+        Ok(out)
+    }
+}
+
+/// A bytes object's storage, filled without the GIL (see `Events::columns`).
+struct Buffer(*mut u8, usize);
+// SAFETY: the pointer is only written by the one thread that fills it,
+// while the owning bytes object is held and not yet visible to Python.
+unsafe impl Send for Buffer {}
+unsafe impl Sync for Buffer {}
 
 /// The tables that name what the columns hold: devices (name, major,
 /// minor), tasks (pid, comm), actions and rwbs strings.
-fn tables_dict<'py>(py: Python<'py>, devices: Vec<(String, u32, u32)>, tasks: Vec<(u32, String)>, c: &EventColumns) -> PyResult<Bound<'py, PyDict>> {
+fn tables_dict<'py>(py: Python<'py>, devices: Vec<(String, u32, u32)>, tasks: Vec<(u32, String)>, rwbs: &[String]) -> PyResult<Bound<'py, PyDict>> {
     let tables = PyDict::new(py);
     tables.set_item("devices", devices)?;
     tables.set_item("tasks", tasks)?;
     tables.set_item("actions", Action::ALL.iter().map(|a| a.letter()).collect::<Vec<_>>())?;
-    tables.set_item("rwbs", c.rwbs_names.clone())?;
+    tables.set_item("rwbs", rwbs.to_vec())?;
     Ok(tables)
 }
 
 /// Analyse a trace file (blkparse text, blktrace's binary files or the kernel's ftrace text of the
 /// block tracepoints) as a run is analysed: returns (summary JSON, columns
-/// or None, tables), the columns and tables as `run_columns` gives them
-/// (times relative to the trace's first record). `interval`: seconds of
-/// trace time between iostat snapshots. `events`: also return the columns.
+/// tables), the events and tables as `run_columns` gives them (times
+/// relative to the trace's first record). `interval`: seconds of trace
+/// time between iostat snapshots. `events`: keep every event (else the
+/// issued requests only).
 /// `btt`: also btt's report. `blktrace`, `blktrace_dump`: write the trace
 /// as blktrace's binary files into that directory, or as one dump file.
 #[pyfunction]
@@ -220,7 +280,7 @@ fn trace_stats<'py>(
     btt: bool,
     blktrace: Option<String>,
     blktrace_dump: Option<String>,
-) -> PyResult<(String, Option<Bound<'py, PyDict>>, Bound<'py, PyDict>)> {
+) -> PyResult<(String, Events, Bound<'py, PyDict>)> {
     let parsed = crate::trace::blktrace::read_trace_file(&path).map_err(|e| PyOSError::new_err(format!("{path}: {e}")))?;
     let every = crate::run::interval_ns(interval).map_err(to_py)?;
     let st = py.detach(|| {
@@ -233,11 +293,11 @@ fn trace_stats<'py>(
     for target in blktrace_targets(blktrace, blktrace_dump) {
         py.detach(|| crate::run::write_trace_blktrace(&st, &target)).map_err(to_py)?;
     }
-    let c = if events { st.columns() } else { EventColumns::default() };
+    let keep = if events { Keep::All } else { Keep::Issues };
+    let store = py.detach(|| EventStore::from_trace(keep, &st.events, &st.rwbs, &st.rwbs_names));
     let tasks = st.tasks.iter().map(|t| (t.pid, t.comm.clone())).collect();
-    let tables = tables_dict(py, st.device_table(), tasks, &c)?;
-    let cols = if events { Some(columns_dict(py, &c)?) } else { None };
-    Ok((st.summary(&path).to_string(), cols, tables))
+    let tables = tables_dict(py, st.device_table(), tasks, &store.rwbs_names)?;
+    Ok((st.summary(&path).to_string(), Events { store }, tables))
 }
 
 /// Load and validate a scenario without running it; returns JSON of the
@@ -385,5 +445,8 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(parse_trace, m)?)?;
     m.add_function(wrap_pyfunction!(trace_stats, m)?)?;
     m.add_function(wrap_pyfunction!(version, m)?)?;
+    m.add_class::<Events>()?;
+    m.add("IOSTAT_COLUMNS", crate::stats::iostat::COLUMNS.to_vec())?;
+    m.add("BTT_STAGES", crate::stats::analysis::STAGES.to_vec())?;
     Ok(())
 }

@@ -38,8 +38,9 @@ impl Output {
 
 #[derive(Clone, Debug, Default)]
 pub struct RunOptions {
-    /// Keep every event in memory (for the Python API's columns).
-    pub keep_events: bool,
+    /// Keep events in memory, compactly (the Python API's events and
+    /// requests): every event, or the issued requests only.
+    pub keep_events: Option<crate::trace::store::Keep>,
     pub kernel: Option<String>,
     pub sets: Vec<String>,
     pub trace: Option<Output>,
@@ -266,7 +267,8 @@ pub fn run_file(path: &str, opts: &RunOptions) -> Result<Value, RunError> {
 /// A finished run: its summary, and its events when they were kept.
 pub struct RunResult {
     pub summary: Value,
-    pub events: Vec<crate::trace::Event>,
+    /// The events kept (`RunOptions::keep_events`).
+    pub store: Option<crate::trace::store::EventStore>,
     pub devices: Vec<(String, u32, u32)>,
     pub tasks: Vec<(u32, String)>,
 }
@@ -295,8 +297,8 @@ pub fn run_file_full(path: &str, opts: &RunOptions, tick: &mut dyn FnMut(&Progre
         let devnos = topo.devs.iter().map(|d| (d.major, d.minor)).collect();
         engine.core.tracer.keep_btt(devnos);
     }
-    if opts.keep_events {
-        engine.core.tracer.keep_log();
+    if let Some(keep) = opts.keep_events {
+        engine.core.tracer.keep_store(keep);
     }
     engine.sample_every = interval_ns(opts.interval)?;
     if opts.check_integrity {
@@ -315,10 +317,10 @@ pub fn run_file_full(path: &str, opts: &RunOptions, tick: &mut dyn FnMut(&Progre
         return Err(RunError::Check(format!("{}: {report}", sc.file)));
     }
     let summary = summary(&sc, &engine, &stats);
-    let events = engine.core.tracer.log.take().map(|l| l.events).unwrap_or_default();
+    let store = engine.core.tracer.store.take();
     let devices = crate::trace::columns::device_table(&engine.core.topo);
     let tasks = crate::trace::columns::task_table(&engine.core.tasks);
-    Ok(RunResult { summary, events, devices, tasks })
+    Ok(RunResult { summary, store, devices, tasks })
 }
 
 /// The JSON summary of a finished run.

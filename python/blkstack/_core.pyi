@@ -117,14 +117,41 @@ def run_columns(
     blktrace: str | None = None,
     btt: bool = False,
     blktrace_dump: str | None = None,
-) -> tuple[str, dict[str, bytes], dict[str, list]]:
-    """Like :func:`run`, and also every event as columns: ``(summary JSON,
-    {column: bytes}, {table: list})``. Columns are little-endian arrays:
-    ``time_ns`` u64, ``dev`` u32 (into ``tables["devices"]``: ``(name,
-    major, minor)``), ``action`` u8 (into ``tables["actions"]``), ``rwbs``
-    u16 (into ``tables["rwbs"]``), ``sector`` u64, ``bytes`` u32, ``task``
-    u32 (into ``tables["tasks"]``: ``(pid, comm)``), ``error`` i32, ``arg``
-    u64, ``from_dev`` u32."""
+    events: bool = True,
+) -> tuple[str, Events, dict[str, list]]:
+    """Like :func:`run`, and also the events, kept compactly: ``(summary
+    JSON, Events, {table: list})``. *events*: keep every event (else the
+    issued requests only). The tables name what the columns hold:
+    ``devices`` (``(name, major, minor)`` by ``dev``), ``tasks`` (``(pid,
+    comm)`` by ``task``), ``actions`` (blkparse's letters by ``action``),
+    ``rwbs`` (strings by ``rwbs``)."""
+
+class Events:
+    """The events of a run or a trace, a few bytes each, decoded into
+    columns when asked for."""
+
+    complete: bool
+    """True when every event was kept; False when only the issued requests
+    were (``events=False``)."""
+    nbytes: int
+    """Bytes the kept events take."""
+
+    def __len__(self) -> int: ...
+    def rows(self, issues_only: bool = False) -> int:
+        """Entries of a column: one per event, or per issued request."""
+    def columns(self, names: list[str], issues_only: bool = False) -> dict[str, bytes]:
+        """Columns as little-endian arrays, decoded in one pass:
+        ``time_ns`` u64, ``dev`` u32, ``action`` u8, ``rwbs`` u16,
+        ``sector`` u64, ``bytes`` u32, ``nr_sectors`` u32, ``task`` u32,
+        ``error`` i32, ``arg`` u64 (X: the remainder's sector, A: the source
+        sector, U: the depth), ``from_dev`` u32 (A: the source device); with
+        *issues_only* one entry per issued request ('D') and also ``seq``
+        i64 (the request's number on its device, from 0)."""
+
+IOSTAT_COLUMNS: list[str]
+"""``iostat -x``'s columns, in sysstat's order."""
+BTT_STAGES: list[str]
+"""btt's stages, in btt's order."""
 
 def trace_stats(
     path: str,
@@ -133,14 +160,15 @@ def trace_stats(
     btt: bool = False,
     blktrace: str | None = None,
     blktrace_dump: str | None = None,
-) -> tuple[str, dict[str, bytes] | None, dict[str, list]]:
+) -> tuple[str, Events, dict[str, list]]:
     """Analyse a block trace -- blkparse's default text or the kernel's
     ftrace text of the ``block_*`` tracepoints -- through the analysis a
     simulated run uses: btt stages, merge information, histograms, and
     /proc/diskstats rebuilt from the requests (so iostat figures).
 
-    Returns ``(summary JSON, columns or None, tables)``: the columns and
-    tables as :func:`run_columns` gives them (with *events*), times relative
+    Returns ``(summary JSON, Events, tables)``: the events and tables as
+    :func:`run_columns` gives them (every event with *events*, else the
+    issued requests), times relative
     to the trace's first record and each event's RWBS as the trace printed
     it. The summary has ``trace``, ``format`` (``blkparse``, ``ftrace``,
     ``mixed``), ``events``, ``origin_ns``, ``duration_ns``, ``devices``

@@ -1,7 +1,12 @@
 """The Python API: run scenarios and get pandas DataFrames.
 
-The engine builds every table in Rust; events cross over as one raw array
-per column, so large traces never become Python objects one by one.
+The engine builds every table in Rust. A run keeps its events compactly
+in Rust (a few bytes each); a table is decoded from them when it is first
+asked for and crosses over as one raw array per column, so large traces
+never become Python objects one by one. :meth:`Result.to_arrow` and
+:meth:`Result.to_polars` give the same tables as Arrow tables and polars
+DataFrames, their numeric columns wrapping the engine's arrays without a
+copy.
 
 DataFrames of a :class:`Result` (columns and dtypes):
 
@@ -15,14 +20,16 @@ DataFrames of a :class:`Result` (columns and dtypes):
 ``requests`` -- one row per issued request ('D'), as ``--requests`` writes:
     ``device`` category, ``seq`` int64 (per device, from 0), ``time_ns``
     uint64, ``rwbs`` category, ``sector`` uint64, ``nr_sectors`` uint32.
+    Kept with ``events=False`` too, without the events table.
 ``iostat`` -- ``iostat -x`` figures, one row per device (and interval):
     ``device`` object, ``start_s``/``end_s`` float64, then sysstat's columns
-    (``r/s``, ``rkB/s``, ... ``%util``) as float64.
+    in the order ``iostat -x`` prints them (``r/s``, ``rkB/s``, ...
+    ``%util``: :data:`IOSTAT_COLUMNS`) as float64.
 ``diskstats`` -- the 17 /proc/diskstats fields at the end, per device:
     ``device`` object, then uint64 columns :data:`DISKSTATS_FIELDS`.
 ``latency`` -- btt stage latencies: ``device`` object, ``stage`` object
-    (Q2Q Q2G G2I Q2M I2D D2C Q2C), ``min_s``/``avg_s``/``max_s`` float64,
-    ``n`` int64.
+    (Q2Q Q2G G2I Q2M I2D D2C Q2C, btt's order: :data:`BTT_STAGES`),
+    ``min_s``/``avg_s``/``max_s`` float64, ``n`` int64.
 """
 
 from __future__ import annotations
@@ -46,10 +53,19 @@ DISKSTATS_FIELDS = (
     "flushes", "ms_flushing",
 )
 
+#: ``iostat -x``'s columns, in the order sysstat prints them.
+IOSTAT_COLUMNS = tuple(_core.IOSTAT_COLUMNS)
+#: btt's stages, in the order ``btt`` prints them.
+BTT_STAGES = tuple(_core.BTT_STAGES)
+
+# The engine's columns (trace::store): name -> (numpy dtype, Arrow type name).
 _COLUMN_DTYPES = {
-    "time_ns": "<u8", "dev": "<u4", "action": "u1", "rwbs": "<u2", "sector": "<u8",
-    "bytes": "<u4", "task": "<u4", "error": "<i4", "arg": "<u8", "from_dev": "<u4",
+    "time_ns": "<u8", "dev": "<u4", "action": "u1", "rwbs": "<u2", "sector": "<u8", "bytes": "<u4",
+    "nr_sectors": "<u4", "task": "<u4", "error": "<i4", "arg": "<u8", "from_dev": "<u4", "seq": "<i8",
 }
+_ARROW_TYPES = {"<u8": "uint64", "<u4": "uint32", "u1": "uint8", "<u2": "uint16", "<i4": "int32", "<i8": "int64"}
+# The action code of a remap ('A'), whose from_dev names its source.
+_REMAP = 2
 
 
 def _pandas():
@@ -115,10 +131,10 @@ class Result(Mapping[str, Any]):
     """A finished run: the JSON summary (this object reads like it), and
     DataFrames built on demand."""
 
-    def __init__(self, summary: Dict[str, Any], columns: Optional[Dict[str, bytes]] = None,
+    def __init__(self, summary: Dict[str, Any], events: Any = None,
                  tables: Optional[Dict[str, Any]] = None) -> None:
         self.summary = summary
-        self._columns = columns
+        self._store = events  # blkstack._core.Events, or None
         self._tables = tables or {}
         self._events = None
 
@@ -143,27 +159,21 @@ class Result(Mapping[str, Any]):
         return self.summary.get("sim_time_ns", self.summary.get("duration_ns", 0)) / 1e9
 
     @property
+    def stored_bytes(self) -> int:
+        """Bytes of memory the kept events take (a few per event)."""
+        return 0 if self._store is None else self._store.nbytes
+
+    @property
     def events(self):
         """Every tracepoint event (see the module documentation)."""
         if self._events is None:
-            self._events = _events_frame(self._columns, self._tables)
+            self._events = _events_frame(self._store, self._tables)
         return self._events
 
     @property
     def requests(self):
         """One row per issued request, in issue order."""
-        pd = _pandas()
-        ev = self.events
-        d = ev[ev["action"] == "D"]
-        out = pd.DataFrame({
-            "device": d["device"],
-            "seq": d.groupby("device", observed=True).cumcount().astype("int64"),
-            "time_ns": d["time_ns"],
-            "rwbs": d["rwbs"],
-            "sector": d["sector"],
-            "nr_sectors": d["nr_sectors"],
-        })
-        return out.reset_index(drop=True)
+        return _requests_table(self._store, self._tables, _PandasTables())
 
     @property
     def iostat(self):
@@ -182,7 +192,7 @@ class Result(Mapping[str, Any]):
             for dev, d in self.summary["devices"].items():
                 if "iostat" in d:
                     rows.append({"device": dev, "start_s": 0.0, "end_s": end, **d["iostat"]})
-        return pd.DataFrame(rows)
+        return pd.DataFrame(rows, columns=_in_order(["device", "start_s", "end_s", *IOSTAT_COLUMNS], rows))
 
     @property
     def diskstats(self):
@@ -195,50 +205,188 @@ class Result(Mapping[str, Any]):
 
     @property
     def latency(self):
-        """btt's stage latencies per device, in seconds."""
+        """btt's stage latencies per device, in seconds, stages in btt's order."""
         pd = _pandas()
+        order = {stage: i for i, stage in enumerate(BTT_STAGES)}
         rows = [{"device": dev, "stage": stage, **vals}
                 for dev, d in self.summary["devices"].items()
-                for stage, vals in (d.get("btt") or {}).items()]
+                for stage, vals in sorted((d.get("btt") or {}).items(), key=lambda kv: order.get(kv[0], len(order)))]
         frame = pd.DataFrame(rows, columns=["device", "stage", "min_s", "avg_s", "max_s", "n"])
         return frame.astype({"n": "int64"})
 
+    def to_arrow(self, table: str = "events"):
+        """A table as a :class:`pyarrow.Table`: ``events`` and ``requests``
+        wrap the engine's arrays (no copy of the numeric columns; devices,
+        actions, rwbs and comms as dictionary arrays), the others are
+        converted from their DataFrames."""
+        import pyarrow as pa
 
-def _events_frame(columns: Optional[Dict[str, bytes]], tables: Dict[str, Any]):
-    pd = _pandas()
+        if table == "events":
+            return _events_table(self._store, self._tables, _ArrowTables())
+        if table == "requests":
+            return _requests_table(self._store, self._tables, _ArrowTables())
+        if table in ("iostat", "diskstats", "latency"):
+            return pa.Table.from_pandas(getattr(self, table), preserve_index=False)
+        raise ValueError(f"{table}: no such table (events, requests, iostat, diskstats, latency)")
+
+    def to_polars(self, table: str = "events"):
+        """A table as a polars DataFrame, from :meth:`to_arrow` (numeric
+        columns without a copy). Needs polars (the ``polars`` extra)."""
+        try:
+            import polars
+        except ImportError as exc:
+            raise ImportError("Result.to_polars needs polars: python -m pip install 'blkstack[polars]'") from exc
+        return polars.from_arrow(self.to_arrow(table))
+
+
+def _in_order(columns: List[str], rows: List[Dict[str, Any]]) -> List[str]:
+    """*columns*, then any other key the rows have, in their order."""
+    seen = set(columns)
+    extra = [k for row in rows for k in row if k not in seen and not seen.add(k)]
+    return columns + extra
+
+
+_EVENT_COLUMNS = ["time_ns", "dev", "action", "rwbs", "sector", "nr_sectors", "bytes", "task", "error", "arg",
+                  "from_dev"]
+_REQUEST_COLUMNS = ["dev", "seq", "time_ns", "rwbs", "sector", "nr_sectors"]
+
+
+def _raw(store: Any, names: List[str], issues_only: bool = False) -> Dict[str, Any]:
+    """Engine columns, decoded in one pass, as numpy arrays over their
+    bytes (no copy)."""
     import numpy as np
 
-    if columns is None:
+    return {k: np.frombuffer(v, dtype=_COLUMN_DTYPES[k]) for k, v in store.columns(names, issues_only).items()}
+
+
+def _need_events(store: Any) -> None:
+    if store is None or not store.complete:
         raise ValueError("this result was run without events: use blkstack.run(..., events=True)")
-    raw = {k: np.frombuffer(v, dtype=_COLUMN_DTYPES[k]) for k, v in columns.items()}
+
+
+def _need_requests(store: Any) -> None:
+    if store is None:
+        raise ValueError("this result keeps no requests")
+
+
+def _task_columns(tables: Dict[str, Any]):
+    """Per task id: pid (uint32), comm code (int64) and the comm names."""
+    import numpy as np
+
+    comm_names = [t[1] for t in tables["tasks"]]
+    comms = list(dict.fromkeys(comm_names))
+    code = {c: i for i, c in enumerate(comms)}
+    comm_index = np.array([code[c] for c in comm_names], dtype="int64")
+    pid = np.array([t[0] for t in tables["tasks"]], dtype="uint32")
+    return pid, comm_index, comms
+
+
+class _PandasTables:
+    """How the tables are made as pandas DataFrames: numpy arrays over the
+    engine's bytes, categoricals for names."""
+
+    def __init__(self) -> None:
+        self.pd = _pandas()
+
+    def columns(self, store: Any, names: List[str], issues_only: bool) -> Dict[str, Any]:
+        return _raw(store, names, issues_only)
+
+    def numpy(self, column: Any) -> Any:
+        return column
+
+    def names(self, codes: Any, names: Sequence[str]) -> Any:
+        """*codes* (-1: none) as a column of *names*."""
+        return self.pd.Categorical.from_codes(codes.astype("int64"), categories=list(names))
+
+    def table(self, columns: Dict[str, Any]) -> Any:
+        return self.pd.DataFrame(columns)
+
+
+class _ArrowTables:
+    """How the tables are made as Arrow tables: arrays over the engine's
+    bytes (no copy), dictionary arrays for names."""
+
+    def __init__(self) -> None:
+        import pyarrow
+
+        self.pa = pyarrow
+
+    def columns(self, store: Any, names: List[str], issues_only: bool) -> Dict[str, Any]:
+        return _arrow_columns(store, names, issues_only)
+
+    def numpy(self, column: Any) -> Any:
+        return column.to_numpy(zero_copy_only=True)
+
+    def names(self, codes: Any, names: Sequence[str]) -> Any:
+        """*codes* (-1: none, a null) as a dictionary array of *names*."""
+        pa = self.pa
+        if not isinstance(codes, pa.Array):
+            codes = pa.array(codes.astype("int32"), mask=codes < 0)
+        return pa.DictionaryArray.from_arrays(codes, pa.array(list(names), type=pa.string()))
+
+    def table(self, columns: Dict[str, Any]) -> Any:
+        return self.pa.table(columns)
+
+
+def _events_table(store: Any, tables: Dict[str, Any], make: Any):
+    """The events table, made by *make* (:class:`_PandasTables` or
+    :class:`_ArrowTables`)."""
+    import numpy as np
+
+    _need_events(store)
     devices = [d[0] for d in tables["devices"]]
-    tasks = tables["tasks"]
-
-    def cat(codes, names):
-        return pd.Categorical.from_codes(codes.astype("int64"), categories=names)
-
-    comm_names = [t[1] for t in tasks]
-    comm_categories = list(dict.fromkeys(comm_names))
-    comm_index = np.array([comm_categories.index(c) for c in comm_names], dtype="int64")
-    pid = np.array([t[0] for t in tasks], dtype="uint32")
-    task = raw["task"].astype("int64")
-    from_dev = pd.Categorical.from_codes(
-        np.where(raw["action"] == 2, raw["from_dev"].astype("int64"), -1), categories=devices)
-    return pd.DataFrame({
-        "time_ns": raw["time_ns"],
-        "device": cat(raw["dev"], devices),
-        "action": cat(raw["action"], tables["actions"]),
-        "rwbs": cat(raw["rwbs"], tables["rwbs"]),
-        "sector": raw["sector"],
-        "nr_sectors": (raw["bytes"] >> 9).astype("uint32"),
-        "bytes": raw["bytes"],
+    pid, comm_index, comms = _task_columns(tables)
+    col = make.columns(store, _EVENT_COLUMNS, False)
+    task = make.numpy(col["task"]).astype("int64")
+    remap = make.numpy(col["action"]) == _REMAP
+    from_dev = np.where(remap, make.numpy(col["from_dev"]).astype("int64"), -1)
+    return make.table({
+        "time_ns": col["time_ns"],
+        "device": make.names(col["dev"], devices),
+        "action": make.names(col["action"], tables["actions"]),
+        "rwbs": make.names(col["rwbs"], tables["rwbs"]),
+        "sector": col["sector"],
+        "nr_sectors": col["nr_sectors"],
+        "bytes": col["bytes"],
         "pid": pid[task] if len(task) else np.array([], dtype="uint32"),
-        "comm": pd.Categorical.from_codes(comm_index[task] if len(task) else np.array([], dtype="int64"),
-                                          categories=comm_categories),
-        "error": raw["error"],
-        "arg": raw["arg"],
-        "from_device": from_dev,
+        "comm": make.names(comm_index[task] if len(task) else np.array([], dtype="int64"), comms),
+        "error": col["error"],
+        "arg": col["arg"],
+        "from_device": make.names(from_dev, devices),
     })
+
+
+def _requests_table(store: Any, tables: Dict[str, Any], make: Any):
+    """The issued requests, decoded alone (without the events table), made
+    by *make*."""
+    _need_requests(store)
+    devices = [d[0] for d in tables["devices"]]
+    col = make.columns(store, _REQUEST_COLUMNS, True)
+    return make.table({
+        "device": make.names(col["dev"], devices),
+        "seq": col["seq"],
+        "time_ns": col["time_ns"],
+        "rwbs": make.names(col["rwbs"], tables["rwbs"]),
+        "sector": col["sector"],
+        "nr_sectors": col["nr_sectors"],
+    })
+
+
+def _events_frame(store: Any, tables: Dict[str, Any]):
+    """The events DataFrame (also for the commands that plot a run)."""
+    return _events_table(store, tables, _PandasTables())
+
+
+def _arrow_columns(store: Any, names: List[str], issues_only: bool = False) -> Dict[str, Any]:
+    """Engine columns, decoded in one pass, as Arrow arrays over the same
+    bytes."""
+    import pyarrow as pa
+
+    out = {}
+    for name, data in store.columns(names, issues_only).items():
+        kind = getattr(pa, _ARROW_TYPES[_COLUMN_DTYPES[name]])()
+        out[name] = pa.Array.from_buffers(kind, len(data) // kind.byte_width, [None, pa.py_buffer(data)])
+    return out
 
 
 def run(scenario: Union[PathLike, Scenario], kernel: Optional[str] = None, *,
@@ -256,22 +404,21 @@ def run(scenario: Union[PathLike, Scenario], kernel: Optional[str] = None, *,
     :param trace: also write the blkparse text trace there.
     :param requests: also write the issued-request CSV there.
     :param interval: seconds of simulated time between iostat samples.
-    :param events: keep every event for :attr:`Result.events` (memory grows
-        with the run); ``False`` gives only the summary tables.
+    :param events: keep every event for :attr:`Result.events` (compactly,
+        a few bytes each); ``False`` keeps only the issued requests
+        (:attr:`Result.requests`) beside the summary tables.
     :param blktrace: also write blktrace's binary files into this directory
         (``NAME.blktrace.0`` per disk).
     :raises blkstack.ScenarioError: the scenario or an override is invalid.
     """
     path = os.fspath(scenario)
     set_list = normalise_sets(sets, overrides)
-    if events and trace is None and requests is None and blktrace is None:
-        summary, columns, tables = _core.run_columns(path, kernel, set_list, interval)
-        return Result(json.loads(summary), columns, tables)
-    text = _core.run(path, kernel, set_list,
-                     None if trace is None else os.fspath(trace),
-                     None if requests is None else os.fspath(requests), interval,
-                     blktrace=None if blktrace is None else os.fspath(blktrace))
-    return Result(json.loads(text))
+    summary, store, tables = _core.run_columns(path, kernel, set_list, interval,
+                                               trace=None if trace is None else os.fspath(trace),
+                                               requests=None if requests is None else os.fspath(requests),
+                                               blktrace=None if blktrace is None else os.fspath(blktrace),
+                                               events=events)
+    return Result(json.loads(summary), store, tables)
 
 
 def load_trace(path: PathLike, *, interval: Optional[float] = None, events: bool = True, btt: bool = False,
@@ -291,7 +438,8 @@ def load_trace(path: PathLike, *, interval: Optional[float] = None, events: bool
     ``sda``, ``9,1`` is ``md1``), others by ``MAJ,MIN``.
 
     :param interval: seconds of trace time between iostat snapshots.
-    :param events: keep every event for :attr:`Result.events`.
+    :param events: keep every event for :attr:`Result.events` (``False``:
+        the issued requests only).
     :param btt: also btt's report in ``summary["reports"]["btt"]`` (what
         ``btt -A`` prints for the trace).
     :param blktrace: a directory to write the trace into as blktrace's
@@ -313,24 +461,43 @@ def load_trace(path: PathLike, *, interval: Optional[float] = None, events: bool
 
 
 def compare(scenario: Union[PathLike, Scenario], kernels: Sequence[str] = ("6.1", "6.12"), *,
-            sets: Union[None, Mapping[str, Any], Sequence[Any]] = None):
+            sets: Union[None, Mapping[str, Any], Sequence[Any]] = None,
+            labels: Optional[Sequence[str]] = None, jobs: Optional[int] = None):
     """Run one scenario under several kernels (or several override sets,
     given as a list of mappings in *sets*) and return a DataFrame with one
-    row per run and device: the figures ``blkstack compare`` shows
-    (requests, mean_request_kib, merges, bios_queued, splits, zero_seek_pct,
-    throughput_mb_s), every iostat -x column and the simulated time."""
+    row per run and device: ``run`` (the run's label), ``device``, every
+    iostat -x column in iostat's order, the figures ``blkstack compare``
+    shows (requests, mean_request_kib, merges, bios_queued, splits,
+    zero_seek_pct, throughput_mb_s) and the simulated time.
+
+    :param labels: the runs' names in the ``run`` column, one per kernel
+        (or per override set); by default the kernel, or the overrides as
+        ``key=value,...``.
+    :param jobs: at most this many runs at once (default: one per
+        processor); the table is the same for every value.
+    """
+    from blkstack.cli.parallel import Runs
+
     pd = _pandas()
     variants: List[tuple] = []
     if isinstance(sets, Sequence) and not isinstance(sets, (str, bytes)) and sets and isinstance(sets[0], Mapping):
         variants = [(kernels[0] if kernels else None, s, ",".join(f"{k}={v}" for k, v in s.items())) for s in sets]
     else:
         variants = [(k, sets, k) for k in kernels]
+    if labels is not None:
+        labels = [str(label) for label in labels]
+        if len(labels) != len(variants):
+            raise ValueError(f"labels: {len(labels)} given for {len(variants)} runs")
+        variants = [(kernel, s, label) for (kernel, s, _), label in zip(variants, labels)]
+    path = os.fspath(scenario)
+    with Runs(jobs, most=len(variants)) as pool:
+        futures = [pool.submit(_core.run, path, kernel, normalise_sets(s)) for kernel, s, _ in variants]
+        summaries = [json.loads(f.result()) for f in futures]
     rows = []
-    for kernel, s, label in variants:
-        r = run(scenario, kernel, sets=s, events=False)
+    for (_, _, label), r in zip(variants, summaries):
         for dev, d in r["devices"].items():
             if "iostat" not in d:
                 continue
             rows.append({"run": label, "device": dev, **d["iostat"], **device_figures(d),
                          "sim_time_s": r["sim_time_ns"] / 1e9})
-    return pd.DataFrame(rows)
+    return pd.DataFrame(rows, columns=_in_order(["run", "device", *IOSTAT_COLUMNS], rows))

@@ -10,6 +10,7 @@ pub mod blktrace;
 pub mod columns;
 pub mod parse;
 pub mod requests;
+pub mod store;
 pub mod text;
 
 use std::io;
@@ -212,6 +213,8 @@ pub struct Tracer {
     on: bool,
     sinks: Vec<Box<dyn TraceSink>>,
     pub log: Option<EventLog>,
+    /// The compact log the Python API reads (`blkstack.run()`).
+    pub store: Option<store::EventStore>,
     /// btt-style analysis and histograms of the events.
     pub analysis: Option<crate::stats::analysis::Analysis>,
     /// btt's own bookkeeping (`--btt`).
@@ -233,6 +236,12 @@ impl Tracer {
         self.on = !self.paused;
     }
 
+    /// Keep events compactly too (see [`Tracer::store`]).
+    pub fn keep_store(&mut self, keep: store::Keep) {
+        self.store = Some(store::EventStore::new(keep));
+        self.on = !self.paused;
+    }
+
     /// Analyse events (btt stages, merge information, histograms).
     pub fn keep_analysis(&mut self) {
         self.analysis = Some(Default::default());
@@ -248,7 +257,7 @@ impl Tracer {
     /// Stop (`true`) or resume tracing: nobody hears events meanwhile.
     pub fn pause(&mut self, paused: bool) {
         self.paused = paused;
-        self.on = !paused && (!self.sinks.is_empty() || self.log.is_some() || self.analysis.is_some() || self.btt.is_some());
+        self.on = !paused && (!self.sinks.is_empty() || self.log.is_some() || self.store.is_some() || self.analysis.is_some() || self.btt.is_some());
     }
 
     /// Whether anyone listens; callers skip building events otherwise.
@@ -260,6 +269,9 @@ impl Tracer {
     pub fn emit(&mut self, ev: Event, ctx: &TraceCtx) {
         if let Some(log) = &mut self.log {
             log.events.push(ev);
+        }
+        if let Some(store) = &mut self.store {
+            store.push(&ev);
         }
         if let Some(a) = &mut self.analysis {
             a.add(&ev);
