@@ -11,11 +11,16 @@ the test run: figures depend on the machine.
     python bench/bench.py --instructions [WORKLOAD...]
     python bench/bench.py --instructions --trace [WORKLOAD...]   # what --trace adds, per line
     python bench/bench.py --host-cpu vm [--instructions] [WORKLOAD...]   # with the host CPU model on
+    python bench/bench.py --baseline OTHER/bin/python [--instructions] [WORKLOAD...]
 
 Timings move with whatever else the machine runs. --instructions counts
 instead the instructions one run executes (valgrind's callgrind, in a fresh
 interpreter, less the interpreter's own start): slow, but the same from run
-to run, for comparing two versions of the engine.
+to run, for comparing two versions of the engine. --baseline PYTHON
+measures each workload under this interpreter (A) and under another
+installation of blkstack (B: another virtual environment or checkout) in
+the same invocation and prints A/B; timings then come from fresh
+processes, A B A B ..., as median [least-most] of the engine's wall time.
 """
 
 import json
@@ -26,6 +31,17 @@ import time
 from pathlib import Path
 
 import blkstack
+
+SEED_002 = Path(blkstack.__file__).parent / "scenarios" / "raid10-discard.toml"
+
+
+def seed_002(kernel: str, member_size: str) -> str:
+    """Seed 002's stack (md raid10 over four NVMe, mkfs.xfs discarding the
+    whole array) on `kernel`, with members of `member_size`."""
+    text = SEED_002.read_text()
+    text = text.replace('kernel = "5.13"', f'kernel = "{kernel}"', 1)
+    return text.replace("size = 1900000000000", f"size = {member_size}")
+
 
 WORKLOADS = {
     # 10 GiB of dd bs=1M O_DIRECT reads at max_sectors_kb=128: every 1 MiB
@@ -94,10 +110,18 @@ type = "fio"
 args = ["--name=r", "--filename=nvme0n1", "--rw=randread", "--bsrange=4k-64k", "--direct=1",
         "--ioengine=libaio", "--iodepth=32", "--size=16G", "--number_ios=1000000"]
 """,
+    # Seed 002 before (5.8): raid10 discards its whole array chunk by
+    # chunk through the write path, at a twentieth of the seed's size
+    # (members of 95 GB: about 1.1 million bios; the full size's
+    # 21.7 million take bench/cli.py's seed002 case).
+    "seed002-before-20th": seed_002("5.8", "95000000000"),
+    # Whole-array discards of raid10 on 100 TiB members (6.1: one discard
+    # per member range): the conservation check maps each root's range.
+    "raid10-discard-100t": seed_002("6.1", '"100TiB"'),
 }
 
 # Targets in bios per second, for the workloads that have one.
-TARGETS = {"dd-10g": 5e6, "merge-4k-mq-deadline": 5e6}
+TARGETS = {"dd-10g": 5e6, "merge-4k-mq-deadline": 10e6}
 
 
 def bench(name: str, text: str, repeat: int = 3) -> dict:
@@ -114,13 +138,13 @@ def bench(name: str, text: str, repeat: int = 3) -> dict:
         return best
 
 
-def callgrind_instructions(code: str) -> int:
+def callgrind_instructions(code: str, python: str = sys.executable) -> int:
     """Instructions callgrind counts for `python -c code`."""
     # Imported here: the timing mode's peak-RSS column should not grow.
     import re
     import subprocess
 
-    cmd = ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", sys.executable, "-c", code]
+    cmd = ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", python, "-c", code]
     out = subprocess.run(cmd, capture_output=True, text=True, check=True).stderr
     m = re.search(r"Collected : (\d+)", out)
     if not m:
@@ -163,8 +187,56 @@ def trace_instructions(names: list[str]) -> int:
     return 0
 
 
+def spread(values: list[float]) -> str:
+    import statistics
+
+    return f"{statistics.median(values):.4f} [{min(values):.4f}-{max(values):.4f}]"
+
+
+def baseline_compare(names: list[str], baseline: str, count: bool, repeat: int = 3) -> int:
+    """Each workload under this interpreter (A) and `baseline` (B): the
+    instructions of one run each, or the engine's wall time of `repeat`
+    fresh runs each, A B A B ...; then A/B."""
+    import subprocess
+
+    start = "import blkstack._core as c"
+    what = "instructions" if count else "engine wall s and run cpu s, median [least-most]"
+    print(f"{'workload':<22} {'bios':>10}  A ({what}) / B / A÷B")
+    for n in names:
+        with tempfile.TemporaryDirectory() as d:
+            path = Path(d) / "w.toml"
+            path.write_text(WORKLOADS[n])
+            bios = json.loads(blkstack._core.run(str(path)))["bios"]
+            if count:
+                a = callgrind_instructions(f"{start}; c.run({str(path)!r})") - callgrind_instructions(start)
+                b = callgrind_instructions(f"{start}; c.run({str(path)!r})", baseline) - callgrind_instructions(start, baseline)
+                print(f"{n:<22} {bios:>10}  A {a:,} ({a / bios:,.0f}/bio)  B {b:,} ({b / bios:,.0f}/bio)  A/B {a / b:.3f}")
+                continue
+            # The engine's wall time, and the processor time of the run.
+            code = (f"{start}; import json, resource; r = lambda: sum(resource.getrusage(0)[:2]); t = r(); "
+                    f"w = json.loads(c.run({str(path)!r}))['wall_time_s']; print(w, r() - t)")
+            got: dict[str, list[float]] = {"A wall": [], "B wall": [], "A cpu": [], "B cpu": []}
+            for _ in range(repeat):
+                for python, side in ((sys.executable, "A"), (baseline, "B")):
+                    r = subprocess.run([python, "-c", code], capture_output=True, text=True, check=True)
+                    wall, cpu = map(float, r.stdout.split())
+                    got[f"{side} wall"].append(wall)
+                    got[f"{side} cpu"].append(cpu)
+            for kind in ("wall", "cpu"):
+                a, b = got[f"A {kind}"], got[f"B {kind}"]
+                ratios = [x / y for x, y in zip(a, b)]
+                print(f"{n:<22} {bios:>10}  {kind:<4} A {spread(a)}  B {spread(b)}  A/B {spread(ratios)}")
+        sys.stdout.flush()
+    return 0
+
+
 def main(argv: list[str]) -> int:
     args = argv[1:]
+    baseline = None
+    if "--baseline" in args:
+        i = args.index("--baseline")
+        baseline = args[i + 1] if i + 1 < len(args) else ""
+        del args[i:i + 2]
     if "--host-cpu" in args:
         # Every workload with the host CPU model of this class on.
         i = args.index("--host-cpu")
@@ -179,6 +251,8 @@ def main(argv: list[str]) -> int:
     if unknown:
         print(f"bench: unknown workload {', '.join(unknown)} (known: {', '.join(WORKLOADS)})", file=sys.stderr)
         return 2
+    if baseline is not None:
+        return baseline_compare(names, baseline, count)
     if count:
         return trace_instructions(names) if traced else instructions(names)
     print(f"{'workload':<20} {'bios':>10} {'engine s':>9} {'bios/s':>12} {'target':>12} {'sim s':>8} {'live':>5} {'maxrss MiB':>10}")

@@ -23,6 +23,13 @@ Cases:
             (target 0.15 s end to end)
   seeds     blkstack seeds (target 10 s; with two cores, --jobs 2 at least
             1.7 times as fast as --jobs 1)
+  seed002   blkstack run of seed 002 full size, before (--kernel 5.8: about
+            21.7 million bios; target 2.0 s)
+  raid10-100t  blkstack run of seed 002's whole-array discard on 100 TiB
+            members, 6.1 (target 0.2 s)
+  merge-4k  blkstack run of bench.py's merge-4k-mq-deadline (2 million
+            bios; target 0.2 s, 10 million bios/s)
+Processor seconds are the steadier figure on a loaded machine.
 """
 
 from __future__ import annotations
@@ -39,7 +46,7 @@ from typing import Dict, List, NamedTuple, Optional, Sequence
 
 ROOT = Path(__file__).resolve().parents[1]
 SCENARIOS = sorted((ROOT / "validate" / "scenarios").glob("*.toml"))
-TARGETS = {"version": 0.1, "help": 0.1, "run": 0.15, "seeds": 10.0}
+TARGETS = {"version": 0.1, "help": 0.1, "run": 0.15, "seeds": 10.0, "seed002": 2.0, "raid10-100t": 0.2, "merge-4k": 0.2}
 QUICK = ("version", "help", "run")
 
 
@@ -78,6 +85,33 @@ def timed(cmd: Sequence[str]) -> Sample:
     return Sample(wall, children_cpu() - cpu)
 
 
+def scenario_file(name: str) -> List[str]:
+    """`run` arguments of a speed case: a scenario written from bench.py's
+    workloads into a directory that lasts as long as this process."""
+    import atexit
+    import shutil
+    import tempfile
+
+    sys.path.insert(0, str(ROOT / "bench"))
+    import bench  # the workloads' text
+
+    workload = {"raid10-100t": "raid10-discard-100t", "merge-4k": "merge-4k-mq-deadline"}[name]
+    d = tempfile.mkdtemp(prefix="blkstack-bench-")
+    atexit.register(shutil.rmtree, d, True)
+    path = Path(d) / f"{name}.toml"
+    path.write_text(bench.WORKLOADS[workload])
+    return ["run", str(path)]
+
+
+def speed_args(name: str) -> List[str]:
+    """`blkstack` arguments of a speed case."""
+    if name == "seed002":
+        import blkstack
+
+        return ["run", str(Path(blkstack.__file__).parent / "scenarios" / "raid10-discard.toml"), "--kernel", "5.8"]
+    return scenario_file(name)
+
+
 def cases(names: Sequence[str], python: str, baseline: Optional[str]) -> List[Case]:
     cmd = blkstack_command(python)
     other = blkstack_command(baseline) if baseline else None
@@ -100,8 +134,12 @@ def cases(names: Sequence[str], python: str, baseline: Optional[str]) -> List[Ca
             else:
                 out.append(Case("seeds", cmd + ["seeds", "--jobs", "2"], cmd + ["seeds", "--jobs", "1"],
                                 "--jobs 2", "--jobs 1", TARGETS["seeds"]))
+        elif name in ("seed002", "raid10-100t", "merge-4k"):
+            args = speed_args(name)
+            b, b_label = (other + args, "baseline") if other else (bare, "python -c pass")
+            out.append(Case(name, cmd + args, b, "blkstack run", b_label, TARGETS[name]))
         else:
-            raise SystemExit(f"bench: unknown case {name} (known: version, help, run, seeds)")
+            raise SystemExit(f"bench: unknown case {name} (known: version, help, run, seeds, seed002, raid10-100t, merge-4k)")
     return out
 
 
@@ -141,15 +179,15 @@ def report(case: Case, got: Dict[str, List[float]]) -> None:
 
 def main(argv: Sequence[str]) -> int:
     p = argparse.ArgumentParser(prog="bench/cli.py", description=__doc__.split("\n\n")[0])
-    p.add_argument("cases", nargs="*", metavar="CASE", help="version, help, run, seeds (default: the first three)")
+    p.add_argument("cases", nargs="*", metavar="CASE", help="version, help, run, seeds, seed002, raid10-100t, merge-4k (default: the first three)")
     p.add_argument("--baseline", metavar="PYTHON", help="the interpreter of another blkstack installation")
-    p.add_argument("--repeat", type=int, default=5, help="pairs of runs per case (default 5; seeds 3)")
+    p.add_argument("--repeat", type=int, default=5, help="pairs of runs per case (default 5; seeds and seed002 3)")
     args = p.parse_args(argv)
     names = args.cases or list(QUICK)
     print(f"# {time.strftime('%Y-%m-%d %H:%M:%S UTC', time.gmtime())}, {os.cpu_count()} cpus, "
           f"load {os.getloadavg()[0]:.1f}; seconds as median [least-most]")
     for case in cases(names, sys.executable, args.baseline):
-        repeat = min(args.repeat, 3) if case.name == "seeds" and args.repeat == 5 else args.repeat
+        repeat = min(args.repeat, 3) if case.name in ("seeds", "seed002") and args.repeat == 5 else args.repeat
         report(case, measure(case, repeat))
     return 0
 

@@ -12,7 +12,7 @@ use std::borrow::Borrow;
 use std::collections::VecDeque;
 use std::time::Instant;
 
-use crate::bio::{req, Bio, BioId, BioVecs, Op, PAGE_SIZE};
+use crate::bio::{req, BioId, Op, PAGE_SIZE};
 use crate::disk::{DiskModel, ServiceModel};
 use crate::genhd::{DevId, DiskKind, Driver, Queue, Topology};
 use crate::loopdev::{do_req_filebacked, LoopBacking, LoopCmd};
@@ -413,8 +413,7 @@ impl Engine {
         let spec = spec.borrow();
         // bio_associate_blkg: the bio belongs to its submitter's cgroup.
         let blkcg = self.tasks[task as usize].blkcg;
-        let bio = Bio { owner, cookie, blkcg, ..Bio::new(spec.dev, spec.op, spec.flags, spec.sector, spec.size, BioVecs::new(&spec.bvecs)) };
-        let id = self.core.alloc_bio(bio);
+        let id = self.core.alloc_root_bio(spec.dev, spec.op, spec.flags, spec.sector, spec.size, &spec.bvecs, owner, cookie, blkcg);
         self.core.current = task;
         // submit_bio: the checks follow the submitter's bio (also one the
         // 7.x crypto fallback never submits itself).

@@ -10,7 +10,7 @@
 use std::collections::binary_heap::PeekMut;
 use std::collections::{BinaryHeap, VecDeque};
 
-use crate::bio::{bvec_iter_advance, req, Bio, BioId, Op, SECTOR_SHIFT};
+use crate::bio::{bvec_iter_advance, req, Bio, BioId, BioVecs, Bvec, BvecIter, Op, SECTOR_SHIFT};
 use crate::check::Checker;
 use crate::genhd::{DevId, Driver, Topology};
 use crate::host_cpu::{CpuCosts, HostCpu};
@@ -350,6 +350,26 @@ impl BlockCore {
                 (self.bios.len() - 1) as BioId
             }
         }
+    }
+
+    /// `bio_alloc` + `bio_init` of a submitter's bio: what [`Bio::new`]
+    /// sets (with its owner, cookie and cgroup) written field by field into
+    /// a free slot. Every root bio comes through here, and building a whole
+    /// bio to move it into its slot costs more. (The pattern names every
+    /// field, so a new one must be set here too.)
+    #[inline(always)]
+    #[allow(clippy::too_many_arguments)]
+    pub fn alloc_root_bio(&mut self, dev: DevId, op: Op, flags: u32, sector: u64, size: u32, bvecs: &[Bvec], owner: u32, cookie: u32, blkcg: u16) -> BioId {
+        let Some(id) = self.take_free_slot() else {
+            self.bios.push(Bio { owner, cookie, blkcg, ..Bio::new(dev, op, flags, sector, size, BioVecs::new(bvecs)) });
+            return (self.bios.len() - 1) as BioId;
+        };
+        let Bio { dev: b_dev, op: b_op, flags: b_flags, iter, bvecs: b_bvecs, traced, remapped, parent, remaining, in_request, bi_next, owner: b_owner, cookie: b_cookie, acct_start, acct_sectors, status, blkcg: b_blkcg, throtl } = &mut self.bios[id as usize];
+        (*b_dev, *b_op, *b_flags, *iter) = (dev, op, flags, BvecIter { sector, size, idx: 0, bvec_done: 0 });
+        *b_bvecs = BioVecs::new(bvecs);
+        (*traced, *remapped, *parent, *remaining, *in_request, *bi_next) = (false, false, None, 1, false, None);
+        (*b_owner, *b_cookie, *acct_start, *acct_sectors, *status, *b_blkcg, *throtl) = (owner, cookie, 0, crate::bio::NO_ACCT, 0, blkcg, 0);
+        id
     }
 
     /// Count a new bio object; a free slot for it, if there is one.

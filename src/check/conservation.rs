@@ -78,10 +78,27 @@ pub struct Miscount {
     pub max: Option<u32>,
 }
 
+/// Buffers [`compare`] fills and empties for every root it sweeps, kept
+/// from one root to the next so that checking allocates nothing once they
+/// have grown (a whole-array discard's root spans every member).
+#[derive(Debug, Default)]
+pub struct Scratch {
+    leaves: Vec<DevId>,
+    got: Vec<(u64, u64)>,
+    want: Vec<(u64, u64, Bounds)>,
+    /// [`sweep`]'s boundaries.
+    ev: Vec<(u64, i32, i32, i32, i32)>,
+}
+
 /// Compare one root's leaf pieces with its reference runs; `op` is the
 /// root's op (its reads, if any, are pre-reads checked against the runs
 /// marked `read`).
 pub fn compare(issued: &Issued, expected: &[Run], op: Op, out: &mut Vec<Miscount>) {
+    compare_in(issued, expected, op, out, &mut Scratch::default());
+}
+
+/// [`compare`] in reused buffers.
+pub fn compare_in(issued: &Issued, expected: &[Run], op: Op, out: &mut Vec<Miscount>, scratch: &mut Scratch) {
     // Most roots reach one disk as one contiguous range that is exactly
     // their one run: nothing to sweep.
     if let ([run], [(leaf, kind, start, end)]) = (expected, issued.ranges()) {
@@ -90,17 +107,21 @@ pub fn compare(issued: &Issued, expected: &[Run], op: Op, out: &mut Vec<Miscount
             return;
         }
     }
-    let mut leaves: Vec<DevId> = expected.iter().map(|r| r.leaf).chain(issued.ranges().iter().map(|k| k.0)).collect();
+    let Scratch { leaves, got, want, ev } = scratch;
+    leaves.clear();
+    leaves.extend(expected.iter().map(|r| r.leaf).chain(issued.ranges().iter().map(|k| k.0)));
     leaves.sort_unstable();
     leaves.dedup();
-    for leaf in leaves {
+    for &leaf in leaves.iter() {
         for (kind, read) in [(op, false), (Op::Read, true)] {
             if read && op == Op::Read {
                 continue;
             }
-            let got: Vec<(u64, u64)> = issued.ranges().iter().filter(|k| k.0 == leaf && k.1 == kind).map(|k| (k.2, k.3)).collect();
-            let want: Vec<(u64, u64, Bounds)> = expected.iter().filter(|r| r.leaf == leaf && r.read == read).map(|r| (r.phys, r.phys + r.len, r.bounds)).collect();
-            sweep(leaf, kind, &got, &want, out);
+            got.clear();
+            got.extend(issued.ranges().iter().filter(|k| k.0 == leaf && k.1 == kind).map(|k| (k.2, k.3)));
+            want.clear();
+            want.extend(expected.iter().filter(|r| r.leaf == leaf && r.read == read).map(|r| (r.phys, r.phys + r.len, r.bounds)));
+            sweep(leaf, kind, got, want, out, ev);
         }
     }
 }
@@ -108,9 +129,9 @@ pub fn compare(issued: &Issued, expected: &[Run], op: Op, out: &mut Vec<Miscount
 /// One pass over the boundaries of both lists: each elementary piece's
 /// issue count against the bounds of the runs covering it (overlapping
 /// runs add up; no run means "never").
-fn sweep(leaf: DevId, op: Op, got: &[(u64, u64)], want: &[(u64, u64, Bounds)], out: &mut Vec<Miscount>) {
+fn sweep(leaf: DevId, op: Op, got: &[(u64, u64)], want: &[(u64, u64, Bounds)], out: &mut Vec<Miscount>, ev: &mut Vec<(u64, i32, i32, i32, i32)>) {
     // (position, issued delta, min delta, max delta, unbounded delta)
-    let mut ev: Vec<(u64, i32, i32, i32, i32)> = Vec::with_capacity(2 * (got.len() + want.len()));
+    ev.clear();
     for &(s, e) in got {
         ev.push((s, 1, 0, 0, 0));
         ev.push((e, -1, 0, 0, 0));
@@ -122,7 +143,7 @@ fn sweep(leaf: DevId, op: Op, got: &[(u64, u64)], want: &[(u64, u64, Bounds)], o
     }
     ev.sort_unstable_by_key(|e| e.0);
     let (mut c, mut min, mut max, mut inf, mut at) = (0i32, 0i32, 0i32, 0i32, 0u64);
-    for (x, dc, dmin, dmax, dinf) in ev {
+    for &(x, dc, dmin, dmax, dinf) in ev.iter() {
         if x > at && (c != 0 || min != 0) {
             let bad = c < min || (inf == 0 && c > max);
             if bad {

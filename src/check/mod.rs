@@ -46,6 +46,14 @@ struct RootState {
     /// the partition start). Its sectors have one home each, found without
     /// mapping.
     plain: Option<(DevId, u64)>,
+    /// A plain root whose pieces so far continue one another from its
+    /// first sector, each of its op, on its disk, at its own place (what
+    /// nearly every plain root's pieces do): they are kept as one count,
+    /// `cursor` (the whole-disk sector the next such piece starts at), and
+    /// go into `issued` and `reads` only when a piece breaks the streak
+    /// ([`RootState::end_streak`]) or the root completes short of its end.
+    streak: bool,
+    cursor: u64,
     /// The submitter's pages (none once finished), and where the root
     /// starts in them (bytes). A piece is the submitter's data when its
     /// bio holds the same pages (a clone or split of the root).
@@ -68,6 +76,45 @@ struct RootState {
 }
 
 impl RootState {
+    /// Is this leaf piece the next of the root's streak (see `streak`)?
+    /// Then it is counted.
+    #[inline(always)]
+    fn extend_streak(&mut self, bio: &Bio, phys: u64, n: u64) -> bool {
+        let Some((disk, offset)) = self.plain else { return false };
+        if !(self.streak && bio.dev == disk && bio.op == self.op && phys == self.cursor) {
+            return false;
+        }
+        // A data piece must carry the submitter's pages at this place, as
+        // `Checker::check_placement` requires.
+        if bio.op.has_data() && !(bio.bvecs.same_pages(&self.bvecs) && self.start + ((data_offset(&bio.bvecs, &bio.iter) - self.base) >> SECTOR_SHIFT) + offset == phys) {
+            return false;
+        }
+        self.cursor += n;
+        true
+    }
+
+    /// The streak's pieces into `issued` (and `reads`), as the piece by
+    /// piece bookkeeping would have them: one range, since each continued
+    /// the last (for reads, one piece tiles as its parts do).
+    fn end_streak(&mut self) {
+        if !std::mem::take(&mut self.streak) {
+            return;
+        }
+        let (disk, offset) = self.plain.expect("a streak is a plain root's");
+        let first = self.start + offset;
+        if self.cursor > first {
+            self.issued.push(disk, self.op, first, self.cursor);
+            if self.op == Op::Read {
+                self.reads.push((self.start, self.cursor - first));
+            }
+        }
+    }
+
+    /// Did the streak reach the root's end?
+    fn streak_complete(&self) -> bool {
+        self.streak && self.plain.is_some_and(|(_, offset)| self.cursor == self.start + offset + self.sectors)
+    }
+
     /// Back to empty for the next root, keeping the buffers.
     fn recycle(&mut self) {
         self.bvecs = BioVecs::default();
@@ -99,6 +146,8 @@ pub struct Checker {
     pub violation_count: u64,
     /// Reused for every placement check (one per bio reaching a disk).
     scratch: Option<Runs>,
+    /// Reused for every root compared with its reference runs.
+    compare_scratch: conservation::Scratch,
 }
 
 /// Byte offset of `iter` in a bvec table.
@@ -191,6 +240,8 @@ impl Checker {
         st.start = start;
         st.sectors = sectors;
         st.plain = plain_disk(&self.layouts, bio.dev);
+        st.streak = st.plain.is_some() && self.oracle.is_none();
+        st.cursor = st.plain.map_or(0, |(_, offset)| start + offset);
         st.bvecs = bio.bvecs.clone();
         st.base = data_offset(&bio.bvecs, &bio.iter);
         st.errors_at_start = errors;
@@ -211,6 +262,10 @@ impl Checker {
             return;
         }
         let (leaf, phys) = (bio.dev, bio.iter.sector);
+        if st.extend_streak(bio, phys, n) {
+            return;
+        }
+        st.end_streak();
         st.issued.push(leaf, bio.op, phys, phys + n);
         let allowed = bio.op == st.op || (bio.op == Op::Read && st.op == Op::Write);
         let attributed = bio.op.has_data() && bio.bvecs.same_pages(&st.bvecs);
@@ -301,6 +356,12 @@ impl Checker {
             return;
         }
         self.roots_checked += 1;
+        // A streak over the whole root is what both checks below pass at
+        // once (one range, exactly the root's; reads tiling it once).
+        if st.streak_complete() && (st.op == Op::Read || self.mapper(st.op).leaf_takes_op(st.plain.expect("plain").0)) {
+            return;
+        }
+        st.end_streak();
         if st.op == Op::Read {
             self.check_read_tiling(topo, st);
         } else if st.sectors > 0 {
@@ -332,7 +393,7 @@ impl Checker {
         }
         self.expected(st);
         let mut bad: Vec<Miscount> = Vec::new();
-        conservation::compare(&st.issued, &st.expected.runs, st.op, &mut bad);
+        conservation::compare_in(&st.issued, &st.expected.runs, st.op, &mut bad, &mut self.compare_scratch);
         for m in bad.iter().take(4) {
             let msg = format!("{} #{} of {} [{}, {}): {}", st.op.name(), st.seq, topo.dev(st.dev).name, st.start, st.start + st.sectors, conservation::describe(topo, m));
             self.violation(msg);
@@ -386,5 +447,68 @@ impl Checker {
         }
         self.roots[root as usize] = Some(st);
         out.into_iter().for_each(|m| self.violation(m));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::genhd::{DiskKind, Driver, Queue};
+    use crate::limits::{resolve, LimitsModel, SysfsWrites};
+
+    /// sda (device 0) and its partition sda1 (device 1) from sector 2048.
+    fn sda_with_partition() -> Topology {
+        let beh = crate::profile::profile("6.12").expect("profile").behaviour;
+        let (limits, attrs) = resolve(&DiskKind::Sata.driver_limits(&beh), &SysfsWrites::default(), LimitsModel::Legacy, 2560).expect("limits");
+        let mut t = Topology::default();
+        let sda = t.add_disk("sda", DiskKind::Sata, 1 << 24, Queue { limits, attrs }, Driver::Mq(0));
+        t.add_partition(sda, "sda1", 1, 2048, 1 << 20);
+        t
+    }
+
+    /// A piece on sda at `sector` of `bytes`, `skip` bytes into `pages`.
+    fn piece(op: Op, sector: u64, bytes: u32, pages: &BioVecs, skip: u32) -> Bio {
+        let mut b = Bio::new(0, op, 0, sector, bytes, pages.clone());
+        b.iter.bvec_done = skip;
+        b
+    }
+
+    #[test]
+    fn plain_roots_catch_misplaced_missing_and_doubled_pieces() {
+        let topo = sda_with_partition();
+        let mut c = Checker::new();
+        let pages = BioVecs::new(&[Bvec { phys: 1 << 20, len: 16384 }]);
+        // 1: a 16 KiB write at sda1 sector 8, whose home is sda [2056,
+        // 2088): its front 4 KiB at 2056 and the rest, 4 KiB into the
+        // pages (top sectors 16..40), at 2064. Nothing to report.
+        c.root_submitted(&topo, &Bio::new(1, Op::Write, 0, 8, 16384, pages.clone()), 1, 0);
+        c.leaf_queued(&topo, &piece(Op::Write, 2056, 4096, &pages, 0), 1);
+        c.leaf_queued(&topo, &piece(Op::Write, 2064, 12288, &pages, 4096), 1);
+        c.root_done(&topo, 1, 0, 0);
+        assert_eq!((c.violation_count, c.roots_checked), (0, 1));
+        // 2: the same, its rest issued at 2072: that piece is misplaced
+        // (top sectors 16..40 live at 2064..2088), and at completion
+        // [2064, 2072) was written 0 times, [2088, 2096) once where no
+        // copy lives: three violations.
+        c.root_submitted(&topo, &Bio::new(1, Op::Write, 0, 8, 16384, pages.clone()), 1, 0);
+        c.leaf_queued(&topo, &piece(Op::Write, 2056, 4096, &pages, 0), 1);
+        c.leaf_queued(&topo, &piece(Op::Write, 2072, 12288, &pages, 4096), 1);
+        c.root_done(&topo, 1, 0, 0);
+        assert_eq!(c.violation_count, 3, "{:?}", c.violations);
+        assert!(c.violations[0].contains("sda sectors [2072, 2096) got its sectors [16, 40), which live at sda [2064, 2088)"), "{:?}", c.violations);
+        assert!(c.violations[1].ends_with("sda sectors [2064, 2072): written 0 time(s), expected 1"), "{:?}", c.violations);
+        // 3: an 8 KiB read of sda from sector 0 of which only the first
+        // 4 KiB arrive: sector 8 is never read.
+        c.root_submitted(&topo, &Bio::new(0, Op::Read, 0, 0, 8192, pages.clone()), 2, 0);
+        c.leaf_queued(&topo, &piece(Op::Read, 0, 4096, &pages, 0), 2);
+        c.root_done(&topo, 2, 0, 0);
+        assert_eq!(c.violations.last().map(String::as_str), Some("read #3 of sda [0, 16): sector 8 never read"));
+        // 4: a 4 KiB write of sda at 100 issued twice: written twice.
+        c.root_submitted(&topo, &Bio::new(0, Op::Write, 0, 100, 4096, pages.clone()), 3, 0);
+        c.leaf_queued(&topo, &piece(Op::Write, 100, 4096, &pages, 0), 3);
+        c.leaf_queued(&topo, &piece(Op::Write, 100, 4096, &pages, 0), 3);
+        c.root_done(&topo, 3, 0, 0);
+        assert_eq!(c.violations.last().map(String::as_str), Some("write #4 of sda [100, 108): sda sectors [100, 108): written 2 time(s), expected 1"));
+        assert_eq!((c.violation_count, c.roots_checked), (5, 4));
     }
 }

@@ -45,10 +45,19 @@ impl Clone for BioSpec {
 
     /// Into an existing spec, reusing its bvec buffer (sources refill the
     /// specs of finished units).
+    /// Field by field, and bvec by bvec when the counts agree (a repeated
+    /// entry's specs always do): no whole-spec temporary, no call to copy
+    /// a bvec or two.
     fn clone_from(&mut self, src: &Self) {
-        let bvecs = std::mem::take(&mut self.bvecs);
-        *self = BioSpec { bvecs, ..*src };
-        self.bvecs.clone_from(&src.bvecs);
+        let BioSpec { dev, op, flags, sector, ref bvecs, size } = *src;
+        (self.dev, self.op, self.flags, self.sector, self.size) = (dev, op, flags, sector, size);
+        if self.bvecs.len() == bvecs.len() {
+            for (d, s) in self.bvecs.iter_mut().zip(bvecs) {
+                *d = *s;
+            }
+        } else {
+            self.bvecs.clone_from(bvecs);
+        }
     }
 }
 

@@ -152,8 +152,67 @@ pub struct DeviceAnalysis {
     pub sizes: Log2Hist,
     last_q: Option<u64>,
     last_d_end: Option<u64>,
-    pending_q: SectorMap<u64>,
-    requests: SectorMap<Tracked>,
+    /// Pending 'Q' times by sector.
+    pending_q: SectorSlots<u64>,
+    requests: SectorSlots<Tracked>,
+}
+
+/// Values by sector (the 'Q' times waiting for their 'G', merge, split
+/// or completion; the requests followed from 'G' to 'C'): a map whose
+/// newest entry stays in a slot of its own until the next insert moves it
+/// in. Most entries are used right after they are made (a bio's 'Q' by
+/// its merge or request allocation, a request's 'G' by its 'I' and 'D'),
+/// so those lookups never touch the hash map; all lookups see one map all
+/// the same (the slot's sector is never also in `map`).
+#[derive(Clone, Debug)]
+struct SectorSlots<V> {
+    newest: Option<(u64, V)>,
+    map: SectorMap<V>,
+}
+
+impl<V> Default for SectorSlots<V> {
+    fn default() -> Self {
+        SectorSlots { newest: None, map: SectorMap::default() }
+    }
+}
+
+impl<V> SectorSlots<V> {
+    /// Set `sector`'s value (replacing any it had).
+    #[inline]
+    fn insert(&mut self, sector: u64, value: V) {
+        match self.newest.take() {
+            Some((s, v)) if s != sector => {
+                self.map.insert(s, v);
+                self.map.remove(&sector);
+            }
+            Some(_) => {}
+            None if !self.map.is_empty() => {
+                self.map.remove(&sector);
+            }
+            None => {}
+        }
+        self.newest = Some((sector, value));
+    }
+
+    #[inline]
+    fn get_mut(&mut self, sector: u64) -> Option<&mut V> {
+        match &mut self.newest {
+            Some((s, v)) if *s == sector => Some(v),
+            _ if self.map.is_empty() => None,
+            _ => self.map.get_mut(&sector),
+        }
+    }
+
+    #[inline]
+    fn remove(&mut self, sector: u64) -> Option<V> {
+        if matches!(self.newest, Some((s, _)) if s == sector) {
+            return self.newest.take().map(|(_, v)| v);
+        }
+        if self.map.is_empty() {
+            return None;
+        }
+        self.map.remove(&sector)
+    }
 }
 
 impl DeviceAnalysis {
@@ -173,12 +232,12 @@ impl DeviceAnalysis {
                 self.pending_q.insert(ev.sector, t);
             }
             Action::Split => {
-                if let Some(&q) = self.pending_q.get(&ev.sector) {
+                if let Some(&mut q) = self.pending_q.get_mut(ev.sector) {
                     self.pending_q.insert(ev.arg, q);
                 }
             }
             Action::GetRq => {
-                let q = self.pending_q.remove(&ev.sector);
+                let q = self.pending_q.remove(ev.sector);
                 if let Some(q) = q {
                     self.stage(Q2G, t.saturating_sub(q));
                 }
@@ -186,7 +245,7 @@ impl DeviceAnalysis {
             }
             Action::BackMerge | Action::FrontMerge => self.merge(ev),
             Action::Insert => {
-                if let Some(r) = self.requests.get_mut(&ev.sector) {
+                if let Some(r) = self.requests.get_mut(ev.sector) {
                     r.i = Some(t);
                     let g = r.g;
                     self.stage(G2I, t.saturating_sub(g));
@@ -200,17 +259,17 @@ impl DeviceAnalysis {
 
     fn merge(&mut self, ev: &Event) {
         let t = ev.time;
-        if let Some(q) = self.pending_q.remove(&ev.sector) {
+        if let Some(q) = self.pending_q.remove(ev.sector) {
             self.stage(Q2M, t.saturating_sub(q));
             if ev.action == Action::FrontMerge {
                 // The request now starts at the bio's sector.
-                if let Some(r) = self.requests.remove(&(ev.sector + ev.sectors() as u64)) {
+                if let Some(r) = self.requests.remove(ev.sector + ev.sectors() as u64) {
                     self.requests.insert(ev.sector, r);
                 }
             }
         } else {
             // A request absorbed by another ('M' of block_rq_merge).
-            self.requests.remove(&ev.sector);
+            self.requests.remove(ev.sector);
         }
     }
 
@@ -224,7 +283,7 @@ impl DeviceAnalysis {
             self.seek.add_kib(ev.sector.abs_diff(prev_end) / 2);
         }
         self.last_d_end = Some(ev.sector + n);
-        if let Some(r) = self.requests.get_mut(&ev.sector) {
+        if let Some(r) = self.requests.get_mut(ev.sector) {
             r.d = Some(t);
             let i = r.i;
             if let Some(i) = i {
@@ -240,7 +299,7 @@ impl DeviceAnalysis {
 
     fn complete(&mut self, ev: &Event) {
         let t = ev.time;
-        if let Some(r) = self.requests.remove(&ev.sector) {
+        if let Some(r) = self.requests.remove(ev.sector) {
             if let Some(d) = r.d {
                 self.stage(D2C, t.saturating_sub(d));
                 self.latency[0].add(t.saturating_sub(d));
@@ -249,7 +308,7 @@ impl DeviceAnalysis {
                 self.stage(Q2C, t.saturating_sub(q));
                 self.latency[1].add(t.saturating_sub(q));
             }
-        } else if let Some(q) = self.pending_q.remove(&ev.sector) {
+        } else if let Some(q) = self.pending_q.remove(ev.sector) {
             // A bio completing on a bio-based device (md, dm).
             self.stage(Q2C, t.saturating_sub(q));
             self.latency[1].add(t.saturating_sub(q));
@@ -268,6 +327,7 @@ impl Analysis {
         self.devices.get(dev as usize)
     }
 
+    #[inline]
     pub fn add(&mut self, ev: &Event) {
         let i = ev.dev as usize;
         if self.devices.len() <= i {
@@ -287,6 +347,31 @@ impl TraceSink for Analysis {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn ev(time: u64, action: Action, sector: u64, arg: u64) -> Event {
+        Event { time, dev: 0, action, op: crate::bio::Op::Write, flags: 0, sector, bytes: 4096, task: 0, error: 0, arg, from_dev: 0 }
+    }
+
+    #[test]
+    fn pending_queues_match_by_sector() {
+        // btt's rule: a 'Q' waits at its sector until a 'G', merge or
+        // split takes it; a later 'Q' at the same sector replaces it.
+        // Q@8 t=0, Q@16 t=10, Q@8 t=20 (replaces t=0), X@16 t=30 moves
+        // 16's Q (t=10) to the remainder at 24 too; G@8 t=25: Q2G 5;
+        // M@24 t=40: Q2M 30; G@16 t=50: Q2G 40; a G@8 again at t=60
+        // finds no Q.
+        let mut a = DeviceAnalysis::default();
+        for e in [ev(0, Action::Queue, 8, 0), ev(10, Action::Queue, 16, 0), ev(20, Action::Queue, 8, 0), ev(25, Action::GetRq, 8, 0), ev(30, Action::Split, 16, 24)] {
+            a.event(&e);
+        }
+        for e in [ev(40, Action::BackMerge, 24, 0), ev(50, Action::GetRq, 16, 0), ev(60, Action::GetRq, 8, 0)] {
+            a.event(&e);
+        }
+        let q2g = a.stages[Q2G];
+        assert_eq!((q2g.n, q2g.min, q2g.max), (2, 5, 40));
+        let q2m = a.stages[Q2M];
+        assert_eq!((q2m.n, q2m.min), (1, 30));
+    }
 
     #[test]
     fn seed_000_histogram_layout() {

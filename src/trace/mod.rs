@@ -266,6 +266,10 @@ impl Tracer {
         self.on
     }
 
+    /// Inline into its one caller on the engine's path
+    /// ([`crate::submit::BlockCore::emit`]): an event is handed on without
+    /// a second call and copy.
+    #[inline]
     pub fn emit(&mut self, ev: Event, ctx: &TraceCtx) {
         if let Some(log) = &mut self.log {
             log.events.push(ev);
