@@ -42,8 +42,8 @@ INT_KEYS = ("logical_block_size", "physical_block_size", "minimum_io_size", "opt
             "max_segments", "max_segment_size", "virt_boundary_mask", "dma_alignment", "chunk_sectors",
             "discard_granularity", "discard_max_hw_bytes", "max_discard_segments", "write_zeroes_max_bytes",
             "max_sectors_kb", "discard_max_bytes", "nr_requests", "nomerges")
-# bfq's iosched/ files, scenario queue keys when bfq is the scheduler
-# (slice_idle is read as slice_idle_us, which keeps microseconds).
+# bfq's iosched/ files, keys of the disk's queue.iosched table when bfq is
+# the scheduler (slice_idle is read as slice_idle_us, which keeps microseconds).
 BFQ_IOSCHED_KEYS = ("slice_idle_us", "low_latency", "back_seek_max", "back_seek_penalty", "fifo_expire_sync",
                     "fifo_expire_async", "timeout_sync", "max_budget", "strict_guarantees")
 # What md and dm devices accept (sysfs writes on the array).
@@ -182,7 +182,7 @@ def _wbt_default_usec(q: Dict[str, Any]) -> int:
 
 
 def _bfq_iosched(r: Reader, base: Tuple[str, ...]) -> Dict[str, Any]:
-    """bfq's tunables from queue/iosched/, as scenario queue keys."""
+    """bfq's tunables from queue/iosched/, as keys of the queue.iosched table."""
     out: Dict[str, Any] = {}
     for key in BFQ_IOSCHED_KEYS:
         v = r.int(*base, "iosched", key)
