@@ -158,10 +158,10 @@ def _queue(r: Reader, name: str) -> Dict[str, Any]:
         m = re.search(r"\[([^\]]+)\]", sched)
         q["scheduler"] = m.group(1) if m else sched.split()[0]
     iosched = {k: v for k in IOSCHED_KEYS.get(q.get("scheduler", ""), ()) if (v := r.int(*base, "iosched", k)) is not None}
+    if q.get("scheduler") == "bfq":
+        iosched.update(_bfq_iosched(r, base))
     if iosched:
         q["iosched"] = iosched
-    if q.get("scheduler") == "bfq":
-        q.update(_bfq_iosched(r, base))
     for key in ("rotational",):
         v = r.int(*base, key)
         if v is not None:

@@ -160,7 +160,7 @@ def test_nvme_multipath_head_and_its_paths(tmp_path):
     text, s, err = capture_and_run(tmp_path, "sysfs-nvme-multipath")
     assert ('[disks.nvme0n1.multipath]\npaths = 2\niopolicy = "round-robin"\n'
             'ana = ["optimized", "non-optimized"]\n') in text
-    assert "nr_requests" not in text and "scheduler" not in text
+    assert "nr_requests = " not in text and "scheduler = " not in text
     assert set(s["devices"]) == {"nvme0n1", "nvme0c0n1", "nvme0c1n1"}
     assert s["devices"]["nvme0n1"]["limits"]["nr_requests"] == 128
     assert err == ""
