@@ -234,6 +234,17 @@ mod tests {
     }
 
     #[test]
+    fn before_5_13_queues_stay_apart() {
+        // The switch off (5.10's bfq has no stable merging): the same
+        // start as the first test, and task 2's reads stay in queue 1.
+        let mut b = bfq(true, true);
+        b.stable_merge = false;
+        read(&mut b, 1, 1, 32768, 0);
+        assert_eq!(read(&mut b, 2, 2, 524288, 100), 1);
+        assert_eq!(read(&mut b, 3, 2, 524296, 800), 1);
+    }
+
+    #[test]
     fn non_rotational_queues_merge_at_creation() {
         // Non-rotational with hw_tag not yet measured (-1): nonrot_with_queueing,
         // so task 2's queue merges into task 1's as it is created

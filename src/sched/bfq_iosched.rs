@@ -66,6 +66,9 @@ pub struct Bfq {
     /// Groups with pending requests above which the scenario counts as
     /// asymmetric (profile switch `bfq_groups_asymmetric_above`).
     pub groups_asymmetric_above: u32,
+    /// Queues of processes started together merge (profile switch
+    /// `bfq_stable_merge`).
+    pub stable_merge: bool,
     pub wf2q: Wf2q,
     pub queues: Vec<BfqQueue>,
     pub(super) by_key: HashMap<QueueKey, usize>,
@@ -108,6 +111,7 @@ impl Bfq {
             p,
             rotational,
             groups_asymmetric_above,
+            stable_merge: true,
             wf2q: Wf2q::default(),
             queues: Vec::new(),
             by_key: HashMap::new(),
@@ -204,7 +208,7 @@ impl Bfq {
         e.prio_changed = true;
         self.wf2q.add_entity(e);
         self.by_key.insert(key, q);
-        if sync {
+        if sync && self.stable_merge {
             return self.do_or_sched_stable_merge(q, task);
         }
         q
