@@ -255,7 +255,7 @@ fn trace_rq_event(core: &mut BlockCore, action: Action, rq: &Request, task: u32)
         sector: rq.sector,
         bytes: rq.bytes(),
         task,
-        error: rq.error,
+        error: if rq.error == crate::nvme_multipath::FAILED_OVER { 0 } else { rq.error },
         arg: 0,
         from_dev: 0,
     };
@@ -713,6 +713,11 @@ fn device_submit(q: &mut RequestQueue, core: &mut BlockCore, id: u32) {
         core.loop_work.push((q.index, id));
         return;
     }
+    if core.mpath.is_some() && crate::nvme_multipath::path_is_down(core, q.dev) {
+        // nvme_fail_nonready_command: a host path error at once, then failover.
+        core.schedule_stream(stream, core.clock(), SimEvent::RqComplete { queue: q.index, rq: id });
+        return;
+    }
     let done = q.disk.service(core.clock(), op, sector, bytes, fua);
     core.schedule_stream(stream, done, SimEvent::RqComplete { queue: q.index, rq: id });
 }
@@ -738,6 +743,9 @@ fn zone_refuses(q: &mut RequestQueue, core: &mut BlockCore, id: u32, stream: usi
 pub fn blk_mq_complete_request(qs: &mut [RequestQueue], core: &mut BlockCore, qi: usize, id: u32) {
     if qs[qi].flush.owns(id) {
         return crate::flush::rq_completed(qs, core, qi, id);
+    }
+    if core.mpath.is_some() {
+        crate::nvme_multipath::nvme_failover_req(&mut qs[qi], core, id);
     }
     let q = &mut qs[qi];
     // blk_mq_finish_request → ->finish_request, before the submitter
@@ -797,6 +805,10 @@ pub(crate) fn blk_mq_end_request_done(q: &mut RequestQueue, core: &mut BlockCore
 #[cold]
 #[inline(never)]
 fn end_bios_with_error(q: &mut RequestQueue, core: &mut BlockCore, first: BioId, error: i32, flags: u32, sector: u64) {
+    if error == crate::nvme_multipath::FAILED_OVER {
+        // Its bios were stolen for the head's requeue list (nvme_failover_req).
+        return;
+    }
     if flags & req::ZONE_WPLUG != 0 {
         crate::zoned::blk_zone_write_plug_rq_error(q, core, sector);
     }

@@ -25,12 +25,82 @@
 //! cannot. With no usable path the kernel parks the bio on the head's
 //! requeue list until a path comes back (or fails it when no controller is
 //! live); the model has no ANA transitions during a run and fails it.
-//! Failover of a request that fails on a path (`nvme_failover_req`, the
-//! requeue work resubmitting on another path) is not modelled.
+//!
+//! Failover: a scenario may take a path's controller down at a time
+//! (`[disks.X.multipath] fail`). From then on the path is disabled
+//! (`nvme_path_is_disabled`: its controller is not live) and stops being
+//! the current path (`nvme_mpath_clear_ctrl_paths`). A request the path's
+//! queue issues after that fails at once with a host path error
+//! (`nvme_fail_nonready_command`), and one in the device then ends with
+//! one when it completes; either way `nvme_complete_rq` decides on
+//! failover (`nvme_decide_disposition`: an `REQ_NVME_MPATH` request with a
+//! path error) and `nvme_failover_req` steals its bios onto the head's
+//! requeue list (their device the head again), ends the request with
+//! status 0 and kicks the head's requeue work on kblockd, which
+//! resubmits each bio to the head (`nvme_requeue_work`): a new path is
+//! chosen and the bio remapped there ('A'; no second 'Q').
 
 use crate::bio::BioId;
 use crate::genhd::DevId;
-use crate::submit::{BioDriver, BlockCore, EIO};
+use crate::mq::RequestQueue;
+use crate::submit::{BioDriver, BlockCore, DriverSubmit, SimEvent, EIO, KWORKER};
+
+/// The status a request failed over ends with: 0 (`blk_mq_end_request(req,
+/// 0)` after its bios were stolen). Kept in `Request::error` until then as
+/// this marker, which no errno takes.
+pub const FAILED_OVER: i32 = i32::MIN;
+
+/// The scenario's path failures and what failover has in hand, shared by
+/// the heads and the paths' queues.
+#[derive(Clone, Debug, Default)]
+pub struct Failover {
+    /// Each path disk with its head.
+    pub head_of: Vec<(DevId, DevId)>,
+    /// Path disks whose controller is down.
+    pub down: Vec<DevId>,
+    /// `head->requeue_list`: (head, bio) stolen from failed requests.
+    pub requeue: Vec<(DevId, BioId)>,
+}
+
+impl Failover {
+    pub fn is_down(&self, dev: DevId) -> bool {
+        self.down.contains(&dev)
+    }
+
+    fn head(&self, path: DevId) -> Option<DevId> {
+        self.head_of.iter().find(|&&(p, _)| p == path).map(|&(_, h)| h)
+    }
+}
+
+/// Whether a request about to be issued on `dev` meets a controller that
+/// is down (`nvme_check_ready` in `nvme_queue_rq`).
+pub fn path_is_down(core: &BlockCore, dev: DevId) -> bool {
+    core.mpath.as_deref().is_some_and(|f| f.is_down(dev))
+}
+
+/// `nvme_failover_req` for a request ending on a path whose controller is
+/// down: its bios go back to the head's requeue list, the request ends
+/// with status 0 ([`FAILED_OVER`] until then) and the head's requeue work
+/// is kicked. False (nothing done) on a live path or a disk without a head.
+pub fn nvme_failover_req(q: &mut RequestQueue, core: &mut BlockCore, id: u32) -> bool {
+    let Some(f) = core.mpath.as_deref() else { return false };
+    let Some(head) = f.head(q.dev).filter(|_| f.is_down(q.dev)) else { return false };
+    let rq = q.rqs.get_mut(id);
+    rq.error = FAILED_OVER;
+    // blk_steal_bios: the chain leaves the request, each bio on the head.
+    let mut next = Some(rq.bio);
+    let mut stolen = Vec::new();
+    while let Some(bio) = next {
+        let b = core.bio_mut(bio);
+        next = b.bi_next.take();
+        b.dev = head;
+        b.in_request = false;
+        stolen.push((head, bio));
+    }
+    core.mpath.as_deref_mut().expect("checked").requeue.extend(stolen);
+    core.schedule(core.now, SimEvent::DriverWork { dev: head });
+    true
+}
 
 /// The subsystem's `iopolicy` (`/sys/class/nvme-subsystem/*/iopolicy`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -78,20 +148,41 @@ impl AnaState {
     }
 }
 
-/// One path: the controller's namespace disk and its ANA state.
+/// One path: the controller's namespace disk, its ANA state, and whether
+/// its controller is live.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct NsPath {
     pub dev: DevId,
     pub ana: AnaState,
+    pub live: bool,
+}
+
+impl NsPath {
+    pub fn new(dev: DevId, ana: AnaState) -> NsPath {
+        NsPath { dev, ana, live: true }
+    }
+
+    /// The state path selection sees: a disabled path
+    /// (`nvme_path_is_disabled`) is skipped as an unusable ANA state is.
+    fn state(&self) -> AnaState {
+        if self.live {
+            self.ana
+        } else {
+            AnaState::Inaccessible
+        }
+    }
 }
 
 /// `struct nvme_ns_head`: the paths in list order, the policy and
-/// `current_path` (one NUMA node).
+/// `current_path` (one NUMA node); the scenario's path failures, by time,
+/// still to come.
 #[derive(Clone, Debug)]
 pub struct NsHead {
     pub paths: Vec<NsPath>,
     pub iopolicy: IoPolicy,
     current: Option<usize>,
+    /// (time ns, index in `paths`) of each path failure not yet applied.
+    fails: Vec<(u64, usize)>,
 }
 
 impl NsHead {
@@ -101,11 +192,28 @@ impl NsHead {
     /// cleared it again (`nvme_subsys_iopolicy_update`, 6.12; switch
     /// `nvme_iopolicy_clears_path`).
     pub fn new(paths: Vec<NsPath>, iopolicy: IoPolicy, cleared: bool) -> NsHead {
-        let mut h = NsHead { paths, iopolicy, current: None };
+        let mut h = NsHead { paths, iopolicy, current: None, fails: Vec::new() };
         if !cleared {
             h.__nvme_find_path();
         }
         h
+    }
+
+    /// Take the path at index `path` of the list down at `at_ns`.
+    pub fn fail_path_at(&mut self, path: usize, at_ns: u64) {
+        self.fails.push((at_ns, path));
+    }
+
+    /// The controller of path `i` goes down: the path is disabled and no
+    /// longer current (`nvme_mpath_clear_ctrl_paths`).
+    fn path_down(&mut self, core: &mut BlockCore, i: usize) {
+        self.paths[i].live = false;
+        if self.current == Some(i) {
+            self.current = None;
+        }
+        if let Some(f) = core.mpath.as_deref_mut() {
+            f.down.push(self.paths[i].dev);
+        }
     }
 
     /// `nvme_find_path`: the index of the path to use, given each path's
@@ -121,7 +229,7 @@ impl NsHead {
     /// `nvme_numa_path`: the current path while it is optimized.
     fn nvme_numa_path(&mut self) -> Option<usize> {
         match self.current {
-            Some(c) if self.paths[c].ana == AnaState::Optimized => Some(c),
+            Some(c) if self.paths[c].state() == AnaState::Optimized => Some(c),
             _ => self.__nvme_find_path(),
         }
     }
@@ -129,7 +237,7 @@ impl NsHead {
     /// `__nvme_find_path` on one node (every distance `LOCAL_DISTANCE`):
     /// the first optimized path, else the first non-optimized one.
     fn __nvme_find_path(&mut self) -> Option<usize> {
-        let first = |st: AnaState| self.paths.iter().position(|p| p.ana == st);
+        let first = |st: AnaState| self.paths.iter().position(|p| p.state() == st);
         let found = first(AnaState::Optimized).or_else(|| first(AnaState::NonOptimized));
         if found.is_some() {
             self.current = found;
@@ -143,11 +251,11 @@ impl NsHead {
         let n = self.paths.len();
         let usable = |a: AnaState| matches!(a, AnaState::Optimized | AnaState::NonOptimized);
         if n == 1 {
-            return usable(self.paths[old].ana).then_some(old);
+            return usable(self.paths[old].state()).then_some(old);
         }
         let mut found = None;
         for i in (1..n).map(|k| (old + k) % n) {
-            match self.paths[i].ana {
+            match self.paths[i].state() {
                 AnaState::Optimized => {
                     self.current = Some(i);
                     return Some(i);
@@ -156,7 +264,7 @@ impl NsHead {
                 _ => {}
             }
         }
-        let old_ana = self.paths[old].ana;
+        let old_ana = self.paths[old].state();
         if old_ana == AnaState::Optimized || (found.is_none() && old_ana == AnaState::NonOptimized) {
             return Some(old);
         }
@@ -172,7 +280,7 @@ impl NsHead {
         let (mut min_opt, mut min_nonopt) = (u32::MAX, u32::MAX);
         for (i, p) in self.paths.iter().enumerate() {
             let d = depth(p.dev);
-            match p.ana {
+            match p.state() {
                 AnaState::Optimized if d < min_opt => (min_opt, best_opt) = (d, Some(i)),
                 AnaState::NonOptimized if d < min_nonopt => (min_nonopt, best_nonopt) = (d, Some(i)),
                 _ => {}
@@ -185,22 +293,51 @@ impl NsHead {
     }
 }
 
-impl BioDriver for NsHead {
-    /// `nvme_ns_head_submit_bio`.
-    fn submit_bio(&mut self, core: &mut BlockCore, bio: BioId) {
-        let Some((bio, _)) = core.bio_split_to_limits(bio) else { return };
+impl NsHead {
+    /// The path for `bio` (on the head), the bio moved there; `None` (the
+    /// bio failed) when no path is usable.
+    fn route(&mut self, core: &mut BlockCore, bio: BioId) -> Option<(DevId, u64)> {
         let stats = &core.stats;
         let Some(i) = self.nvme_find_path(|dev| stats[dev as usize].disk.in_driver as u32) else {
             core.bio_io_error(bio, EIO);
-            return;
+            return None;
         };
         let b = core.bio_mut(bio);
         let (head, sector) = (b.dev, b.iter.sector);
         b.dev = self.paths[i].dev;
         // BIO_REMAPPED: the path's end-of-device check is skipped.
         b.remapped = true;
+        Some((head, sector))
+    }
+}
+
+impl BioDriver for NsHead {
+    /// `nvme_ns_head_submit_bio`.
+    fn submit_bio(&mut self, core: &mut BlockCore, bio: BioId) {
+        let Some((bio, _)) = core.bio_split_to_limits(bio) else { return };
+        let Some((head, sector)) = self.route(core, bio) else { return };
         core.trace_bio_remap(bio, head, sector);
         core.submit_bio_noacct(bio);
+    }
+
+    /// Path failures now due, then `nvme_requeue_work` (kblockd): each bio
+    /// on the requeue list of this head goes to a path again, submitted by
+    /// kblockd's worker after its remap.
+    fn work_due(&mut self, core: &mut BlockCore, out: &mut Vec<DriverSubmit>) {
+        let now = core.now;
+        while let Some(k) = self.fails.iter().position(|&(at, _)| at <= now) {
+            let (_, i) = self.fails.remove(k);
+            self.path_down(core, i);
+        }
+        let Some(f) = core.mpath.as_deref_mut() else { return };
+        let Some(head) = self.paths.first().and_then(|p| f.head(p.dev)) else { return };
+        let mut mine = Vec::new();
+        f.requeue.retain(|&(h, bio)| if h == head { mine.push(bio); false } else { true });
+        for bio in mine {
+            if let Some((from_dev, from_sector)) = self.route(core, bio) {
+                out.push(DriverSubmit { task: KWORKER, bio, from_dev, from_sector });
+            }
+        }
     }
 }
 
@@ -209,7 +346,7 @@ mod tests {
     use super::*;
 
     fn head(states: &[AnaState], policy: IoPolicy) -> NsHead {
-        NsHead::new(states.iter().enumerate().map(|(i, &ana)| NsPath { dev: i as DevId, ana }).collect(), policy, false)
+        NsHead::new(states.iter().enumerate().map(|(i, &ana)| NsPath::new(i as DevId, ana)).collect(), policy, false)
     }
 
     use AnaState::*;
@@ -240,11 +377,31 @@ mod tests {
         let picks: Vec<_> = (0..4).map(|_| h.nvme_find_path(|_| 0).unwrap()).collect();
         assert_eq!(picks, [1, 0, 1, 0]);
         // The current path cleared (6.12's iopolicy change): the first optimized path first.
-        let mut h = NsHead::new(vec![NsPath { dev: 0, ana: Optimized }, NsPath { dev: 1, ana: Optimized }], IoPolicy::RoundRobin, true);
+        let mut h = NsHead::new(vec![NsPath::new(0, Optimized), NsPath::new(1, Optimized)], IoPolicy::RoundRobin, true);
         assert_eq!((0..3).map(|_| h.nvme_find_path(|_| 0).unwrap()).collect::<Vec<_>>(), [0, 1, 0]);
         // One optimized path among non-optimized ones: no other optimized, current optimized: stays.
         let mut h = head(&[NonOptimized, Optimized, NonOptimized], IoPolicy::RoundRobin);
         assert_eq!((0..3).map(|_| h.nvme_find_path(|_| 0).unwrap()).collect::<Vec<_>>(), [1, 1, 1]);
+    }
+
+    #[test]
+    fn a_disabled_path_is_skipped_like_an_unusable_one() {
+        // Round-robin over three optimized paths, current 0: 1 would be
+        // next; with 1's controller down (nvme_path_is_disabled) the loop
+        // skips it to 2, then 0, then 2.
+        let mut h = head(&[Optimized, Optimized, Optimized], IoPolicy::RoundRobin);
+        h.paths[1].live = false;
+        let picks: Vec<_> = (0..3).map(|_| h.nvme_find_path(|_| 0).unwrap()).collect();
+        assert_eq!(picks, [2, 0, 2]);
+        // numa: current 0 disabled is not optimized any more: the first live optimized, 2.
+        let mut h = head(&[Optimized, Optimized, Optimized], IoPolicy::Numa);
+        h.paths[0].live = false;
+        h.paths[1].live = false;
+        assert_eq!(h.nvme_find_path(|_| 0), Some(2));
+        // queue-depth: a disabled idle path loses to a busy live one.
+        let mut h = head(&[Optimized, Optimized], IoPolicy::QueueDepth);
+        h.paths[0].live = false;
+        assert_eq!(h.nvme_find_path(|d| [0u32, 7][d as usize]), Some(1));
     }
 
     #[test]

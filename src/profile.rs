@@ -525,6 +525,8 @@ pub struct Behaviour {
     /// bfq counts a scenario asymmetric (and idles for service guarantees)
     /// when more cgroups than this have pending requests.
     pub bfq_groups_asymmetric_above: u32,
+    /// bfq merges the queues of processes started together (5.13+).
+    pub bfq_stable_merge: bool,
     pub throtl_dispatch: ThrotlDispatch,
     pub throtl_iops_wait: ThrotlIopsWait,
     pub throtl_trim: ThrotlTrim,
@@ -611,6 +613,7 @@ pub fn profiles() -> Vec<Profile> {
         null_blk_no_sched: NullBlkNoSched::NoSched,
         wbt_reclaim: WbtReclaim::Kswapd,
         bfq_groups_asymmetric_above: 0,
+        bfq_stable_merge: true,
         throtl_dispatch: ThrotlDispatch::BpsOrIops,
         throtl_iops_wait: ThrotlIopsWait::SliceEnd,
         throtl_trim: ThrotlTrim::WholeSlices,
@@ -717,6 +720,8 @@ fn pre_6_profiles(v6_1: &Behaviour) -> Vec<Profile> {
         dio_simple_sync: false,
         // blk-throttle before 9f5ede3c01f9 (5.18): split pieces uncounted.
         throtl_split_ios: false,
+        // bfq before 430a67f9d616 (5.13): no stable merging.
+        bfq_stable_merge: false,
         ..v6_1.clone()
     };
     let v5_8 = Behaviour {
@@ -728,6 +733,7 @@ fn pre_6_profiles(v6_1: &Behaviour) -> Vec<Profile> {
         discard_chopping: DiscardChopping::AllowedMaxSectors,
         raid5_max_hw: Raid5MaxHw::Unlimited,
         throtl_split_ios: false,
+        bfq_stable_merge: false,
         ..v6_1.clone()
     };
     let v5_13 = Behaviour {
@@ -913,6 +919,8 @@ pub const SWITCHES: &[SwitchDef] = &[
         "nvme_update_disk_info sets optimal_io_size to (1 + NOWS) blocks even when NOWS is 0 (up to 6.1: one logical block); 6.12+ only when NOWS is set"),
     switch!(number bfq_groups_asymmetric_above, 0, "0|1",
         "bfq_asymmetric_scenario: the scenario is asymmetric (sync queues idle for service guarantees) when more non-root cgroups than this have pending requests; 0 up to 6.1 (one busy group already counts), 1 from 6.2 (\"block, bfq: do not idle if only one group is activated\")"),
+    switch!(flag bfq_stable_merge,
+        "bfq merges the sync queue of a process into that of one started within bfq_burst_interval (180 ms) before it, with the same ioprio, once both are 600 ms old (bfq_do_or_sched_stable_merge, \"block, bfq: merge bursts of newly-created queues\", 5.13); before, they stay apart"),
     switch!(choice raid5_discard, "hide_unsafe|fail_unsafe",
         "md raid456 without safe discard (devices_handle_discard_safely, members discarding whole stripes): hide_unsafe (up to 6.x: discard_max_bytes 0) or fail_unsafe (7.x: discard_max_hw_bytes UINT_MAX sectors on every array, raid5_discard_limits fails each discard with -EOPNOTSUPP)"),
     switch!(choice null_blk_no_sched, "no_sched|none_by_default",

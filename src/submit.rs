@@ -282,6 +282,9 @@ pub struct BlockCore {
     pub deferred_ends: Vec<(BioId, i32)>,
     /// The host CPU model (`[host] cpu`; off by default).
     pub cpu: HostCpu,
+    /// nvme multipath failover, when a scenario fails a path
+    /// ([`crate::nvme_multipath::Failover`]).
+    pub mpath: Option<Box<crate::nvme_multipath::Failover>>,
 }
 
 impl BlockCore {
@@ -318,6 +321,7 @@ impl BlockCore {
             throtl: None,
             deferred_ends: Vec::new(),
             cpu: HostCpu::default(),
+            mpath: None,
         }
     }
 

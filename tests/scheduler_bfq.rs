@@ -33,9 +33,11 @@ fn issue_order(text: &str) -> String {
     events.iter().filter(|e| e.action == Action::Issue).map(|e| if e.sector < 100_000 { 'S' } else { 'R' }).collect()
 }
 
+const BFQ_IOSCHED: &str = "scheduler = \"bfq\"\n[disks.vda.queue.iosched]";
+
 #[test]
-fn bfq_keys_are_queue_keys() {
-    let sc = scenario::load("s.toml", &disk("scheduler = \"bfq\"\nslice_idle = 0\nlow_latency = 0", TWO_READERS), None, &[]).unwrap();
+fn bfq_keys_are_iosched_keys() {
+    let sc = scenario::load("s.toml", &disk(&format!("{BFQ_IOSCHED}\nslice_idle = 0\nlow_latency = 0"), TWO_READERS), None, &[]).unwrap();
     let q = &sc.disks[0].queue;
     assert_eq!(q.attrs.scheduler, Elevator::Bfq);
     assert_eq!((q.attrs.bfq.slice_idle_ns, q.attrs.bfq.low_latency), (0, false));
@@ -45,10 +47,19 @@ fn bfq_keys_are_queue_keys() {
 
 #[test]
 fn bfq_keys_need_bfq() {
-    let e = err(&disk("scheduler = \"mq-deadline\"\nslice_idle = 0", TWO_READERS));
-    assert!(e.contains("slice_idle") && e.contains("scheduler = \"bfq\""), "{e}");
-    let e = err(&disk("scheduler = \"bfq\"\nslice_idle = 0\nslice_idle_us = 10", TWO_READERS));
+    let e = err(&disk("scheduler = \"mq-deadline\"\n[disks.vda.queue.iosched]\nslice_idle = 0", TWO_READERS));
+    assert!(e.contains("disks.vda.queue.iosched.slice_idle") && e.contains("a file of bfq's iosched/ directory"), "{e}");
+    assert!(e.contains("this queue's scheduler is mq-deadline"), "{e}");
+    let e = err(&disk(&format!("{BFQ_IOSCHED}\nslice_idle = 0\nslice_idle_us = 10"), TWO_READERS));
     assert!(e.contains("slice_idle_us") && e.contains("not both"), "{e}");
+}
+
+#[test]
+fn bfq_keys_at_their_old_place_name_the_new_one() {
+    // Line 7 of the scenario: the fifth line of [disks.vda.queue] text.
+    let e = err(&disk("scheduler = \"bfq\"\nslice_idle = 0", TWO_READERS));
+    assert!(e.contains("disks.vda.queue.slice_idle") && e.contains("write it under [disks.vda.queue.iosched]"), "{e}");
+    assert!(e.contains("s.toml:7"), "{e}");
 }
 
 #[test]
@@ -59,7 +70,7 @@ fn idling_sequential_reader_keeps_the_disk() {
     // reader's arrival does not preempt it. Its budget, 2/3 of 16384 =
     // 10922 sectors, outlasts its 256 reads of 8 sectors (2048), so it
     // issues all of them before the random reader's first.
-    let order = issue_order(&disk("scheduler = \"bfq\"\nlow_latency = 0\nnomerges = 2\nnr_requests = 64", TWO_READERS));
+    let order = issue_order(&disk(&format!("nomerges = 2\nnr_requests = 64\n{BFQ_IOSCHED}\nlow_latency = 0"), TWO_READERS));
     assert_eq!(order.len(), 512);
     assert_eq!(&order[..256], "S".repeat(256), "{order}");
 }

@@ -15,6 +15,10 @@ in tests):
   place of the key, which only needs the right length)
   (a file, or the command itself on a live machine);
 * ``/proc/sys/kernel/osrelease``, for the closest kernel profile;
+* nvme native multipath: a head disk's ``multipath/`` links to its paths
+  (``nvmeXcYnZ``, hidden disks) with each path's ``ana_state``, and its
+  subsystem's ``iopolicy`` (``device/iopolicy``), as
+  ``[disks.NAME.multipath]``;
 * cgroup v2 groups directly under ``/sys/fs/cgroup``: their ``io.max``,
   ``io.weight`` and ``io.bfq.weight`` lines for the captured devices, as
   ``[cgroups.NAME]`` tables (nested groups are left out and named).
@@ -42,10 +46,12 @@ INT_KEYS = ("logical_block_size", "physical_block_size", "minimum_io_size", "opt
             "max_segments", "max_segment_size", "virt_boundary_mask", "dma_alignment", "chunk_sectors",
             "discard_granularity", "discard_max_hw_bytes", "max_discard_segments", "write_zeroes_max_bytes",
             "max_sectors_kb", "discard_max_bytes", "nr_requests", "nomerges")
-# bfq's iosched/ files, scenario queue keys when bfq is the scheduler
-# (slice_idle is read as slice_idle_us, which keeps microseconds).
+# bfq's iosched/ files, keys of the disk's queue.iosched table when bfq is
+# the scheduler (slice_idle is read as slice_idle_us, which keeps microseconds).
 BFQ_IOSCHED_KEYS = ("slice_idle_us", "low_latency", "back_seek_max", "back_seek_penalty", "fifo_expire_sync",
                     "fifo_expire_async", "timeout_sync", "max_budget", "strict_guarantees")
+# queue/ files of an nvme multipath head that are its own, not its paths'.
+HEAD_ONLY_KEYS = ("scheduler", "nr_requests", "wbt_lat_usec", "iosched")
 # What md and dm devices accept (sysfs writes on the array).
 STACK_WRITES = ("max_sectors_kb", "discard_max_bytes")
 SKIPPED_PREFIXES = ("loop", "ram", "zram", "sr", "fd", "nbd", "mmcblk", "xvd", "rbd", "pmem", "ubi", "mtd")
@@ -152,10 +158,10 @@ def _queue(r: Reader, name: str) -> Dict[str, Any]:
         m = re.search(r"\[([^\]]+)\]", sched)
         q["scheduler"] = m.group(1) if m else sched.split()[0]
     iosched = {k: v for k in IOSCHED_KEYS.get(q.get("scheduler", ""), ()) if (v := r.int(*base, "iosched", k)) is not None}
+    if q.get("scheduler") == "bfq":
+        iosched.update(_bfq_iosched(r, base))
     if iosched:
         q["iosched"] = iosched
-    if q.get("scheduler") == "bfq":
-        q.update(_bfq_iosched(r, base))
     for key in ("rotational",):
         v = r.int(*base, key)
         if v is not None:
@@ -182,7 +188,7 @@ def _wbt_default_usec(q: Dict[str, Any]) -> int:
 
 
 def _bfq_iosched(r: Reader, base: Tuple[str, ...]) -> Dict[str, Any]:
-    """bfq's tunables from queue/iosched/, as scenario queue keys."""
+    """bfq's tunables from queue/iosched/, as keys of the queue.iosched table."""
     out: Dict[str, Any] = {}
     for key in BFQ_IOSCHED_KEYS:
         v = r.int(*base, "iosched", key)
@@ -236,7 +242,31 @@ def read_disk(r: Reader, st: Stack, name: str) -> None:
                 st.devno[dev] = sub
             st.holders[sub] = r.list("sys/block", name, sub, "holders")
     st.disks[name] = {"kind": kind, "size": sectors * 512, "queue": q, "partitions": parts}
+    mp = read_multipath(r, name) if kind == "nvme" else None
+    if mp:
+        # The head is bio-based: its scheduler, nr_requests and wbt are not
+        # the paths' (hidden disks, whose queues the scenario describes).
+        st.disks[name]["queue"] = {k: v for k, v in q.items() if k not in HEAD_ONLY_KEYS}
+        st.disks[name]["multipath"] = mp
     st.sysfs_queue[name] = q
+
+
+def read_multipath(r: Reader, name: str) -> Optional[Dict[str, Any]]:
+    """An nvme head's paths (``multipath/nvmeXcYnZ``, by controller
+    number), their ANA states and the subsystem's iopolicy; None for a
+    namespace without native multipath."""
+    paths = [p for p in r.list("sys/block", name, "multipath") if re.fullmatch(r"nvme\d+c\d+n\d+", p)]
+    if not paths:
+        return None
+    paths.sort(key=lambda p: int(re.search(r"c(\d+)n", p).group(1)))
+    mp: Dict[str, Any] = {"paths": len(paths)}
+    policy = r.text("sys/block", name, "device", "iopolicy")
+    if policy and policy != "numa":
+        mp["iopolicy"] = policy
+    ana = [r.text("sys/block", name, "multipath", p, "ana_state") or "optimized" for p in paths]
+    if any(a != "optimized" for a in ana):
+        mp["ana"] = ana
+    return mp
 
 
 MDSTAT_LINE = re.compile(r"^(md\d+)\s*:\s*active\s+(?:\([^)]*\)\s+)?(raid\d+|linear)\s+(.*)$")
@@ -473,6 +503,9 @@ def render(st: Stack, root: str, profile: str, why: str, extra_queue: Dict[str, 
         if d["queue"].get("iosched"):
             out += [f"[disks.{toml_key(name)}.queue.iosched]"]
             out += [f"{k} = {toml_value(v)}" for k, v in d["queue"]["iosched"].items()] + [""]
+        if d.get("multipath"):
+            out += [f"[disks.{toml_key(name)}.multipath]"]
+            out += [f"{k} = {toml_value(v)}" for k, v in d["multipath"].items()] + [""]
         for p, part in d["partitions"].items():
             out += [f"[disks.{toml_key(name)}.partitions.{toml_key(p)}]", f"start = {part['start']}",
                     f'size = "{part["size"]}"', ""]

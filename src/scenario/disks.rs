@@ -49,8 +49,22 @@ pub const QUEUE_KEYS: &[&str] = &[
     "iosched",
 ];
 /// Keys of `[disks.NAME.queue.iosched]`, as in sysfs `queue/iosched/`, and
-/// the scheduler each belongs to.
-const IOSCHED_KEYS: &[(&str, Elevator)] = &[("read_lat_nsec", Elevator::Kyber), ("write_lat_nsec", Elevator::Kyber)];
+/// the scheduler each belongs to (the directory holds the files of the
+/// elevator in force only).
+const IOSCHED_KEYS: &[(&str, Elevator)] = &[
+    ("read_lat_nsec", Elevator::Kyber),
+    ("write_lat_nsec", Elevator::Kyber),
+    ("fifo_expire_sync", Elevator::Bfq),
+    ("fifo_expire_async", Elevator::Bfq),
+    ("back_seek_max", Elevator::Bfq),
+    ("back_seek_penalty", Elevator::Bfq),
+    ("slice_idle", Elevator::Bfq),
+    ("slice_idle_us", Elevator::Bfq),
+    ("max_budget", Elevator::Bfq),
+    ("timeout_sync", Elevator::Bfq),
+    ("strict_guarantees", Elevator::Bfq),
+    ("low_latency", Elevator::Bfq),
+];
 
 /// A partition of a disk.
 #[derive(Clone, Debug, PartialEq)]
@@ -143,7 +157,8 @@ fn read_disk(name: &str, d: &Obj, beh: &Behaviour, cpus: Option<u32>, disks: &[D
     let q = d.table("queue")?.unwrap_or_else(|| d.empty("queue"));
     read_queue(&q, &mut drv, &mut writes)?;
     kind.derive_driver_limits(&mut drv, beh, |k| q.has(k));
-    q.finish(&[QUEUE_KEYS, &BFQ_KEYS[..]].concat())?;
+    refuse_moved_iosched_keys(&q)?;
+    q.finish(QUEUE_KEYS)?;
     let (limits, attrs) = resolve(&drv, &writes, beh.limits_model, beh.def_max_sectors_cap).map_err(|e| limit_err(&q, d, e))?;
     check_iosched(&q, attrs.scheduler)?;
     if size == 0 || size % limits.logical_block_size as u64 != 0 {
@@ -187,8 +202,22 @@ fn read_iosched(q: &Obj, w: &mut SysfsWrites) -> Result<(), ScenarioError> {
     let Some(t) = q.table("iosched")? else { return Ok(()) };
     w.iosched.read_lat_nsec = t.opt_u64("read_lat_nsec")?.map(|x| x.0);
     w.iosched.write_lat_nsec = t.opt_u64("write_lat_nsec")?.map(|x| x.0);
+    read_bfq_keys(&t, w)?;
     let known: Vec<&str> = IOSCHED_KEYS.iter().map(|(k, _)| *k).collect();
     t.finish(&known)
+}
+
+/// bfq's files written as `[disks.NAME.queue]` keys (their place before
+/// they moved to `queue.iosched`, where sysfs has them): an error that
+/// names the new place.
+fn refuse_moved_iosched_keys(q: &Obj) -> Result<(), ScenarioError> {
+    for key in BFQ_KEYS {
+        if let Some(n) = q.node(key) {
+            let msg = format!("{key} is a file of bfq's queue/iosched/ directory: write it under [{}.iosched]", q.path);
+            return Err(q.err(key, &n.at, msg));
+        }
+    }
+    Ok(())
 }
 
 fn check_iosched(q: &Obj, scheduler: Elevator) -> Result<(), ScenarioError> {
@@ -264,7 +293,6 @@ fn read_queue(q: &Obj, drv: &mut DriverLimits, w: &mut SysfsWrites) -> Result<()
         });
     }
     read_iosched(q, w)?;
-    read_bfq_keys(q, w)?;
     w.nr_requests = q.opt_u64("nr_requests")?.map(|x| x.0);
     if let Some((v, n)) = q.opt_u64("nomerges")? {
         if v > 2 {
@@ -293,16 +321,13 @@ fn read_queue(q: &Obj, drv: &mut DriverLimits, w: &mut SysfsWrites) -> Result<()
     Ok(())
 }
 
-/// bfq's `iosched/` keys: only with the scheduler written as bfq (the files
-/// exist only for the scheduler in force); `slice_idle` or `slice_idle_us`.
+/// bfq's `queue/iosched/` files (`check_iosched` refuses them under any
+/// other scheduler); `slice_idle` or `slice_idle_us`.
 fn read_bfq_keys(q: &Obj, w: &mut SysfsWrites) -> Result<(), ScenarioError> {
     let mut p = BfqParams::default();
     let mut any = false;
     for key in BFQ_KEYS {
         let Some((v, n)) = q.opt_u64(key)? else { continue };
-        if w.scheduler != Some(Elevator::Bfq) {
-            return Err(q.err(key, &n.at, "a bfq iosched key: it needs scheduler = \"bfq\""));
-        }
         if key == "slice_idle_us" && q.has("slice_idle") {
             return Err(q.err(key, &n.at, "give slice_idle or slice_idle_us, not both"));
         }

@@ -27,6 +27,7 @@ pub mod workload_replay;
 
 use crate::engine::{Engine, EngineBuilder};
 use crate::genhd::DevId;
+use crate::submit::SimEvent;
 use crate::profile::{self, Behaviour, Profile, SWITCHES};
 use crate::source::bios::{BioList, WritePlug};
 use crate::source::BioSpec;
@@ -183,6 +184,7 @@ impl Scenario {
             engine.core.check.set_layout(dev, layout);
         }
         self.enable_throttle(&mut engine);
+        self.enable_failover(&mut engine);
         add_workload(&mut engine, &self.workload, &self.beh, self.seed);
         // Steps: the first now, each later one once the stack is idle.
         for (i, step) in self.steps.iter().enumerate() {
@@ -227,13 +229,39 @@ impl Scenario {
 fn add_multipath(b: &mut EngineBuilder, d: &DiskSpec, m: &multipath::MultipathSpec, beh: &Behaviour) -> DevId {
     use crate::nvme_multipath::{IoPolicy, NsHead, NsPath};
     let names = multipath::path_names(&d.name, m.ana.len());
-    let mut paths: Vec<NsPath> = names.iter().zip(&m.ana).map(|(name, &ana)| NsPath { dev: b.add_disk(name, d.kind, d.nr_sectors, d.queue.clone(), d.model.clone()), ana }).collect();
+    let mut paths: Vec<NsPath> = names.iter().zip(&m.ana).map(|(name, &ana)| NsPath::new(b.add_disk(name, d.kind, d.nr_sectors, d.queue.clone(), d.model.clone()), ana)).collect();
     paths.reverse();
     let mut head_queue = d.queue.clone();
     // Bio-based: no scheduler, BLKDEV_DEFAULT_RQ in nr_requests (6.1's sysfs shows 128).
     (head_queue.attrs.scheduler, head_queue.attrs.nr_requests) = (crate::limits::Elevator::None, 128);
     let cleared = beh.nvme_iopolicy_clears_path && m.iopolicy != IoPolicy::Numa;
-    b.add_bio_device(&d.name, d.kind, d.nr_sectors, head_queue, Box::new(NsHead::new(paths, m.iopolicy, cleared)))
+    let mut head = NsHead::new(paths, m.iopolicy, cleared);
+    for &(path, at) in &m.fails {
+        // Path Y sits at m.ana.len() - 1 - Y in the reversed list.
+        head.fail_path_at(m.ana.len() - 1 - path, at);
+    }
+    b.add_bio_device(&d.name, d.kind, d.nr_sectors, head_queue, Box::new(head))
+}
+
+impl Scenario {
+    /// nvme multipath failover, when a path is failed: every path disk
+    /// with its head, and the head's work due at each failure.
+    fn enable_failover(&self, engine: &mut Engine) {
+        let mut f = crate::nvme_multipath::Failover::default();
+        for d in self.disks.iter().filter(|d| d.multipath.as_ref().is_some_and(|m| !m.fails.is_empty())) {
+            let m = d.multipath.as_ref().expect("filtered");
+            let head = engine.core.topo.by_name(&d.name).expect("built");
+            for name in multipath::path_names(&d.name, m.ana.len()) {
+                f.head_of.push((engine.core.topo.by_name(&name).expect("built"), head));
+            }
+            for &(_, at) in &m.fails {
+                engine.core.schedule(at, SimEvent::DriverWork { dev: head });
+            }
+        }
+        if !f.head_of.is_empty() {
+            engine.core.mpath = Some(Box::new(f));
+        }
+    }
 }
 
 /// Add a workload's jobs to the engine.

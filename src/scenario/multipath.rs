@@ -10,7 +10,8 @@ use crate::profile::Behaviour;
 
 use super::tree::{describe, Obj, ScenarioError, Value};
 
-const MULTIPATH_KEYS: &[&str] = &["paths", "iopolicy", "ana"];
+const MULTIPATH_KEYS: &[&str] = &["paths", "iopolicy", "ana", "fail"];
+const FAIL_KEYS: &[&str] = &["path", "at_us"];
 
 /// The namespace's paths and the subsystem's policy.
 #[derive(Clone, Debug, PartialEq)]
@@ -18,6 +19,8 @@ pub struct MultipathSpec {
     pub iopolicy: IoPolicy,
     /// Per path (controller), its ANA state.
     pub ana: Vec<AnaState>,
+    /// (path number, time ns) of each controller taken down during the run.
+    pub fails: Vec<(usize, u64)>,
 }
 
 /// `[disks.NAME.multipath]`: `paths` (default 2), `iopolicy` (default
@@ -49,8 +52,31 @@ pub(crate) fn read_multipath(d: &Obj, kind: DiskKind, beh: &Behaviour) -> Result
             *slot = AnaState::parse(s).ok_or_else(|| m.err("ana", &item.at, format!("'{s}' is not optimized, non-optimized, inaccessible, persistent-loss or change")))?;
         }
     }
+    let fails = read_fails(&m, paths)?;
     m.finish(MULTIPATH_KEYS)?;
-    Ok(Some(MultipathSpec { iopolicy, ana }))
+    Ok(Some(MultipathSpec { iopolicy, ana, fails }))
+}
+
+/// `fail = [{ path = 1, at_us = 20000 }, …]`: path Y (`nvmeXcYnZ`) loses its
+/// controller at that time of the run.
+fn read_fails(m: &Obj, paths: usize) -> Result<Vec<(usize, u64)>, ScenarioError> {
+    let Some((items, _)) = m.opt_array("fail")? else { return Ok(Vec::new()) };
+    let mut out = Vec::new();
+    for (i, item) in items.iter().enumerate() {
+        let Value::Table(t) = &item.value else {
+            return Err(m.err("fail", &item.at, format!("expected a table {{ path = N, at_us = T }}, found {}", describe(&item.value))));
+        };
+        let f = Obj::child(m.doc, format!("{}.fail[{i}]", m.path), item.at.clone(), t);
+        let need = |key: &str| f.opt_u64(key)?.ok_or_else(|| f.err(key, &item.at, "missing"));
+        let (path, node) = need("path")?;
+        if path as usize >= paths {
+            return Err(f.err("path", &node.at, format!("path {path} of {paths} (paths are numbered from 0)")));
+        }
+        let (at_us, _) = need("at_us")?;
+        f.finish(FAIL_KEYS)?;
+        out.push((path as usize, at_us * 1000));
+    }
+    Ok(out)
 }
 
 /// The path disks' names: `nvme0n1` → `nvme0c0n1`, `nvme0c1n1`, … (the

@@ -62,6 +62,7 @@ impl BfqElv {
     /// `__bfq_insert_request` for a request that found no insert merge.
     pub fn insert(&mut self, core: &BlockCore, rq: &Request, id: u32) {
         self.bfq.groups_asymmetric_above = core.beh.bfq_groups_asymmetric_above;
+        self.bfq.stable_merge = core.beh.bfq_stable_merge;
         let first = core.bio(rq.bio);
         let ioprio = core.ioprio[rq.task as usize];
         self.bfq.insert(id, rq.task, ioprio, first.blkcg as u32, bfq_rq(rq), core.now);

@@ -17,7 +17,8 @@
 //! Left out: the peak-rate estimator (the maximum budget stays at
 //! `bfq_default_max_budget` unless `max_budget` is set, and
 //! `bfq_wr_duration` at its starting estimate), large-burst detection,
-//! waker/wakee detection, queue merging (cooperators), the injection limit
+//! waker/wakee detection, merging of queues close in sector (queues of
+//! processes started together merge: [`super::bfq_coop`]), the injection limit
 //! measurements (the limit is its reset value), actuators, group
 //! hierarchies (every queue in the root group).
 
@@ -65,6 +66,9 @@ pub struct Bfq {
     /// Groups with pending requests above which the scenario counts as
     /// asymmetric (profile switch `bfq_groups_asymmetric_above`).
     pub groups_asymmetric_above: u32,
+    /// Queues of processes started together merge (profile switch
+    /// `bfq_stable_merge`).
+    pub stable_merge: bool,
     pub wf2q: Wf2q,
     pub queues: Vec<BfqQueue>,
     pub(super) by_key: HashMap<QueueKey, usize>,
@@ -74,13 +78,13 @@ pub struct Bfq {
     queued: u32,
     tot_rq_in_driver: u32,
     busy_queues: [u32; 3],
-    wr_busy_queues: u32,
+    pub(super) wr_busy_queues: u32,
     /// `queue_weights_tree`: weight → queues counted.
     weights: BTreeMap<u64, u32>,
     pub in_service: Option<usize>,
     pub(super) last_position: u64,
     /// -1 until detected, then 0 or 1.
-    hw_tag: i32,
+    pub(super) hw_tag: i32,
     max_rq_in_driver: u32,
     hw_tag_samples: u32,
     budgets_assigned: i64,
@@ -92,6 +96,8 @@ pub struct Bfq {
     active_order: Vec<usize>,
     /// The idle slice timer's expiry, ns.
     pub idle_timer: Option<u64>,
+    /// `last_bfqq_created` of each group (the root group's is `bfqd`'s).
+    pub(super) last_bfqq_created: HashMap<u32, usize>,
 }
 
 fn jif(now_ns: u64) -> i64 {
@@ -105,6 +111,7 @@ impl Bfq {
             p,
             rotational,
             groups_asymmetric_above,
+            stable_merge: true,
             wf2q: Wf2q::default(),
             queues: Vec::new(),
             by_key: HashMap::new(),
@@ -126,6 +133,7 @@ impl Bfq {
             last_idling_start: 0,
             active_order: Vec::new(),
             idle_timer: None,
+            last_bfqq_created: HashMap::new(),
         }
     }
 
@@ -200,6 +208,9 @@ impl Bfq {
         e.prio_changed = true;
         self.wf2q.add_entity(e);
         self.by_key.insert(key, q);
+        if sync && self.stable_merge {
+            return self.do_or_sched_stable_merge(q, task);
+        }
         q
     }
 
@@ -264,7 +275,7 @@ impl Bfq {
 
     /// Set a queue's weight-raising coefficient; the entity's weight
     /// follows at its next update (`prio_changed`).
-    fn set_wr_coeff(&mut self, q: usize, coeff: u64) {
+    pub(super) fn set_wr_coeff(&mut self, q: usize, coeff: u64) {
         self.queues[q].wr_coeff = coeff;
         self.wf2q.ents[q].wr_coeff = coeff;
     }
@@ -570,6 +581,7 @@ impl Bfq {
     /// found no merge.
     pub fn insert(&mut self, id: u32, task: u32, ioprio: Ioprio, group: u32, mut r: BfqRq, now_ns: u64) {
         let q = self.get_queue(task, r.sync, ioprio, group, now_ns);
+        let q = self.queue_after_merge(task, q, jif(now_ns));
         r.queue = q;
         r.fifo_time = now_ns + self.p.fifo_expire_ns[r.sync as usize];
         self.rqs.insert(id, r);
@@ -595,8 +607,12 @@ impl Bfq {
     /// rotational disk without command queueing, or for a sequential,
     /// I/O-bound queue with short think time (rotational, or no queueing);
     /// never while any queue is weight raised.
-    fn idling_boosts_thr_without_issues(&self, q: usize) -> bool {
+    pub(super) fn idling_boosts_thr_without_issues(&self, q: usize) -> bool {
         let bq = &self.queues[q];
+        if bq.merged_away {
+            // No point in idling for a queue that gets no requests any longer.
+            return false;
+        }
         let rot_without_queueing = self.rotational && self.hw_tag == 0;
         let seq_io_bound = !bq.seeky() && bq.io_bound && bq.has_short_ttime;
         let boosts = rot_without_queueing || ((self.rotational || self.hw_tag == 0) && seq_io_bound);
@@ -606,6 +622,9 @@ impl Bfq {
     /// `idling_needed_for_service_guarantees`.
     fn idling_needed_for_service_guarantees(&self, q: usize) -> bool {
         let bq = &self.queues[q];
+        if bq.merged_away {
+            return false;
+        }
         let tot = self.tot_busy_queues();
         (bq.wr_coeff > 1 && (self.wr_busy_queues < tot || self.tot_rq_in_driver >= bq.dispatched + 4))
             || self.asymmetric_scenario(Some(q))
@@ -613,7 +632,7 @@ impl Bfq {
     }
 
     /// `bfq_better_to_idle`.
-    fn better_to_idle(&self, q: usize) -> bool {
+    pub(super) fn better_to_idle(&self, q: usize) -> bool {
         if self.p.strict_guarantees {
             return true;
         }
@@ -714,6 +733,7 @@ impl Bfq {
     /// `bfq_bfqq_expire`.
     pub fn expire(&mut self, q: usize, compensate: bool, reason: Expiration, now_ns: u64) {
         let now_j = jif(now_ns);
+
         let (slow, delta) = self.is_slow(q, compensate, now_ns);
         let e = &self.wf2q.ents[q];
         if self.queues[q].wr_coeff == 1
@@ -763,6 +783,7 @@ impl Bfq {
         };
         self.last_budget_start = now_ns;
         self.queues[q].budget_timeout = jif(now_ns) + self.p.timeout * coeff;
+
         self.in_service = Some(q);
         Some(q)
     }

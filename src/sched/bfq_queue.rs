@@ -83,6 +83,18 @@ pub struct BfqQueue {
     pub tot_idle_time: u64,
     /// Counted in `queue_weights_tree` (`bfqq->weight_counter`).
     pub in_weights_tree: bool,
+    // Queue merging ([`super::bfq_coop`]).
+    /// Jiffies.
+    pub creation_time: i64,
+    /// The queue this one merges into (`bfqq->new_bfqq`).
+    pub new_bfqq: Option<usize>,
+    /// The process's `stable_merge_bfqq`.
+    pub stable_merge: Option<usize>,
+    /// Shared by merged processes (`BFQQF_coop`).
+    pub coop: bool,
+    /// Merged into another: no process submits to it any more
+    /// (`bfqq_process_refs` 0).
+    pub merged_away: bool,
 }
 
 impl BfqQueue {
@@ -123,6 +135,11 @@ impl BfqQueue {
             io_start_time: now_ns,
             tot_idle_time: 0,
             in_weights_tree: false,
+            creation_time: now_j,
+            new_bfqq: None,
+            stable_merge: None,
+            coop: false,
+            merged_away: false,
         }
     }
 

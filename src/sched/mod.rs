@@ -5,7 +5,8 @@
 //! token-based one for fast devices. bfq is split by
 //! concept: [`bfq_wf2q`] (B-WF2Q+ service trees), [`bfq_queue`] (per-process
 //! queues), [`bfq_ioprio`] (ioprio to weight), [`bfq_params`] (iosched
-//! knobs), [`bfq_merge`] (its merge rules) and [`bfq_iosched`] (queue
+//! knobs), [`bfq_merge`] (its merge rules), [`bfq_coop`] (merging of queues
+//! started together) and [`bfq_iosched`] (queue
 //! selection, budgets, idling, weight raising); [`bfq_elv`] plugs it in.
 //!
 //! [`ElevatorQueue`] is `struct elevator_queue`: the request hash every
@@ -17,6 +18,7 @@
 //! `next_request`, `former_request`); each dispatches on the scheduler in
 //! force, so the queue pays one test of its kind, not an indirect call.
 
+pub mod bfq_coop;
 pub mod bfq_elv;
 pub mod bfq_ioprio;
 pub mod bfq_iosched;

@@ -17,6 +17,12 @@ The trees in tests/data/sysfs-*/ hold what such machines show:
   limits of its own and a nested `docker.service` with some.
 * sysfs-hdd-bfq: Debian 6.12, a 7200 rpm SATA disk (512e) with bfq as its
   scheduler, low_latency switched off in queue/iosched/.
+* sysfs-nvme-multipath: Debian 6.12, one NVMe namespace (the raid10
+  tree's first disk) reached through two controllers with native
+  multipath: the head nvme0n1 (bio-based: scheduler none, nr_requests
+  128, no mq/) links its paths in multipath/, nvme0c0n1 optimized and
+  nvme0c1n1 non-optimized, and its subsystem's iopolicy (device/) is
+  round-robin.
 * sysfs-dm-linear: no osrelease, a dm-linear volume (vg-data, 1 GiB at
   sector 2048) over a QEMU SCSI disk; dm-0's limits are the disk's
   (dm stacks them: max_sectors_kb 1280 = min(2560 sectors), ...).
@@ -138,11 +144,25 @@ def test_bfq_disk_keeps_its_iosched_settings(tmp_path):
     # low_latency was switched off (the other iosched files hold bfq's
     # defaults: slice_idle_us 8000 is written as slice_idle = 8 ms).
     text, s, err = capture_and_run(tmp_path, "sysfs-hdd-bfq")
-    assert 'scheduler = "bfq"' in text and "low_latency = 0" in text and "slice_idle = 8" in text
+    assert 'scheduler = "bfq"' in text and "[disks.sda.queue.iosched]\n" in text
+    assert "low_latency = 0" in text.split("[disks.sda.queue.iosched]")[1] and "slice_idle = 8" in text
     assert "slice_idle_us" not in text and "timeout_sync = 124" in text
     assert s["devices"]["sda"]["kind"] == "hdd"
     assert s["devices"]["sda"]["limits"]["scheduler"] == "bfq"
     assert assert_limits_match("sysfs-hdd-bfq", s, ["sda"]) >= 20
+    assert err == ""
+
+
+def test_nvme_multipath_head_and_its_paths(tmp_path):
+    # The head's paths by controller number, their ANA states and the
+    # subsystem's policy become [disks.nvme0n1.multipath]; the head's own
+    # scheduler and nr_requests are left to the model (bio-based).
+    text, s, err = capture_and_run(tmp_path, "sysfs-nvme-multipath")
+    assert ('[disks.nvme0n1.multipath]\npaths = 2\niopolicy = "round-robin"\n'
+            'ana = ["optimized", "non-optimized"]\n') in text
+    assert "nr_requests = " not in text and "scheduler = " not in text
+    assert set(s["devices"]) == {"nvme0n1", "nvme0c0n1", "nvme0c1n1"}
+    assert s["devices"]["nvme0n1"]["limits"]["nr_requests"] == 128
     assert err == ""
 
 

@@ -16,6 +16,7 @@ SCENARIO = """
     size = "1GiB"
     [disks.vda.queue]
     scheduler = "bfq"
+    [disks.vda.queue.iosched]
     slice_idle = 0
     low_latency = 0
     [disks.vda.model]

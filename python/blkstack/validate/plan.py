@@ -61,9 +61,6 @@ TRACE_EVENTS = (
 # wbt_lat_usec last: -1 takes the default for the rotational value written before it.
 SYSFS_WRITES = ("scheduler", "nr_requests", "max_sectors_kb", "discard_max_bytes", "nomerges", "rotational", "write_cache",
                 "wbt_lat_usec")
-# bfq's files of queue/iosched/, given as queue keys, written after the switch to it.
-IOSCHED_WRITES = ("slice_idle", "slice_idle_us", "low_latency", "back_seek_max", "back_seek_penalty", "fifo_expire_sync",
-                  "fifo_expire_async", "timeout_sync", "max_budget", "strict_guarantees")
 STACK_SYSFS_WRITES = ("max_sectors_kb", "discard_max_bytes")
 # Schedulers Debian builds as modules: loaded before a queue switches to one.
 SCHED_MODULES = {"kyber": "kyber_iosched", "bfq": "bfq"}
@@ -430,9 +427,6 @@ def build_plan(path: str, kernel: str, workdir: str, resolved: Dict[str, Any]) -
             if key in q:
                 d.writes[key] = q.pop(key)
         d.iosched = dict(q.pop("iosched", None) or {})
-        for key in IOSCHED_WRITES:
-            if key in q:
-                d.iosched[key] = q.pop(key)
         for key in ("zoned",):
             if q.get(key, "none") != "none":
                 raise PlanError(f"disks.{name}.queue.zoned: zoned disks cannot be reproduced in the guest")
