@@ -27,6 +27,7 @@
 //! and listed.
 
 use std::collections::HashMap;
+use std::hash::BuildHasherDefault;
 
 use serde_json::{json, Map, Value};
 
@@ -41,6 +42,10 @@ use crate::profile::IoTicks;
 use crate::trace::parse::{BadLine, DevNo, Extra, Line, Rwbs, TraceAction, TraceParse, TraceRecord};
 use crate::trace::columns::EventColumns;
 use crate::trace::{Action, Event, Task};
+
+/// Maps looked up for every record: sectors, device numbers, pids and
+/// RWBS strings hash with the analysis's cheap hasher, not SipHash.
+type FastMap<K, V> = HashMap<K, V, BuildHasherDefault<super::analysis::SectorHasher>>;
 
 /// The rule `blkstack stats` counts `io_ticks` by.
 const IO_TICKS: IoTicks = IoTicks::Precise;
@@ -57,8 +62,8 @@ struct Acct {
     request_based: bool,
     disk: DiskStats,
     /// Queued bios not yet in a request or merged: sector -> 'Q' time.
-    pending_q: HashMap<u64, u64>,
-    rqs: HashMap<u64, Rq>,
+    pending_q: FastMap<u64, u64>,
+    rqs: FastMap<u64, Rq>,
     requests: u64,
     sectors_issued: [u64; NR_OPS],
     /// Completions whose request or bio started before the trace did.
@@ -237,7 +242,7 @@ pub struct OddRwbs {
 #[derive(Default)]
 struct Survey {
     devices: Vec<DevNo>,
-    ids: HashMap<DevNo, u32>,
+    ids: FastMap<DevNo, u32>,
     request_based: Vec<bool>,
     origin_ns: Option<u64>,
     previous_ns: Option<u64>,
@@ -329,10 +334,10 @@ pub struct TraceStats {
     /// Events analysed, and whether each device had any.
     count: usize,
     seen: Vec<bool>,
-    ids: HashMap<DevNo, u32>,
+    ids: FastMap<DevNo, u32>,
     /// Tasks by pid, then name: their ids.
-    task_ids: HashMap<u32, Vec<(String, u32)>>,
-    rwbs_ids: HashMap<String, u32>,
+    task_ids: FastMap<u32, Vec<(String, u32)>>,
+    rwbs_ids: FastMap<String, u32>,
     rwbs_codes: Vec<RwbsCode>,
     keep_events: bool,
     interval_ns: Option<u64>,
@@ -444,8 +449,8 @@ impl TraceStats {
             seen: vec![false; n],
             ids: survey.ids,
             devices: survey.devices,
-            task_ids: HashMap::new(),
-            rwbs_ids: HashMap::new(),
+            task_ids: FastMap::default(),
+            rwbs_ids: FastMap::default(),
             rwbs_codes: Vec::new(),
             keep_events: keep.events,
             interval_ns,
