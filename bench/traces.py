@@ -146,6 +146,13 @@ def cases(f: Dict[str, Path], out: Path) -> List[Tuple[str, List[str], List[str]
     ]
 
 
+def _label(cmd: Sequence[str]) -> str:
+    if cmd[:2] == ["sh", "-c"]:
+        words = cmd[2].split()
+        return f"{words[0]} {words[1]} {words[2]} ..." if words[0] == "blkparse" else "awk + GNU diff of the D lines"
+    return " ".join(Path(x).name for x in cmd[:4])
+
+
 def spread(values: Sequence[float], fmt: str = "8.3f") -> str:
     return f"{statistics.median(values):{fmt}} [{min(values):.3f}-{max(values):.3f}]"
 
@@ -169,7 +176,7 @@ def main(argv: Sequence[str]) -> int:
         timed(a, ok), timed(b, ok)  # warm the page cache
         runs = [(timed(a, ok), timed(b, ok)) for _ in range(args.repeat)]
         print(name)
-        for side, label in ((0, "A " + " ".join(Path(x).name for x in a[:4])), (1, "B " + " ".join(Path(x).name for x in b[:4]))):
+        for side, label in ((0, "A " + _label(a)), (1, "B " + _label(b))):
             got = [r[side] for r in runs]
             print(f"  {label[:44]:<44} wall {spread([g.wall for g in got])}  cpu {spread([g.cpu for g in got])}"
                   f"  peak MB {spread([g.rss_mb for g in got], '6.0f')}")
