@@ -170,6 +170,8 @@ def main(argv: Sequence[str]) -> int:
     print(f"# {time.strftime('%Y-%m-%d %H:%M:%S UTC', time.gmtime())}, {os.cpu_count()} cpus, "
           f"load {os.getloadavg()[0]:.1f}; wall seconds and peak MB as median [least-most]")
     files = generate(where, args.ios)
+    home = os.getcwd()
+    os.chdir(where)  # btt writes its iops and mbps files into the current directory
     for name, a, b, ok in cases(files, where):
         if args.cases and name not in args.cases:
             continue
@@ -183,6 +185,7 @@ def main(argv: Sequence[str]) -> int:
         print(f"  {'A/B':<44} wall {spread([r[0].wall / r[1].wall for r in runs])}"
               f"  cpu {spread([r[0].cpu / r[1].cpu for r in runs])}  peak {spread([r[0].rss_mb / r[1].rss_mb for r in runs])}")
         sys.stdout.flush()
+    os.chdir(home)
     if not args.keep:
         shutil.rmtree(where)
     return 0
