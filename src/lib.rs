@@ -42,3 +42,5 @@ pub mod zoned;
 
 #[cfg(feature = "python")]
 mod python;
+#[cfg(feature = "python")]
+mod python_diff;

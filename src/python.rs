@@ -281,15 +281,11 @@ fn trace_stats<'py>(
     blktrace: Option<String>,
     blktrace_dump: Option<String>,
 ) -> PyResult<(String, Events, Bound<'py, PyDict>)> {
-    let parsed = crate::trace::blktrace::read_trace_file(&path).map_err(|e| PyOSError::new_err(format!("{path}: {e}")))?;
     let every = crate::run::interval_ns(interval).map_err(to_py)?;
-    let st = py.detach(|| {
-        let mut st = crate::stats::trace::analyse(parsed, every);
-        if btt {
-            st.run_btt();
-        }
-        st
-    });
+    let keep = crate::stats::trace::Keep { events: events || blktrace.is_some() || blktrace_dump.is_some(), btt, issues: true };
+    let st = py
+        .detach(|| crate::stats::trace::analyse_file(&path, every, keep))
+        .map_err(|e| PyOSError::new_err(format!("{path}: {e}")))?;
     for target in blktrace_targets(blktrace, blktrace_dump) {
         py.detach(|| crate::run::write_trace_blktrace(&st, &target)).map_err(to_py)?;
     }
@@ -312,16 +308,7 @@ fn check(path: String, kernel: Option<String>, sets: Vec<String>) -> PyResult<St
 /// The name a parsed trace record's action goes by: blkparse's letter, or
 /// the tracepoint's name for those blkparse has none for.
 fn trace_action_name(a: crate::trace::parse::TraceAction) -> &'static str {
-    use crate::trace::parse::TraceAction as T;
-    match a {
-        T::Bounce => "B",
-        T::Sleep => "S",
-        T::Message => "m",
-        T::Error => "block_rq_error",
-        T::IoStart => "block_io_start",
-        T::IoDone => "block_io_done",
-        other => other.model().map(|m| m.letter()).unwrap_or("?"),
-    }
+    a.name()
 }
 
 /// Read a trace file, blkparse's text or the kernel's ftrace text of the
@@ -448,5 +435,6 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Events>()?;
     m.add("IOSTAT_COLUMNS", crate::stats::iostat::COLUMNS.to_vec())?;
     m.add("BTT_STAGES", crate::stats::analysis::STAGES.to_vec())?;
+    crate::python_diff::register(m)?;
     Ok(())
 }

@@ -100,7 +100,7 @@ def parse_trace(
     ``from_dev`` u32 (A: the source device). ``skipped`` counts blank,
     header, summary and other-tracepoint lines; ``bad`` lists (line, text,
     reason) for lines that looked like events and did not parse.
-    :mod:`blkstack.diff` is built on it.
+    (:mod:`blkstack.diff` reads traces through :func:`trace_streams`.)
 
     :raises OSError: the file cannot be read.
     """
@@ -152,6 +152,33 @@ IOSTAT_COLUMNS: list[str]
 """``iostat -x``'s columns, in sysstat's order."""
 BTT_STAGES: list[str]
 """btt's stages, in btt's order."""
+
+def trace_streams(
+    path: str,
+) -> tuple[list[str], list[str], list[tuple[int, str, dict[str, bytes]]], int, int, list[tuple[int, str, str]]]:
+    """Read a block trace (blkparse or ftrace text, blktrace's binary
+    files) line by line into per-device, per-action streams, as ``blkstack
+    diff`` compares them.
+
+    Returns ``(devices, rwbs, streams, records, skipped, bad)``:
+    ``devices`` are ``"maj,min"`` (``""`` first, for events that name no
+    device); each stream is ``(device index, action, columns)`` in order of
+    its first event, the columns little-endian arrays: ``line`` u64,
+    ``rwbs`` u32 (into ``rwbs``), ``sector`` u64, ``nr_sectors`` u32,
+    ``split`` u64 (a split's remainder sector; 2**64 - 1 when absent, as
+    for ``sector``).
+
+    :raises OSError: the file cannot be read.
+    """
+
+def align_streams(
+    a: tuple[bytes, bytes, bytes, bytes],
+    b: tuple[bytes, bytes, bytes, bytes],
+) -> tuple[int, int, list[tuple[str, int, int, int, int]]]:
+    """Align two event streams given as columns ``(rwbs ids u32, sector
+    u64, nr_sectors u32, split u64)``, the RWBS ids common to both sides.
+    Returns ``(matched in order, in common ignoring order, opcodes)``, the
+    opcodes as difflib's ``(tag, i1, i2, j1, j2)``."""
 
 def trace_stats(
     path: str,

@@ -4,11 +4,13 @@ Either trace may be blkparse's default text (``blkparse -i sda``, or
 ``blkstack run --trace``) or the kernel's ftrace text of the ``block_*``
 tracepoints (``/sys/kernel/tracing/trace``, ``trace-cmd report`` in its
 default layout); 6.1's and 6.12's field layouts are both read (the parser is
-the engine's, ``blkstack._core.parse_trace``).
+the engine's, ``blkstack._core.trace_streams``).
 
 For each device the chosen events (by default ``D``, the requests issued to
 the driver) form a stream of (RWBS, sector, sectors). The two streams are
-aligned in order (the longest matching runs first, as ``diff`` does); the
+aligned in order (equal runs as they come, meeting again at the nearest
+pair of equal events after a difference: linear time on equal or locally
+reordered streams, as :func:`align` explains); the
 report gives the share of events that line up, the share that match when
 order is ignored, and the first divergence with the events around it. When
 both sides' queue limits are known (a sysfs snapshot of the real machine,
@@ -21,11 +23,11 @@ the model's resolved limits), the values that differ are listed too.
 
 from __future__ import annotations
 
-import difflib
 import json
 import os
 import re
-from collections import Counter
+from array import array
+from collections.abc import Sequence as SequenceABC
 from dataclasses import dataclass, field
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 
@@ -94,6 +96,35 @@ def op_letters(rwbs: str) -> str:
     return m.group(1) + m.group(2)
 
 
+class EventStream(SequenceABC):
+    """The events of one device and kind, kept as the engine's columns
+    (``_core.trace_streams``) and made :class:`Event` objects only when
+    looked at: a stream of millions of events costs a few arrays."""
+
+    def __init__(self, cols: Mapping[str, bytes], rwbs: Sequence[str]) -> None:
+        self.cols = cols
+        self.rwbs_table = rwbs
+        self._line = memoryview(cols["line"]).cast("Q")
+        self._rwbs = memoryview(cols["rwbs"]).cast("I")
+        self._sector = memoryview(cols["sector"]).cast("Q")
+        self._nr = memoryview(cols["nr_sectors"]).cast("I")
+        self._split = memoryview(cols["split"]).cast("Q")
+
+    def __len__(self) -> int:
+        return len(self._line)
+
+    def __getitem__(self, i: Any) -> Any:
+        if isinstance(i, slice):
+            return [self[k] for k in range(*i.indices(len(self)))]
+        if i < 0:
+            i += len(self)
+        if not 0 <= i < len(self):
+            raise IndexError(i)
+        s, split = self._sector[i], self._split[i]
+        return Event(self.rwbs_table[self._rwbs[i]], None if s == ABSENT_U64 else s, self._nr[i], self._line[i],
+                     None if split == ABSENT_U64 else split)
+
+
 class Trace:
     """A parsed trace file: per device and action, its events in order."""
 
@@ -107,27 +138,14 @@ class Trace:
             check_text_trace(path)
         except TraceFormatError as exc:
             raise TraceFileError(str(exc)) from None
-        cols, tables, skipped, bad = _core.parse_trace(path)
+        devices, rwbs, streams, count, skipped, bad = _core.trace_streams(path)
         self.skipped: int = skipped
         self.bad: List[Tuple[int, str, str]] = list(bad)
-        self.devices: List[str] = list(tables["devices"])
-        actions: List[str] = list(tables["actions"])
-        rwbs: List[str] = [canonical_rwbs(r) for r in tables["rwbs"]]
-        line = memoryview(cols["line"]).cast("Q")
-        dev = memoryview(cols["dev"]).cast("I")
-        act = memoryview(cols["action"]).cast("B")
-        rw = memoryview(cols["rwbs"]).cast("I")
-        sector = memoryview(cols["sector"]).cast("Q")
-        nr = memoryview(cols["nr_sectors"]).cast("I")
-        arg = memoryview(cols["arg"]).cast("Q")
-        self.count = len(line)
-        self.events: Dict[Tuple[str, str], List[Event]] = {}
-        for i in range(self.count):
-            s, action = sector[i], actions[act[i]]
-            split = arg[i] if action == "X" and arg[i] != ABSENT_U64 else None
-            ev = Event(rwbs[rw[i]], None if s == ABSENT_U64 else s, nr[i], line[i], split)
-            key = (self.devices[dev[i]], action)
-            self.events.setdefault(key, []).append(ev)
+        self.devices: List[str] = list(devices)
+        self.count: int = count
+        table = [canonical_rwbs(r) for r in rwbs]
+        self.events: Dict[Tuple[str, str], EventStream] = {
+            (self.devices[dev], action): EventStream(cols, table) for dev, action, cols in streams}
 
     def device_numbers(self) -> List[str]:
         """Devices that have events, in order of first appearance (ftrace's
@@ -138,7 +156,7 @@ class Trace:
                 seen.setdefault(dev, None)
         return list(seen)
 
-    def stream(self, dev: str, action: str) -> List[Event]:
+    def stream(self, dev: str, action: str) -> Sequence[Event]:
         return self.events.get((dev, action), [])
 
 
@@ -212,32 +230,35 @@ class StreamDiff:
         }
 
 
+def _columns(events: Sequence[Event], ids: Dict[str, int], ignore_flags: bool) -> Tuple[bytes, bytes, bytes, bytes]:
+    """The columns ``_core.align_streams`` compares: RWBS as ids common to
+    both sides (*ids*), sector, sectors and split point."""
+    def rwbs_id(r: str) -> int:
+        return ids.setdefault(op_letters(r) if ignore_flags else r, len(ids))
+    if isinstance(events, EventStream):
+        codes = [rwbs_id(r) for r in events.rwbs_table]
+        rw = array("I", (codes[c] for c in memoryview(events.cols["rwbs"]).cast("I")))
+        c = events.cols
+        return rw.tobytes(), c["sector"], c["nr_sectors"], c["split"]
+    rw = array("I", (rwbs_id(e.rwbs) for e in events))
+    sector = array("Q", (ABSENT_U64 if e.sector is None else e.sector for e in events))
+    nr = array("I", (e.nr_sectors for e in events))
+    split = array("Q", (ABSENT_U64 if e.split is None else e.split for e in events))
+    return rw.tobytes(), sector.tobytes(), nr.tobytes(), split.tobytes()
+
+
 def align(real: Sequence[Event], sim: Sequence[Event], ignore_flags: bool = False
           ) -> Tuple[int, int, List[Tuple[str, int, int, int, int]]]:
-    """(events aligned in order, events in common ignoring order, opcodes)."""
-    a = [e.key(ignore_flags) for e in real]
-    b = [e.key(ignore_flags) for e in sim]
-    # The common prefix and suffix first: most streams are nearly equal,
-    # and difflib is quadratic in what is left.
-    pre = 0
-    while pre < len(a) and pre < len(b) and a[pre] == b[pre]:
-        pre += 1
-    suf = 0
-    while suf < len(a) - pre and suf < len(b) - pre and a[len(a) - 1 - suf] == b[len(b) - 1 - suf]:
-        suf += 1
-    mid_a, mid_b = a[pre:len(a) - suf], b[pre:len(b) - suf]
-    ops: List[Tuple[str, int, int, int, int]] = []
-    if pre:
-        ops.append(("equal", 0, pre, 0, pre))
-    if mid_a or mid_b:
-        sm = difflib.SequenceMatcher(None, mid_a, mid_b, autojunk=False)
-        for tag, i1, i2, j1, j2 in sm.get_opcodes():
-            ops.append((tag, i1 + pre, i2 + pre, j1 + pre, j2 + pre))
-    if suf:
-        ops.append(("equal", len(a) - suf, len(a), len(b) - suf, len(b)))
-    matched = sum(i2 - i1 for tag, i1, i2, _j1, _j2 in ops if tag == "equal")
-    common = sum((Counter(a) & Counter(b)).values())
-    return matched, common, ops
+    """(events aligned in order, events in common ignoring order, opcodes).
+
+    Equal runs are taken as they come; at a mismatch the streams meet again
+    at the nearest pair of equal events (``src/trace/align.rs``), so the
+    time is linear in the streams' length when they are equal or locally
+    reordered, and bounded per mismatch otherwise."""
+    ids: Dict[str, int] = {}
+    a, b = _columns(real, ids, ignore_flags), _columns(sim, ids, ignore_flags)
+    matched, common, ops = _core.align_streams(a, b)
+    return matched, common, [tuple(op) for op in ops]
 
 
 # ---------------------------------------------------------------------------

@@ -27,6 +27,7 @@
 //! and listed.
 
 use std::collections::HashMap;
+use std::hash::BuildHasherDefault;
 
 use serde_json::{json, Map, Value};
 
@@ -38,9 +39,13 @@ use super::{NR_OPS, OPS};
 use crate::bio::{req, Op};
 use crate::genhd::DevId;
 use crate::profile::IoTicks;
-use crate::trace::parse::{BadLine, DevNo, Extra, Rwbs, TraceAction, TraceParse, TraceRecord};
+use crate::trace::parse::{BadLine, DevNo, Extra, Line, Rwbs, TraceAction, TraceParse, TraceRecord};
 use crate::trace::columns::EventColumns;
 use crate::trace::{Action, Event, Task};
+
+/// Maps looked up for every record: sectors, device numbers, pids and
+/// RWBS strings hash with the analysis's cheap hasher, not SipHash.
+type FastMap<K, V> = HashMap<K, V, BuildHasherDefault<super::analysis::SectorHasher>>;
 
 /// The rule `blkstack stats` counts `io_ticks` by.
 const IO_TICKS: IoTicks = IoTicks::Precise;
@@ -57,8 +62,8 @@ struct Acct {
     request_based: bool,
     disk: DiskStats,
     /// Queued bios not yet in a request or merged: sector -> 'Q' time.
-    pending_q: HashMap<u64, u64>,
-    rqs: HashMap<u64, Rq>,
+    pending_q: FastMap<u64, u64>,
+    rqs: FastMap<u64, Rq>,
     requests: u64,
     sectors_issued: [u64; NR_OPS],
     /// Completions whose request or bio started before the trace did.
@@ -230,14 +235,79 @@ pub struct OddRwbs {
     pub rwbs: String,
 }
 
+/// What a first reading of a trace's records (in time order) tells before
+/// any is analysed: the devices in order of first appearance and which are
+/// request-based, where time starts, which formats the lines came in, and
+/// whether time ever ran backwards in the order read.
+#[derive(Default)]
+struct Survey {
+    devices: Vec<DevNo>,
+    ids: FastMap<DevNo, u32>,
+    request_based: Vec<bool>,
+    origin_ns: Option<u64>,
+    previous_ns: Option<u64>,
+    /// Records whose time is before the record above them, and the first
+    /// (line, its time, the time above it in ns).
+    backwards: (usize, Option<(usize, u64, u64)>),
+    with_seq: bool,
+    without_seq: bool,
+}
+
+impl Survey {
+    fn intern(&mut self, d: DevNo) -> u32 {
+        let next = self.devices.len() as u32;
+        *self.ids.entry(d).or_insert_with(|| {
+            self.devices.push(d);
+            self.request_based.push(false);
+            next
+        })
+    }
+
+    fn record(&mut self, r: &TraceRecord) {
+        if let Some(prev) = self.previous_ns.filter(|&p| r.time_ns < p) {
+            self.backwards.0 += 1;
+            self.backwards.1.get_or_insert((r.line, r.time_ns, prev));
+        }
+        self.previous_ns = Some(r.time_ns);
+        self.origin_ns = Some(self.origin_ns.map_or(r.time_ns, |o| o.min(r.time_ns)));
+        self.with_seq |= r.seq.is_some();
+        self.without_seq |= r.seq.is_none();
+        let (Some(action), Some(dev)) = (r.action.model(), r.dev) else { return };
+        let id = self.intern(dev) as usize;
+        if let Extra::Remap { from, .. } = &r.extra {
+            self.intern(*from);
+        }
+        if matches!(action, Action::GetRq | Action::Insert | Action::Issue) {
+            self.request_based[id] = true;
+        }
+    }
+
+    fn format(&self) -> &'static str {
+        match (self.with_seq, self.without_seq) {
+            (true, true) => "mixed",
+            (true, false) => "blkparse",
+            (false, true) => "ftrace",
+            (false, false) => "empty",
+        }
+    }
+}
+
+/// An RWBS string as the analysis reads it, decoded once per distinct string.
+struct RwbsCode {
+    op: Op,
+    flags: u32,
+    unknown: bool,
+}
+
 /// Everything `blkstack stats` computes from a trace.
 pub struct TraceStats {
     /// Device numbers by [`DevId`], in order of first appearance.
     pub devices: Vec<DevNo>,
     pub names: Vec<String>,
-    /// The records as events, in time order (relative to `origin_ns`).
+    /// The records as events, in time order (relative to `origin_ns`),
+    /// when kept ([`Keep::events`]).
     pub events: Vec<Event>,
-    /// Each event's RWBS as the trace printed it, an index into `rwbs_names`.
+    /// Each kept event's RWBS as the trace printed it, an index into `rwbs_names`.
     pub rwbs: Vec<u16>,
     pub rwbs_names: Vec<String>,
     pub tasks: Vec<Task>,
@@ -246,7 +316,7 @@ pub struct TraceStats {
     pub samples: Vec<(u64, Vec<[u64; 17]>)>,
     pub intervals: bool,
     pub analysis: Analysis,
-    /// btt's report of the trace, when asked for ([`TraceStats::run_btt`]).
+    /// btt's report of the trace, when asked for ([`Keep::btt`]).
     pub btt: Option<Btt>,
     acct: Vec<Acct>,
     /// How many records of each kind the model has no event for.
@@ -261,6 +331,31 @@ pub struct TraceStats {
     /// Records whose time is before the record above them, and the first
     /// (line, its time, the time above it in ns).
     pub backwards: (usize, Option<(usize, u64, u64)>),
+    /// Events analysed, and whether each device had any.
+    count: usize,
+    seen: Vec<bool>,
+    ids: FastMap<DevNo, u32>,
+    /// Tasks by pid, then name: their ids.
+    task_ids: FastMap<u32, Vec<(String, u32)>>,
+    rwbs_ids: FastMap<String, u32>,
+    rwbs_codes: Vec<RwbsCode>,
+    keep_events: bool,
+    keep_issues: bool,
+    interval_ns: Option<u64>,
+    next_sample: Option<u64>,
+    last_ns: u64,
+}
+
+/// What to keep besides the reports.
+#[derive(Clone, Copy, Default)]
+pub struct Keep {
+    /// Every event, for [`TraceStats::columns`] and blktrace output.
+    pub events: bool,
+    /// btt's bookkeeping, for its report.
+    pub btt: bool,
+    /// The issued requests ('D') only, when not every event is kept: what
+    /// the Python API's requests table needs.
+    pub issues: bool,
 }
 
 /// The name of a record kind the model has no event for.
@@ -276,92 +371,210 @@ fn other_name(a: TraceAction) -> &'static str {
     }
 }
 
-struct Interner<K> {
-    ids: HashMap<K, u32>,
-}
-
-impl<K: std::hash::Hash + Eq + Clone> Interner<K> {
-    fn new() -> Self {
-        Interner { ids: HashMap::new() }
-    }
-
-    /// The id of `k`, and whether it is new.
-    fn get(&mut self, k: &K) -> (u32, bool) {
-        if let Some(&i) = self.ids.get(k) {
-            return (i, false);
-        }
-        let i = self.ids.len() as u32;
-        self.ids.insert(k.clone(), i);
-        (i, true)
-    }
-}
-
 /// Analyse a parsed trace. With `interval_ns`, diskstats are also
 /// snapshotted every interval of trace time (iostat per interval).
 pub fn analyse(parse: TraceParse, interval_ns: Option<u64>) -> TraceStats {
+    analyse_records(parse, interval_ns, Keep { events: true, btt: false, issues: false })
+}
+
+/// [`analyse`] of records in memory: sorted by time (stably), then fed.
+fn analyse_records(parse: TraceParse, interval_ns: Option<u64>, keep: Keep) -> TraceStats {
     let TraceParse { mut records, bad, skipped } = parse;
-    let backwards = time_backwards(&records);
+    let mut in_file_order = Survey::default();
+    records.iter().for_each(|r| in_file_order.record(r));
     records.sort_by_key(|r| r.time_ns);
-    let origin_ns = records.first().map_or(0, |r| r.time_ns);
-    let format = match (records.iter().any(|r| r.seq.is_some()), records.iter().any(|r| r.seq.is_none())) {
-        (true, true) => "mixed",
-        (true, false) => "blkparse",
-        (false, true) => "ftrace",
-        (false, false) => "empty",
-    };
-    let mut st = TraceStats {
-        devices: Vec::new(),
-        names: Vec::new(),
-        events: Vec::with_capacity(records.len()),
-        rwbs: Vec::with_capacity(records.len()),
-        rwbs_names: Vec::new(),
-        tasks: Vec::new(),
-        origin_ns,
-        samples: Vec::new(),
-        intervals: interval_ns.is_some(),
-        analysis: Analysis::default(),
-        btt: None,
-        acct: Vec::new(),
-        other: Vec::new(),
-        no_device: 0,
-        odd_rwbs: Vec::new(),
-        bad,
-        skipped,
-        format,
-        backwards,
-    };
-    st.build_events(&records, origin_ns);
-    st.account(interval_ns);
+    let mut survey = Survey::default();
+    records.iter().for_each(|r| survey.record(r));
+    survey.backwards = in_file_order.backwards;
+    let mut st = TraceStats::new(survey, interval_ns, keep);
+    records.iter().for_each(|r| st.record(r));
+    st.finish(bad, skipped);
     st
 }
 
-/// Records in file order whose time goes back from the record above them
-/// (blkparse and the ftrace buffer both print in time order, so the file
-/// was joined or edited): how many, and the first.
-fn time_backwards(records: &[TraceRecord]) -> (usize, Option<(usize, u64, u64)>) {
-    let mut out = (0, None);
-    for w in records.windows(2) {
-        if w[1].time_ns < w[0].time_ns {
-            out.0 += 1;
-            out.1.get_or_insert((w[1].line, w[1].time_ns, w[0].time_ns));
+/// Analyse the trace at `path` as [`analyse`] does, holding in memory what
+/// is in flight rather than the whole trace: a text trace is read twice,
+/// once to learn its devices and where its time starts, once to analyse it
+/// line by line (records out of time order, from a joined or edited file,
+/// are sorted in memory first). Binary blktrace files, whose per-CPU
+/// records interleave, are read whole ([`crate::trace::blktrace::read_trace_lines`]).
+pub fn analyse_file(path: &str, interval_ns: Option<u64>, keep: Keep) -> std::io::Result<TraceStats> {
+    use crate::trace::blktrace::read_trace_lines;
+    let mut survey = Survey::default();
+    read_trace_lines(path, |line| {
+        if let Line::Record(r) = line {
+            survey.record(r);
         }
+    })?;
+    let mut parse = TraceParse::default();
+    if survey.backwards.0 > 0 {
+        read_trace_lines(path, |line| match line {
+            Line::Record(r) => parse.records.push(r.clone()),
+            Line::Skipped => parse.skipped += 1,
+            Line::Bad(b) => parse.bad.push(b),
+        })?;
+        return Ok(analyse_records(parse, interval_ns, keep));
     }
-    out
+    let mut st = TraceStats::new(survey, interval_ns, keep);
+    read_trace_lines(path, |line| match line {
+        Line::Record(r) => st.record(r),
+        Line::Skipped => parse.skipped += 1,
+        Line::Bad(b) => parse.bad.push(b),
+    })?;
+    st.finish(parse.bad, parse.skipped);
+    Ok(st)
 }
 
 impl TraceStats {
+    fn new(survey: Survey, interval_ns: Option<u64>, keep: Keep) -> Self {
+        let n = survey.devices.len();
+        let acct = survey.request_based.iter().map(|&rb| Acct { request_based: rb, ..Default::default() }).collect();
+        let btt = keep.btt.then(|| Btt::new(survey.devices.iter().map(|d| (d.major, d.minor)).collect()));
+        let mut st = TraceStats {
+            names: survey.devices.iter().map(|&d| device_name(d)).collect(),
+            events: Vec::new(),
+            rwbs: Vec::new(),
+            rwbs_names: Vec::new(),
+            tasks: Vec::new(),
+            origin_ns: survey.origin_ns.unwrap_or(0),
+            samples: Vec::new(),
+            intervals: interval_ns.is_some(),
+            analysis: Analysis::default(),
+            btt,
+            acct,
+            other: Vec::new(),
+            no_device: 0,
+            odd_rwbs: Vec::new(),
+            bad: Vec::new(),
+            skipped: 0,
+            format: survey.format(),
+            backwards: survey.backwards,
+            count: 0,
+            seen: vec![false; n],
+            ids: survey.ids,
+            devices: survey.devices,
+            task_ids: FastMap::default(),
+            rwbs_ids: FastMap::default(),
+            rwbs_codes: Vec::new(),
+            keep_events: keep.events,
+            keep_issues: keep.issues,
+            interval_ns,
+            next_sample: interval_ns,
+            last_ns: 0,
+        };
+        st.snapshot(0);
+        st
+    }
+
+    /// The id of `r`'s task, interned.
+    fn task_id(&mut self, pid: u32, comm: &str) -> u32 {
+        let same_pid = self.task_ids.entry(pid).or_default();
+        if let Some(&(_, id)) = same_pid.iter().find(|(c, _)| c == comm) {
+            return id;
+        }
+        let id = self.tasks.len() as u32;
+        same_pid.push((comm.to_string(), id));
+        self.tasks.push(Task { pid, comm: comm.to_string() });
+        id
+    }
+
+    /// The id of an RWBS string, interned and decoded.
+    fn rwbs_id(&mut self, rwbs: &str) -> u32 {
+        if let Some(&id) = self.rwbs_ids.get(rwbs) {
+            return id;
+        }
+        let id = self.rwbs_names.len() as u32;
+        let (op, flags) = rwbs_op(rwbs);
+        self.rwbs_codes.push(RwbsCode { op, flags, unknown: Rwbs::decode(rwbs).unknown > 0 });
+        self.rwbs_names.push(rwbs.to_string());
+        self.rwbs_ids.insert(rwbs.to_string(), id);
+        id
+    }
+
+    fn count_other(&mut self, a: TraceAction) {
+        let name = other_name(a);
+        match self.other.iter_mut().find(|(n, _)| n == name) {
+            Some((_, c)) => *c += 1,
+            None => self.other.push((name.to_string(), 1)),
+        }
+    }
+
+    /// One record, in time order: as an event into the analysis, the
+    /// accounting and btt's bookkeeping.
+    fn record(&mut self, r: &TraceRecord) {
+        let Some(action) = r.action.model() else {
+            self.count_other(r.action);
+            return;
+        };
+        let Some(dev) = r.dev else {
+            self.no_device += 1;
+            return;
+        };
+        let id = self.ids[&dev];
+        let task = self.task_id(r.pid, r.comm.as_deref().unwrap_or_default());
+        let code = self.rwbs_id(&r.rwbs);
+        let RwbsCode { op, flags, unknown } = self.rwbs_codes[code as usize];
+        if unknown {
+            self.odd_rwbs.push(OddRwbs { line: r.line, rwbs: r.rwbs.clone() });
+        }
+        let (arg, from_dev) = match &r.extra {
+            Extra::Split { new_sector } => (*new_sector, 0),
+            Extra::Remap { from, from_sector, .. } => (*from_sector, self.ids[from]),
+            Extra::Unplug { depth } => (*depth as u64, 0),
+            _ => (0, 0),
+        };
+        let bytes = (r.nr_sectors as u64 * 512).min(u32::MAX as u64 & !511) as u32;
+        let ev = Event {
+            time: r.time_ns - self.origin_ns,
+            dev: id as DevId,
+            action,
+            op,
+            flags,
+            sector: r.sector.unwrap_or(0),
+            bytes,
+            task,
+            error: r.error.unwrap_or(0),
+            arg,
+            from_dev: from_dev as DevId,
+        };
+        self.event(&ev);
+        if self.keep_events || (self.keep_issues && ev.action == Action::Issue) {
+            self.events.push(ev);
+            self.rwbs.push(code as u16);
+        }
+    }
+
+    /// The analysis and the diskstats accounting of one event, after the
+    /// snapshots of the intervals that ended before it.
+    fn event(&mut self, ev: &Event) {
+        while let Some(at) = self.next_sample.filter(|&at| ev.time >= at) {
+            self.snapshot(at);
+            self.next_sample = self.interval_ns.map(|every| at + every);
+        }
+        self.analysis.add(ev);
+        self.acct[ev.dev as usize].event(ev);
+        if let Some(b) = &mut self.btt {
+            b.add(ev, &self.tasks[ev.task as usize]);
+        }
+        self.seen[ev.dev as usize] = true;
+        self.count += 1;
+        self.last_ns = ev.time;
+    }
+
+    /// After the last record: the closing snapshot, and the lines read
+    /// and not analysed.
+    fn finish(&mut self, bad: Vec<BadLine>, skipped: usize) {
+        let end = self.last_ns;
+        if self.samples.last().map(|s| s.0) != Some(end) || self.samples.len() < 2 {
+            self.snapshot(end);
+        }
+        self.bad = bad;
+        self.skipped = skipped;
+    }
+
     /// Whether device `i`'s events are a request queue's.
     pub fn request_based(&self, i: usize) -> bool {
         self.acct.get(i).is_some_and(|a| a.request_based)
-    }
-
-    /// Run btt's bookkeeping over the events, for its report.
-    pub fn run_btt(&mut self) {
-        let mut b = Btt::new(self.devices.iter().map(|d| (d.major, d.minor)).collect());
-        for ev in &self.events {
-            b.add(ev, &self.tasks[ev.task as usize]);
-        }
-        self.btt = Some(b);
     }
 
     /// What the user should know about the trace: time going backwards,
@@ -387,98 +600,6 @@ impl TraceStats {
         out
     }
 
-    /// Records to events: devices, tasks and RWBS strings interned.
-    fn build_events(&mut self, records: &[TraceRecord], origin_ns: u64) {
-        let (mut devs, mut tasks, mut rwbs) = (Interner::new(), Interner::new(), Interner::new());
-        let mut other: Vec<(String, usize)> = Vec::new();
-        for r in records {
-            let Some(action) = r.action.model() else {
-                let name = other_name(r.action);
-                match other.iter_mut().find(|(n, _)| n == name) {
-                    Some((_, c)) => *c += 1,
-                    None => other.push((name.to_string(), 1)),
-                }
-                continue;
-            };
-            let Some(dev) = r.dev else {
-                self.no_device += 1;
-                continue;
-            };
-            let (id, new) = devs.get(&dev);
-            if new {
-                self.devices.push(dev);
-                self.names.push(device_name(dev));
-            }
-            let (task, new) = tasks.get(&(r.pid, r.comm.clone().unwrap_or_default()));
-            if new {
-                self.tasks.push(Task { pid: r.pid, comm: r.comm.clone().unwrap_or_default() });
-            }
-            let (code, new) = rwbs.get(&r.rwbs);
-            if new {
-                self.rwbs_names.push(r.rwbs.clone());
-            }
-            if Rwbs::decode(&r.rwbs).unknown > 0 {
-                self.odd_rwbs.push(OddRwbs { line: r.line, rwbs: r.rwbs.clone() });
-            }
-            let (op, flags) = rwbs_op(&r.rwbs);
-            let (arg, from_dev) = match &r.extra {
-                Extra::Split { new_sector } => (*new_sector, 0),
-                Extra::Remap { from, from_sector, .. } => {
-                    let (fid, new) = devs.get(from);
-                    if new {
-                        self.devices.push(*from);
-                        self.names.push(device_name(*from));
-                    }
-                    (*from_sector, fid)
-                }
-                Extra::Unplug { depth } => (*depth as u64, 0),
-                _ => (0, 0),
-            };
-            let bytes = (r.nr_sectors as u64 * 512).min(u32::MAX as u64 & !511) as u32;
-            self.events.push(Event {
-                time: r.time_ns - origin_ns,
-                dev: id as DevId,
-                action,
-                op,
-                flags,
-                sector: r.sector.unwrap_or(0),
-                bytes,
-                task,
-                error: r.error.unwrap_or(0),
-                arg,
-                from_dev: from_dev as DevId,
-            });
-            self.rwbs.push(code as u16);
-        }
-        self.other = other;
-    }
-
-    /// The analysis and the diskstats accounting, with snapshots.
-    fn account(&mut self, interval_ns: Option<u64>) {
-        let n = self.devices.len();
-        self.acct = (0..n).map(|_| Acct::default()).collect();
-        for ev in &self.events {
-            if matches!(ev.action, Action::GetRq | Action::Insert | Action::Issue) {
-                self.acct[ev.dev as usize].request_based = true;
-            }
-        }
-        self.snapshot(0);
-        let mut next = interval_ns;
-        for i in 0..self.events.len() {
-            let ev = self.events[i];
-            while let Some(at) = next.filter(|&at| ev.time >= at) {
-                self.snapshot(at);
-                next = interval_ns.map(|every| at + every);
-            }
-            self.analysis.add(&ev);
-            self.acct[ev.dev as usize].event(&ev);
-        }
-        let end = self.events.last().map_or(0, |e| e.time);
-        if self.samples.last().map(|s| s.0) != Some(end) || self.samples.len() < 2 {
-            self.snapshot(end);
-        }
-    }
-
     fn snapshot(&mut self, at: u64) {
         let all = self.acct.iter().map(|a| a.disk.fields(a.disk.inflight())).collect();
         self.samples.push((at, all));
@@ -501,15 +622,11 @@ impl TraceStats {
     /// The devices as the reports show them: those with events of their
     /// own (not those only named as a remap's source).
     pub fn report_input(&self) -> ReportInput<'_> {
-        let mut seen = vec![false; self.devices.len()];
-        for ev in &self.events {
-            seen[ev.dev as usize] = true;
-        }
         let devices = self
             .devices
             .iter()
             .enumerate()
-            .filter(|(i, _)| seen[*i])
+            .filter(|(i, _)| self.seen[*i])
             .map(|(i, d)| ReportDev { id: i as DevId, name: self.names[i].clone(), major: d.major, minor: d.minor, accounted: !self.acct[i].lacks_completions() })
             .collect();
         ReportInput { devices, samples: &self.samples, intervals: self.intervals, analysis: Some(&self.analysis), btt: self.btt.as_ref() }
@@ -545,7 +662,7 @@ impl TraceStats {
         json!({
             "trace": path,
             "format": self.format,
-            "events": self.events.len(),
+            "events": self.count,
             "origin_ns": self.origin_ns,
             "duration_ns": end,
             "devices": devices,

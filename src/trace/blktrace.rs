@@ -18,7 +18,7 @@
 use std::collections::HashMap;
 use std::io::Write;
 
-use super::parse::{DevNo, Extra, TraceAction, TraceParse, TraceRecord};
+use super::parse::{DevNo, Extra, Line, TraceAction, TraceLines, TraceParse, TraceRecord};
 use super::{Action, Event, Task, TraceCtx, TraceSink};
 use crate::bio::{req, Op};
 
@@ -44,6 +44,14 @@ const TA_CGROUP: u32 = 1 << 8;
 /// Whether `bytes` begin with a blktrace record (either byte order).
 pub fn is_blktrace(bytes: &[u8]) -> bool {
     byte_order(bytes).is_some()
+}
+
+/// Whether the file at `path` begins with a blktrace record.
+pub fn file_is_blktrace(path: &str) -> std::io::Result<bool> {
+    use std::io::Read;
+    let mut head = Vec::with_capacity(4);
+    std::fs::File::open(path)?.take(4).read_to_end(&mut head)?;
+    Ok(is_blktrace(&head))
 }
 
 /// Little endian (true) or big endian, from the first record's magic.
@@ -252,6 +260,24 @@ pub fn read_trace_file(path: &str) -> std::io::Result<TraceParse> {
     Ok(parse_blktrace(&all))
 }
 
+/// Every line (record) of the trace at `path`, in order, to `f`: a text
+/// trace line by line, holding one line at a time; blktrace's binary files
+/// whole, since their per-CPU records interleave.
+pub fn read_trace_lines(path: &str, mut f: impl FnMut(Line<&TraceRecord>)) -> std::io::Result<()> {
+    if !file_is_blktrace(path)? {
+        let mut lines = TraceLines::new(std::io::BufReader::with_capacity(1 << 16, std::fs::File::open(path)?));
+        while let Some(line) = lines.next_line() {
+            f(line?);
+        }
+        return Ok(());
+    }
+    let TraceParse { records, bad, skipped } = read_trace_file(path)?;
+    records.iter().for_each(|r| f(Line::Record(r)));
+    bad.into_iter().for_each(|b| f(Line::Bad(b)));
+    (0..skipped).for_each(|_| f(Line::Skipped));
+    Ok(())
+}
+
 /// The other `NAME.blktrace.N` files beside `NAME.blktrace.M`.
 fn per_cpu_siblings(path: &str) -> Vec<std::path::PathBuf> {
     let p = std::path::Path::new(path);
@@ -341,18 +367,21 @@ fn dev_t(major: u32, minor: u32) -> u32 {
 /// records as they are): the fixed part, then `pdu`.
 #[allow(clippy::too_many_arguments)]
 fn put_record(out: &mut Vec<u8>, seq: u32, time: u64, sector: u64, bytes: u32, action: u32, pid: u32, dev: u32, error: u16, pdu: &[u8]) {
-    out.extend((BLK_IO_TRACE_MAGIC | 7).to_ne_bytes());
-    out.extend(seq.to_ne_bytes());
-    out.extend(time.to_ne_bytes());
-    out.extend(sector.to_ne_bytes());
-    out.extend(bytes.to_ne_bytes());
-    out.extend(action.to_ne_bytes());
-    out.extend(pid.to_ne_bytes());
-    out.extend(dev.to_ne_bytes());
-    out.extend(0u32.to_ne_bytes());
-    out.extend(error.to_ne_bytes());
-    out.extend((pdu.len() as u16).to_ne_bytes());
-    out.extend(pdu);
+    // The fixed part assembled in place, then stored in one copy.
+    let mut r = [0u8; RECORD];
+    r[0..4].copy_from_slice(&(BLK_IO_TRACE_MAGIC | 7).to_ne_bytes());
+    r[4..8].copy_from_slice(&seq.to_ne_bytes());
+    r[8..16].copy_from_slice(&time.to_ne_bytes());
+    r[16..24].copy_from_slice(&sector.to_ne_bytes());
+    r[24..28].copy_from_slice(&bytes.to_ne_bytes());
+    r[28..32].copy_from_slice(&action.to_ne_bytes());
+    r[32..36].copy_from_slice(&pid.to_ne_bytes());
+    r[36..40].copy_from_slice(&dev.to_ne_bytes());
+    // 40..44: the CPU, always 0.
+    r[44..46].copy_from_slice(&error.to_ne_bytes());
+    r[46..48].copy_from_slice(&(pdu.len() as u16).to_ne_bytes());
+    out.extend_from_slice(&r);
+    out.extend_from_slice(pdu);
 }
 
 /// Writes every event to its device's output (all events run on CPU 0):
@@ -397,16 +426,21 @@ impl BlktraceWriter {
             comm.push(0);
             put_record(&mut self.buf, 0, ev.time, 0, 0, TC_NOTIFY, task.pid, dev, 0, &comm);
         }
-        let mut pdu = Vec::new();
-        match ev.action {
-            Action::Split | Action::Unplug | Action::UnplugTimer => pdu.extend(ev.arg.to_be_bytes()),
-            Action::Remap => {
-                pdu.extend(from.to_be_bytes());
-                pdu.extend(dev.to_be_bytes());
-                pdu.extend(ev.arg.to_be_bytes());
+        // The payload, on the stack: at most a remap's 16 bytes.
+        let mut pdu = [0u8; 16];
+        let pdu_len = match ev.action {
+            Action::Split | Action::Unplug | Action::UnplugTimer => {
+                pdu[..8].copy_from_slice(&ev.arg.to_be_bytes());
+                8
             }
-            _ => {}
-        }
+            Action::Remap => {
+                pdu[..4].copy_from_slice(&from.to_be_bytes());
+                pdu[4..8].copy_from_slice(&dev.to_be_bytes());
+                pdu[8..].copy_from_slice(&ev.arg.to_be_bytes());
+                16
+            }
+            _ => 0,
+        };
         *seq += 1;
         let mut action = action_word(ev.action, ev.op, ev.flags);
         // blk_add_trace_rq: a request's events (not a bio-based device's
@@ -414,7 +448,7 @@ impl BlktraceWriter {
         if request_based && matches!(ev.action, Action::Insert | Action::Issue | Action::Requeue | Action::Complete) {
             action |= TC_FS;
         }
-        put_record(&mut self.buf, *seq, ev.time, ev.sector, ev.bytes, action, task.pid, dev, ev.error as u16, &pdu);
+        put_record(&mut self.buf, *seq, ev.time, ev.sector, ev.bytes, action, task.pid, dev, ev.error as u16, &pdu[..pdu_len]);
         self.outs[*out].write_all(&self.buf)
     }
 }

@@ -4,13 +4,16 @@
 //! tracepoint; sinks turn them into blkparse text ([`blkparse`]), the issued
 //! request list ([`requests`]) or an in-memory log ([`EventLog`]).
 
+pub mod align;
 pub mod blkparse;
+pub mod blkparse_fast;
 pub mod blkparse_summary;
 pub mod blktrace;
 pub mod columns;
 pub mod parse;
 pub mod requests;
 pub mod store;
+pub mod streams;
 pub mod text;
 
 use std::io;

@@ -74,6 +74,20 @@ impl TraceAction {
         })
     }
 
+    /// The name the record kind goes by: blkparse's letter, or the
+    /// tracepoint's name for those blkparse has none for.
+    pub fn name(self) -> &'static str {
+        match self {
+            TraceAction::Model(a) => a.letter(),
+            TraceAction::Bounce => "B",
+            TraceAction::Sleep => "S",
+            TraceAction::Message => "m",
+            TraceAction::Error => "block_rq_error",
+            TraceAction::IoStart => "block_io_start",
+            TraceAction::IoDone => "block_io_done",
+        }
+    }
+
     /// The model's [`Action`], where it has one.
     pub fn model(self) -> Option<Action> {
         match self {
@@ -232,16 +246,95 @@ pub struct TraceParse {
 /// Read a whole trace; lines of both formats may be mixed.
 pub fn parse_trace(text: &str) -> TraceParse {
     let mut out = TraceParse::default();
-    let mut in_summary = false;
-    for (i, raw) in text.lines().enumerate() {
-        let line = raw.trim_end();
-        match classify(line, i + 1, &mut in_summary) {
-            Ok(Some(r)) => out.records.push(r),
-            Ok(None) => out.skipped += 1,
-            Err(reason) => out.bad.push(BadLine { line: i + 1, text: raw.to_string(), reason }),
+    for line in TraceLines::new(text.as_bytes()) {
+        match line.expect("reading from memory") {
+            Line::Record(r) => out.records.push(r),
+            Line::Skipped => out.skipped += 1,
+            Line::Bad(b) => out.bad.push(b),
         }
     }
     out
+}
+
+/// What one line of a trace turned out to be.
+#[derive(Debug)]
+pub enum Line<R = TraceRecord> {
+    Record(R),
+    /// Blank, a header, a summary, a lost-event note, another tracepoint.
+    Skipped,
+    Bad(BadLine),
+}
+
+/// The lines of a text trace read one at a time from `src`, as
+/// [`parse_trace`] reads them, holding one line in memory: a trace of any
+/// length is read in the memory of its longest line. Lines in blkparse's
+/// common shapes are read byte by byte into one reused record
+/// ([`super::blkparse_fast`]); the others by [`classify`].
+pub struct TraceLines<R: std::io::BufRead> {
+    src: R,
+    buf: Vec<u8>,
+    n: usize,
+    in_summary: bool,
+    rec: TraceRecord,
+    spare: super::blkparse_fast::Spare,
+}
+
+impl<R: std::io::BufRead> TraceLines<R> {
+    pub fn new(src: R) -> Self {
+        TraceLines {
+            src,
+            buf: Vec::with_capacity(256),
+            n: 0,
+            in_summary: false,
+            rec: TraceRecord::blank(TraceAction::Message),
+            spare: Default::default(),
+        }
+    }
+
+    /// The next line; a record is lent until the next call.
+    pub fn next_line(&mut self) -> Option<std::io::Result<Line<&TraceRecord>>> {
+        self.buf.clear();
+        match self.src.read_until(b'\n', &mut self.buf) {
+            Ok(0) => return None,
+            Ok(_) => {}
+            Err(e) => return Some(Err(e)),
+        }
+        self.n += 1;
+        // As str::lines: without the "\n" or "\r\n" that ends the line.
+        let mut end = self.buf.len();
+        if self.buf[..end].ends_with(b"\n") {
+            end -= 1;
+            if self.buf[..end].ends_with(b"\r") {
+                end -= 1;
+            }
+        }
+        if super::blkparse_fast::read_line(&self.buf[..end], &mut self.rec, &mut self.spare) {
+            self.rec.line = self.n;
+            self.in_summary = false;
+            return Some(Ok(Line::Record(&self.rec)));
+        }
+        let raw = String::from_utf8_lossy(&self.buf[..end]);
+        Some(Ok(match classify(raw.trim_end(), self.n, &mut self.in_summary) {
+            Ok(Some(r)) => {
+                self.rec = r;
+                Line::Record(&self.rec)
+            }
+            Ok(None) => Line::Skipped,
+            Err(reason) => Line::Bad(BadLine { line: self.n, text: raw.into_owned(), reason }),
+        }))
+    }
+}
+
+impl<R: std::io::BufRead> Iterator for TraceLines<R> {
+    type Item = std::io::Result<Line>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        Some(self.next_line()?.map(|line| match line {
+            Line::Record(r) => Line::Record(r.clone()),
+            Line::Skipped => Line::Skipped,
+            Line::Bad(b) => Line::Bad(b),
+        }))
+    }
 }
 
 /// A record, `None` for a line to skip, or why an event-looking line is bad.

@@ -46,11 +46,9 @@ impl Seeki {
         let dist = self.seek_dist(start as i64, end as i64).unsigned_abs();
         self.nseeks += 1;
         self.total_sectors += dist as f64;
-        match self.tree.find(dist) {
-            Some(n) => *self.tree.val_mut(n) += 1,
-            None => {
-                self.tree.insert(dist, 1);
-            }
+        let (n, new) = self.tree.find_or_insert(dist, || 1);
+        if !new {
+            *self.tree.val_mut(n) += 1;
         }
     }
 
