@@ -377,6 +377,8 @@ impl Engine {
     pub fn add_job(&mut self, pid: u32, comm: &str, source: Box<dyn Source>, iodepth: u32, batch: u32) -> usize {
         let task = self.add_task(pid, comm);
         self.tasks[task as usize].job = Some(self.jobs.len());
+        // The job's CPU ([`crate::host_cpu`]): its events are recorded there.
+        self.core.tasks[task as usize].cpu = self.core.cpu.cpu_of_job(self.jobs.len()) as u32;
         self.jobs.push(Job {
             task,
             source,

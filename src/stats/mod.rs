@@ -5,6 +5,7 @@
 pub mod analysis;
 pub mod btt;
 pub mod clat;
+pub mod dev_names;
 pub mod diskstats;
 pub mod fio;
 pub mod fio_json;

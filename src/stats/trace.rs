@@ -223,6 +223,13 @@ pub fn device_name(d: DevNo) -> String {
     }
 }
 
+impl TraceStats {
+    /// Name devices (`MAJ:MIN=NAME` mappings, [`super::dev_names`]).
+    pub fn rename(&mut self, map: &[(DevNo, String)]) {
+        super::dev_names::rename(&self.devices, &mut self.names, map);
+    }
+}
+
 /// A record whose RWBS has letters [`Rwbs::decode`] does not know.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct OddRwbs {
@@ -411,7 +418,7 @@ impl TraceStats {
             }
             let (task, new) = tasks.get(&(r.pid, r.comm.clone().unwrap_or_default()));
             if new {
-                self.tasks.push(Task { pid: r.pid, comm: r.comm.clone().unwrap_or_default() });
+                self.tasks.push(Task { pid: r.pid, comm: r.comm.clone().unwrap_or_default(), cpu: r.cpu });
             }
             let (code, new) = rwbs.get(&r.rwbs);
             if new {
