@@ -210,8 +210,8 @@ fn tables_dict<'py>(py: Python<'py>, devices: Vec<(String, u32, u32)>, tasks: Ve
 /// `btt`: also btt's report. `blktrace`, `blktrace_dump`: write the trace
 /// as blktrace's binary files into that directory, or as one dump file.
 #[pyfunction]
-#[pyo3(signature = (path, interval=None, events=false, btt=false, blktrace=None, blktrace_dump=None))]
-#[allow(clippy::type_complexity)]
+#[pyo3(signature = (path, interval=None, events=false, btt=false, blktrace=None, blktrace_dump=None, names=Vec::new()))]
+#[allow(clippy::type_complexity, clippy::too_many_arguments)]
 fn trace_stats<'py>(
     py: Python<'py>,
     path: String,
@@ -220,11 +220,18 @@ fn trace_stats<'py>(
     btt: bool,
     blktrace: Option<String>,
     blktrace_dump: Option<String>,
+    names: Vec<String>,
 ) -> PyResult<(String, Option<Bound<'py, PyDict>>, Bound<'py, PyDict>)> {
+    use crate::stats::dev_names;
+    let names = names.iter().map(|s| dev_names::parse_name(s)).collect::<Result<Vec<_>, _>>().map_err(|e| PyValueError::new_err(format!("--name {e}")))?;
     let parsed = crate::trace::blktrace::read_trace_file(&path).map_err(|e| PyOSError::new_err(format!("{path}: {e}")))?;
     let every = crate::run::interval_ns(interval).map_err(to_py)?;
     let st = py.detach(|| {
         let mut st = crate::stats::trace::analyse(parsed, every);
+        // Names the file gives its device, then the user's.
+        let from_file = dev_names::names_from_file(&path, &st.devices);
+        st.rename(&from_file);
+        st.rename(&names);
         if btt {
             st.run_btt();
         }

@@ -347,3 +347,31 @@ fn offset_and_size_place_the_region() {
     assert_eq!(q.first(), Some(&(67_108_864, 128)));
     assert_eq!(q.len(), 4);
 }
+
+#[test]
+fn rate_iops_thinktime_ramp_and_stonewall_pace_the_jobs() {
+    // rate_iops=1000: the n-th read (from 0) is not issued before n ms
+    // from the job's start (usec_for_io: n × 4096 B / (1000 × 4096 B/s)).
+    // runtime=100ms: reads at 0, 1, ..., 99 ms, none at 100 ms: 100 reads.
+    let (_, ev, fio, _) = run("f.toml", &with_args(&["--name=r", "--rw=read", "--bs=4k", "--direct=1", "--size=1M", "--time_based", "--runtime=100ms", "--rate_iops=1000", "--filename=/dev/nvme1n1"]));
+    assert_eq!(fio["jobs"][0]["read"]["total_ios"], 100);
+    let q: Vec<u64> = ev.iter().filter(|e| e.action == Action::Queue).map(|e| e.time).collect();
+    assert_eq!(q.len(), 100);
+    assert!(q.iter().enumerate().all(|(n, &t)| t >= n as u64 * 1_000_000), "{q:?}");
+    // A second job behind a stonewall starts when the first has finished:
+    // its first I/O comes after the first job's last completion, and it is
+    // reported in group 1.
+    let (e, ev, fio, _) = run("f.toml", &with_args(&["--name=a", "--rw=write", "--bs=4k", "--direct=1", "--size=64k", "--filename=/dev/nvme1n1", "--name=b", "--stonewall", "--rw=read", "--bs=4k", "--direct=1", "--size=64k", "--filename=/dev/nvme1n1"]));
+    let a_last = e.jobs[0].stats.last_complete_ns;
+    let b_first = ev.iter().filter(|x| x.action == Action::Queue && x.op == blkstack::bio::Op::Read).map(|x| x.time).min().unwrap();
+    assert!(b_first >= a_last, "{b_first} < {a_last}");
+    assert_eq!((fio["jobs"][0]["groupid"].as_u64(), fio["jobs"][1]["groupid"].as_u64()), (Some(0), Some(1)));
+    // thinktime=1000 µs after each psync read of a 16-read job: each read
+    // waits for the one before to complete, then 1 ms; 16 reads take at
+    // least 15 ms. ramp_time=5ms: the reads of the first 5 ms count in no
+    // statistic, and the job then reads its 64 KiB (16 reads) again.
+    let (_, _, fio, _) = run("f.toml", &with_args(&["--name=t", "--rw=read", "--bs=4k", "--direct=1", "--size=64k", "--thinktime=1000", "--ramp_time=5ms", "--filename=/dev/nvme1n1"]));
+    let job = &fio["jobs"][0];
+    assert_eq!(job["read"]["total_ios"], 16);
+    assert!(job["job_runtime"].as_u64().unwrap() >= 15, "{job}");
+}

@@ -262,10 +262,12 @@ impl FioJobSource {
 
     /// The region is used up but `io_size` is not (`keep_running`: more
     /// than the largest block size left): a new pass from the region's
-    /// start, and its first I/O.
+    /// start, and its first I/O. A job with `ramp_time` counts its bytes
+    /// from the ramp's end, so its pass over the region after the ramp
+    /// falls short and goes on from the start.
     fn new_pass(&mut self) -> Option<(Ddir, (u64, u64))> {
         let j = &self.plan.job;
-        if j.time_based || j.io_size.is_none() {
+        if j.time_based || (j.io_size.is_none() && j.ramp_time_us == 0) {
             return None;
         }
         let max_bs = [Ddir::Read, Ddir::Write, Ddir::Trim].iter().map(|&d| j.max_bs(d)).max().unwrap_or(0);
@@ -443,6 +445,14 @@ impl FioJobSource {
         }
     }
 
+    /// `rate_ddir`'s check: a sleep for the rate that would end at or past
+    /// `runtime` ends the job instead (no I/O is issued; the runtime check
+    /// would stop the job when it wakes).
+    fn rate_sleeps_past_runtime(&self, d: Ddir) -> bool {
+        let (Some(next), Some(end)) = (self.rate_next_io_time(d), self.plan.end_ns) else { return false };
+        !self.ramping && next >= end
+    }
+
     /// The unit's earliest time: a rate-limited job ahead of its rate
     /// waits for its I/O (`io_u_quiesce`), then sleeps until its time; a
     /// job that just drained for `thinktime` sleeps that long.
@@ -497,6 +507,10 @@ impl Source for FioJobSource {
         }
         let d = self.pick_ddir();
         let d = self.rate_ddir(d, now);
+        if self.rate_sleeps_past_runtime(d) {
+            self.stop(now);
+            return self.follow.pop_front();
+        }
         let Some((d, (off, bs))) = self.next_io(d).map(|io| (d, io)).or_else(|| self.new_pass()) else {
             self.stop(now);
             return self.follow.pop_front();

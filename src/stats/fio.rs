@@ -337,22 +337,27 @@ fn thread_text(ts: &ThreadStat, rs: &GroupStat, ctime: &str) -> String {
     s
 }
 
-/// `stat_calc_dist`: each bucket's share in percent, at least 0.1 when
-/// it has any.
-fn dist(map: &[u64], total: u64) -> Vec<f64> {
+/// Each bucket's share of `total` in percent, at least `floor` when it has
+/// any: `stat_calc_dist` (floor 0.1) and `stat_calc_lat` (0.01).
+fn shares(map: &[u64], total: u64, floor: f64) -> Vec<f64> {
     map.iter()
         .map(|&m| {
             if total == 0 {
                 return 0.0;
             }
             let v = m as f64 / total as f64 * 100.0;
-            if v < 0.1 && m > 0 {
-                0.1
+            if v < floor && m > 0 {
+                floor
             } else {
                 v
             }
         })
         .collect()
+}
+
+/// `stat_calc_dist`: depth and submit/complete buckets.
+fn dist(map: &[u64], total: u64) -> Vec<f64> {
+    shares(map, total, 0.1)
 }
 
 fn dist_text(map: &[u64], total: u64, names: &[&str]) -> String {
@@ -360,21 +365,9 @@ fn dist_text(map: &[u64], total: u64, names: &[&str]) -> String {
 }
 
 /// `stat_calc_lat`: a latency bucket's share of the read, write and trim
-/// I/Os, at least 0.01 when it has any.
+/// I/Os.
 fn lat_dist(map: &[u64], total: u64) -> Vec<f64> {
-    map.iter()
-        .map(|&m| {
-            if total == 0 {
-                return 0.0;
-            }
-            let v = m as f64 / total as f64 * 100.0;
-            if v < 0.01 && m > 0 {
-                0.01
-            } else {
-                v
-            }
-        })
-        .collect()
+    shares(map, total, 0.01)
 }
 
 /// `show_latencies`: the nsec, usec and msec buckets that have I/O, five
@@ -729,6 +722,31 @@ mod tests {
         assert_eq!(lines[1], "     |  1.00th=[   11],  5.00th=[   11], 10.00th=[   11], 20.00th=[   11],");
         assert_eq!(lines.len(), 6, "17 entries, 4 per line: 5 lines after the header");
         assert!(lines[5].ends_with("]"), "{t}");
+    }
+
+    #[test]
+    fn distributions_floor_and_latency_lines() {
+        // 1 of 2000 I/Os at depth 1 is 0.05 %: shown as 0.1 (stat_calc_dist).
+        assert_eq!(dist(&[1, 0, 0, 1999, 0, 0, 0], 2000)[0], 0.1);
+        // 3 I/Os with clat 20-49 µs and 1 of 1-2 ms out of 4: "50=75.00%"
+        // and "2=25.00%", one line per unit that has any.
+        let mut f = FioStats::default();
+        f.total_io_u[0] = 4;
+        f.lat_u[4] = 3;
+        f.lat_m[0] = 1;
+        assert_eq!(latencies_text(&f), "  lat (usec)   : 50=75.00%\n  lat (msec)   : 2=25.00%\n");
+    }
+
+    #[test]
+    fn bandwidth_samples_skip_the_last_window_and_idle_ones() {
+        // 1600 ms of runtime: windows 0..3, the last two not sampled (fio
+        // 3.33 took 1 sample of a 1001 ms job, 3 of a 2001 ms one), so
+        // windows 0 and 1; window 1 saw no reads: one read sample, 8 KiB
+        // in 500 ms = 16 KiB/s, 2 I/Os = 4 IOPS.
+        let f = FioStats { windows: vec![[8192, 0, 0, 2, 0, 0], [0, 4096, 0, 0, 1, 0], [4096, 0, 0, 1, 0, 0]], ..FioStats::default() };
+        let (bw, iops) = rate_samples(&f, 1600);
+        assert_eq!((bw[0].samples, bw[0].min, iops[0].min), (1, 16, 4));
+        assert_eq!((bw[1].samples, bw[1].min, iops[1].min), (1, 8, 2));
     }
 
     #[test]

@@ -165,13 +165,15 @@ struct Pending {
 }
 
 impl<W: Write> BlkparseWriter<W> {
-    /// The events of one instant, in blkparse's order (`trace_rb_insert`:
-    /// time, then device number, then sequence — a per-CPU number, so
-    /// the CPUs' events of one instant interleave by it): counted in the
-    /// summary (its depths follow that order) and written.
+    /// The events of one instant in the order blkparse reads a run's
+    /// per-CPU files (`do_file`: one stream per device and CPU, merged by
+    /// time; a stream keeps the turn while its next event is no later than
+    /// the others' — approximated here as device, then CPU, then the
+    /// stream's own order): counted in the summary (its depths follow that
+    /// order) and written.
     fn flush_pending(&mut self) -> io::Result<()> {
         let mut batch = std::mem::take(&mut self.pending);
-        batch.sort_by_key(|p| (p.dev_t, p.seq));
+        batch.sort_by_key(|p| (p.dev_t, p.cpu, p.seq));
         for p in &batch {
             self.summary.add_known(&p.ev, p.cpu);
             self.out.write_all(&p.line)?;

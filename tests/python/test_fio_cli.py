@@ -95,11 +95,11 @@ def test_cosmetic_options_warn_on_stderr(tmp_path):
 
 def test_shape_changing_option_fails_with_one_line(tmp_path):
     _setup(tmp_path)
-    proc = run_cli("fio", "--stack", "stack.toml", "--name=x", "--rw=randwrite", "--rate_iops=5", cwd=tmp_path)
-    assert_one_error_line(proc, "command line argument 3", "rate_iops", "not modelled")
-    (tmp_path / "bad.fio").write_text("[x]\nrw=randwrite\nrate_iops=5\n")
+    proc = run_cli("fio", "--stack", "stack.toml", "--name=x", "--rw=randwrite", "--rate_iops_min=5", cwd=tmp_path)
+    assert_one_error_line(proc, "command line argument 3", "rate_iops_min", "not modelled")
+    (tmp_path / "bad.fio").write_text("[x]\nrw=randwrite\nrate_iops_min=5\n")
     proc = run_cli("fio", "bad.fio", "--stack", "stack.toml", cwd=tmp_path)
-    assert_one_error_line(proc, "bad.fio:3: rate_iops")
+    assert_one_error_line(proc, "bad.fio:3: rate_iops_min")
 
 
 def test_fio_needs_a_job(tmp_path):
