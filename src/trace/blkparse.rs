@@ -159,21 +159,19 @@ fn bracketed(t: &mut Text, text: &[u8]) {
 struct Pending {
     ev: Event,
     cpu: u32,
-    seq: u64,
-    dev_t: u32,
     line: Vec<u8>,
 }
 
 impl<W: Write> BlkparseWriter<W> {
-    /// The events of one instant in the order blkparse reads a run's
-    /// per-CPU files (`do_file`: one stream per device and CPU, merged by
-    /// time; a stream keeps the turn while its next event is no later than
-    /// the others' — approximated here as device, then CPU, then the
-    /// stream's own order): counted in the summary (its depths follow that
-    /// order) and written.
+    /// The events of one instant, counted in the summary and written in
+    /// the order they happened. blkparse reading a run's per-CPU files
+    /// (`do_file`) merges one stream per device and CPU by time, a stream
+    /// keeping the turn while its next event is no later than the others'
+    /// (`ms_resort`): for an instant with events on several CPUs its order,
+    /// and so its depth counts, can differ (trace replay relies on the
+    /// order events happened, which is kept).
     fn flush_pending(&mut self) -> io::Result<()> {
         let mut batch = std::mem::take(&mut self.pending);
-        batch.sort_by_key(|p| (p.dev_t, p.cpu, p.seq));
         for p in &batch {
             self.summary.add_known(&p.ev, p.cpu);
             self.out.write_all(&p.line)?;
@@ -193,9 +191,7 @@ impl<W: Write> TraceSink for BlkparseWriter<W> {
         }
         self.summary.touch(ev.dev, ctx);
         let n = format_line(ev, cpu, seq, ctx, &mut self.line);
-        let d = ctx.topo.dev(ev.dev);
-        let dev_t = d.major << 20 | d.minor;
-        self.pending.push(Pending { ev: *ev, cpu, seq, dev_t, line: self.line[..n].to_vec() });
+        self.pending.push(Pending { ev: *ev, cpu, line: self.line[..n].to_vec() });
         Ok(())
     }
 
