@@ -59,8 +59,9 @@ pub struct Job {
     reaping: u32,
     /// A `JobWake` is scheduled at this time.
     wake_at: Option<u64>,
-    /// Per slot: submission time and what the unit counts as.
-    slot_info: Vec<(u64, UnitKind, u64)>,
+    /// Per slot: start time, what the unit counts as, its bytes, and when
+    /// its submission returned (fio's issue time).
+    slot_info: Vec<(u64, UnitKind, u64, u64)>,
     /// Units completed since the job's last submission: the events its
     /// next `io_getevents` reaps ([`crate::host_cpu`]).
     unreaped: u32,
@@ -80,6 +81,8 @@ pub struct JobStats {
     /// When the job submitted its first unit and completed its last.
     pub first_submit_ns: Option<u64>,
     pub last_complete_ns: u64,
+    /// The rest of what fio counts ([`crate::stats::fio_stats`]).
+    pub fio: crate::stats::fio_stats::FioStats,
 }
 
 impl Job {
@@ -88,14 +91,17 @@ impl Job {
     fn queue_unit(&mut self, unit: IoUnit, now: u64) {
         let slot = self.free_slots.pop().unwrap_or_else(|| {
             self.slots.push(0);
-            self.slot_info.push((0, UnitKind::Other, 0));
+            self.slot_info.push((0, UnitKind::Other, 0, 0));
             self.slot_requeue.push(None);
             (self.slots.len() - 1) as u32
         });
         // One reference per bio, and one for the submission itself.
         self.slots[slot as usize] = unit.bios.len() as u32 + 1;
-        self.slot_info[slot as usize] = (unit.started_ns.unwrap_or(now).min(now), unit.kind, unit.bytes);
+        self.slot_info[slot as usize] = (unit.started_ns.unwrap_or(now).min(now), unit.kind, unit.bytes, now);
         self.slot_requeue[slot as usize] = unit.requeue;
+        if let Some(k) = unit.kind.index() {
+            self.stats.fio.issued(k);
+        }
         self.in_flight += 1;
         if unit.sync {
             self.sync_slot = Some(slot);
@@ -378,6 +384,8 @@ impl Engine {
     pub fn add_job(&mut self, pid: u32, comm: &str, source: Box<dyn Source>, iodepth: u32, batch: u32) -> usize {
         let task = self.add_task(pid, comm);
         self.tasks[task as usize].job = Some(self.jobs.len());
+        // The job's CPU ([`crate::host_cpu`]): its events are recorded there.
+        self.core.tasks[task as usize].cpu = self.core.cpu.cpu_of_job(self.jobs.len()) as u32;
         self.jobs.push(Job {
             task,
             source,
@@ -523,6 +531,7 @@ impl Engine {
                 // All bios of the unit were submitted: drop the submission's
                 // own reference, so the unit completes with its last bio,
                 // and hand the bios' buffers back to the source.
+                self.jobs[j].slot_info[u.slot as usize].3 = self.core.now;
                 self.unit_bio_done(j, u.slot);
                 self.jobs[j].source.unit_done(u.bios);
             }
@@ -583,7 +592,7 @@ impl Engine {
         // Units are taken in flight as they are fetched: the `in_flight`
         // rule below only decides for the first unit (any later sync or
         // drain unit is held by `n > 0`), so it sees no unit of this batch.
-        let (mut n, mut plug, mut plug_sleeps) = (0u32, false, false);
+        let (mut n, mut plug, mut plug_sleeps, mut counted) = (0u32, false, false, 0u32);
         while n < room {
             let Some(u) = job.requeued.pop_front().or_else(|| job.pending.take()).or_else(|| next_from_source(job, now)) else { break };
             let held = u.not_before > now || (u.drain && job.in_flight > 0) || ((u.sync || u.drain) && n > 0);
@@ -595,6 +604,7 @@ impl Engine {
             plug |= u.plug;
             plug_sleeps |= u.sleeps_in_plug;
             job.stats.first_submit_ns.get_or_insert(now);
+            counted += u.kind.index().is_some() as u32;
             job.queue_unit(u, now);
             n += 1;
             if alone {
@@ -618,6 +628,7 @@ impl Engine {
         // pread or pwrite at depth 1), the units set up, and the events
         // reaped since the last submission.
         let (calls, reaped) = (1 + (job.iodepth > 1) as u64, std::mem::take(&mut job.unreaped) as u64);
+        job.stats.fio.submitted(counted, job.in_flight, reaped as u32, now);
         self.core.cpu_charge(|c| c.syscall as u64 * calls + c.unit as u64 * n as u64 + c.unit_complete as u64 * reaped);
         let job = &mut self.jobs[j];
         if job.in_flight >= job.iodepth && job.complete_min > 1 {
@@ -648,9 +659,10 @@ impl Engine {
             if job.sync_slot == Some(slot) {
                 job.sync_slot = None;
             }
-            let (start, kind, bytes) = job.slot_info[slot as usize];
+            let (start, kind, bytes, issued) = job.slot_info[slot as usize];
             if let Some(k) = kind.index() {
-                job.stats.clat[k].add(now - start);
+                let clat = job.stats.fio.completed(k, start, issued, now, bytes);
+                job.stats.clat[k].add(clat);
                 job.stats.bytes[k] += bytes;
             }
             job.stats.last_complete_ns = now;

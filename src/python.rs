@@ -270,8 +270,8 @@ fn tables_dict<'py>(py: Python<'py>, devices: Vec<(String, u32, u32)>, tasks: Ve
 /// `btt`: also btt's report. `blktrace`, `blktrace_dump`: write the trace
 /// as blktrace's binary files into that directory, or as one dump file.
 #[pyfunction]
-#[pyo3(signature = (path, interval=None, events=false, btt=false, blktrace=None, blktrace_dump=None))]
-#[allow(clippy::type_complexity)]
+#[pyo3(signature = (path, interval=None, events=false, btt=false, blktrace=None, blktrace_dump=None, names=Vec::new()))]
+#[allow(clippy::type_complexity, clippy::too_many_arguments)]
 fn trace_stats<'py>(
     py: Python<'py>,
     path: String,
@@ -280,11 +280,21 @@ fn trace_stats<'py>(
     btt: bool,
     blktrace: Option<String>,
     blktrace_dump: Option<String>,
+    names: Vec<String>,
 ) -> PyResult<(String, Events, Bound<'py, PyDict>)> {
+    use crate::stats::dev_names;
+    let names = names.iter().map(|s| dev_names::parse_name(s)).collect::<Result<Vec<_>, _>>().map_err(|e| PyValueError::new_err(format!("--name {e}")))?;
     let every = crate::run::interval_ns(interval).map_err(to_py)?;
     let keep = crate::stats::trace::Keep { events: events || blktrace.is_some() || blktrace_dump.is_some(), btt, issues: true };
     let st = py
-        .detach(|| crate::stats::trace::analyse_file(&path, every, keep))
+        .detach(|| {
+            let mut st = crate::stats::trace::analyse_file(&path, every, keep)?;
+            // Names the file gives its device, then the user's.
+            let from_file = dev_names::names_from_file(&path, &st.devices);
+            st.rename(&from_file);
+            st.rename(&names);
+            Ok::<_, std::io::Error>(st)
+        })
         .map_err(|e| PyOSError::new_err(format!("{path}: {e}")))?;
     for target in blktrace_targets(blktrace, blktrace_dump) {
         py.detach(|| crate::run::write_trace_blktrace(&st, &target)).map_err(to_py)?;

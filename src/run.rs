@@ -182,8 +182,10 @@ pub struct TraceDev<'a> {
     pub written: bool,
 }
 
-/// The writer of `target` for `devs`, its files opened atomically.
-fn blktrace_writer(devs: &[TraceDev], target: &BlktraceTarget, files: &mut Vec<AtomicFile>) -> Result<BlktraceWriter, RunError> {
+/// The writer of `target` for `devs`, its files opened atomically: in a
+/// directory, one file per device and CPU (`NAME.blktrace.N`, N below
+/// `cpus`).
+fn blktrace_writer(devs: &[TraceDev], target: &BlktraceTarget, cpus: u32, files: &mut Vec<AtomicFile>) -> Result<BlktraceWriter, RunError> {
     let mut outs = Vec::new();
     match target {
         BlktraceTarget::Dump(p) => outs.push(open_output(&Output::File(p.clone()), files)?),
@@ -196,11 +198,14 @@ fn blktrace_writer(devs: &[TraceDev], target: &BlktraceTarget, files: &mut Vec<A
             _ if !d.written => None,
             BlktraceTarget::Dump(_) => Some(0),
             BlktraceTarget::Dir(dir) => {
-                outs.push(open_output(&Output::File(dir.join(format!("{}.blktrace.0", d.name))), files)?);
-                Some(outs.len() - 1)
+                for cpu in 0..cpus.max(1) {
+                    outs.push(open_output(&Output::File(dir.join(format!("{}.blktrace.{cpu}", d.name))), files)?);
+                }
+                Some(outs.len() - cpus.max(1) as usize)
             }
         };
-        out.push(BlktraceDev { major: d.major, minor: d.minor, request_based: d.request_based, out: idx });
+        let nr = if matches!(target, BlktraceTarget::Dir(_)) { cpus.max(1) } else { 1 };
+        out.push(BlktraceDev { major: d.major, minor: d.minor, request_based: d.request_based, out: idx, cpus: nr });
     }
     Ok(BlktraceWriter::new(out, outs))
 }
@@ -227,7 +232,8 @@ pub fn write_trace_blktrace(st: &crate::stats::trace::TraceStats, target: &Blktr
         .map(|(i, d)| TraceDev { name: &st.names[i], major: d.major, minor: d.minor, request_based: st.request_based(i), written: shown.contains(&(i as DevId)) })
         .collect();
     let mut files = Vec::new();
-    let mut w = blktrace_writer(&devs, target, &mut files)?;
+    // Recorded as text: one stream per device, the CPUs in its records.
+    let mut w = blktrace_writer(&devs, target, 1, &mut files)?;
     let io_err = |e: io::Error| RunError::Io(format!("writing blktrace records: {e}"));
     for ev in &st.events {
         w.record(ev, &st.tasks[ev.task as usize]).map_err(io_err)?;
@@ -287,8 +293,12 @@ pub fn run_file_full(path: &str, opts: &RunOptions, tick: &mut dyn FnMut(&Progre
         let w = open_output(r, &mut files)?;
         engine.core.tracer.add_sink(Box::new(RequestsCsv::new(w)));
     }
+    // The CPUs the run's events land on: the scenario's, else one per job
+    // (the jobs of later fio groups included).
+    let later = sc.workload.fio.as_ref().map_or(0, |m| m.jobs.len());
+    let cpus = engine.core.cpu.cpus.unwrap_or(engine.jobs.len().max(later).max(1) as u32);
     for target in &opts.blktrace {
-        let sink = blktrace_writer(&engine_trace_devs(&engine), target, &mut files)?;
+        let sink = blktrace_writer(&engine_trace_devs(&engine), target, cpus, &mut files)?;
         engine.core.tracer.add_sink(Box::new(sink));
     }
     engine.core.tracer.keep_analysis();

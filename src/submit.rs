@@ -295,7 +295,7 @@ impl BlockCore {
             beh,
             now: 0,
             tracer: Tracer::default(),
-            tasks: vec![Task { pid: 0, comm: "swapper/0".into() }, Task { pid: 92, comm: "kworker/0:1H".into() }],
+            tasks: vec![Task { pid: 0, comm: "swapper/0".into(), cpu: 0 }, Task { pid: 92, comm: "kworker/0:1H".into(), cpu: 0 }],
             ioprio: vec![Default::default(); 2],
             current: 0,
             stats: vec![DevStats::default(); n],
@@ -326,7 +326,7 @@ impl BlockCore {
     }
 
     pub fn add_task(&mut self, pid: u32, comm: &str) -> u32 {
-        self.tasks.push(Task { pid, comm: comm.to_string() });
+        self.tasks.push(Task { pid, comm: comm.to_string(), cpu: 0 });
         self.ioprio.push(Default::default());
         self.plugs.push(None);
         self.bio_lists.push(None);

@@ -81,19 +81,23 @@ fn numjobs_is_capped_as_fio_caps_jobs() {
 fn fio_flags_take_no_value() {
     // `--stonewall --rw=write`: stonewall is a FIO_OPT_STR_SET flag, so
     // --rw=write is an option of its own, not stonewall's value. On the
-    // first job it waits for nothing; new_group only starts a reporting
-    // group and hipri asks for polled completion, which a queue without
-    // poll queues drops (submit_bio_noacct clears REQ_POLLED): both ignored
-    // with a warning.
+    // first job it waits for nothing and starts no group; new_group on the
+    // first job starts none either; hipri asks for polled completion,
+    // which a queue without poll queues drops (submit_bio_noacct clears
+    // REQ_POLLED): ignored with a warning.
     let text = fio(&["--name=a", "--stonewall", "--rw=write", "--size=64k", "--direct=1", "--new_group", "--hipri"]);
     let sc = scenario::load("t.toml", &text, None, &[]).unwrap_or_else(|e| panic!("{e}"));
     let w = sc.workload.warnings.join("\n");
-    assert!(w.contains("new_group") && w.contains("hipri"), "{w}");
+    assert!(w.contains("hipri") && !w.contains("new_group"), "{w}");
+    assert_eq!(sc.workload.fio.as_ref().unwrap().jobs[0].groupid, 0);
     // A flag as the last argument is complete.
     scenario::load("t.toml", &fio(&["--name=a", "--rw=write", "--size=64k", "--stonewall"]), None, &[]).unwrap_or_else(|e| panic!("{e}"));
-    // After another job it would serialise the two: not modelled.
-    let e = load_err(&fio(&["--name=a", "--rw=write", "--size=64k", "--name=b", "--rw=write", "--size=64k", "--stonewall"]));
-    assert!(e.contains("stonewall: not modelled after another job"), "{e}");
+    // After another job it starts once that one has finished, in a
+    // reporting group of its own (add_job: groupid++).
+    let sc = scenario::load("t.toml", &fio(&["--name=a", "--rw=write", "--size=64k", "--name=b", "--rw=write", "--size=64k", "--stonewall"]), None, &[])
+        .unwrap_or_else(|e| panic!("{e}"));
+    let groups: Vec<u32> = sc.workload.fio.as_ref().unwrap().jobs.iter().map(|j| j.groupid).collect();
+    assert_eq!(groups, [0, 1]);
 }
 
 #[test]

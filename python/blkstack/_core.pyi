@@ -187,6 +187,7 @@ def trace_stats(
     btt: bool = False,
     blktrace: str | None = None,
     blktrace_dump: str | None = None,
+    names: list[str] = ...,
 ) -> tuple[str, Events, dict[str, list]]:
     """Analyse a block trace -- blkparse's default text or the kernel's
     ftrace text of the ``block_*`` tracepoints -- through the analysis a

@@ -422,7 +422,8 @@ def run(scenario: Union[PathLike, Scenario], kernel: Optional[str] = None, *,
 
 
 def load_trace(path: PathLike, *, interval: Optional[float] = None, events: bool = True, btt: bool = False,
-               blktrace: Optional[PathLike] = None, blktrace_dump: Optional[PathLike] = None) -> Result:
+               blktrace: Optional[PathLike] = None, blktrace_dump: Optional[PathLike] = None,
+               names: Sequence[str] = ()) -> Result:
     """Analyse a block trace from a real machine -- blkparse's default text
     or the kernel's ftrace text of the ``block_*`` tracepoints (6.1 and
     6.12 layouts) -- as a simulated run is analysed, and return a
@@ -435,7 +436,9 @@ def load_trace(path: PathLike, *, interval: Optional[float] = None, events: bool
     ``other_records`` and ``unknown_rwbs``.
 
     Devices are named as Linux names those with fixed majors (``8,0`` is
-    ``sda``, ``9,1`` is ``md1``), others by ``MAJ,MIN``.
+    ``sda``, ``9,1`` is ``md1``); a device with a dynamic major (virtio's
+    ``254,0``) by the name its blktrace file carries (``vda.blktrace.0``),
+    by ``names``, or else by ``MAJ,MIN``.
 
     :param interval: seconds of trace time between iostat snapshots.
     :param events: keep every event for :attr:`Result.events` (``False``:
@@ -448,7 +451,9 @@ def load_trace(path: PathLike, *, interval: Optional[float] = None, events: bool
     :param blktrace_dump: a file to write every device's records into as
         one time-ordered stream, as ``blkparse -d`` dumps them (for ``btt
         -i``).
+    :param names: ``MAJ:MIN=NAME`` mappings (``"254:0=vda"``) naming devices.
     :raises OSError: the file cannot be read.
+    :raises ValueError: a mapping in ``names`` is malformed.
     :raises blkstack.TraceFormatError: the file is binary data, and not
         blktrace's per-CPU output (``sda.blktrace.0``, which is read, with
         every ``sda.blktrace.N`` beside it).
@@ -456,7 +461,8 @@ def load_trace(path: PathLike, *, interval: Optional[float] = None, events: bool
     check_text_trace(path)
     summary, columns, tables = _core.trace_stats(os.fspath(path), interval, events, btt,
                                                  None if blktrace is None else os.fspath(blktrace),
-                                                 None if blktrace_dump is None else os.fspath(blktrace_dump))
+                                                 None if blktrace_dump is None else os.fspath(blktrace_dump),
+                                                 list(names))
     return Result(json.loads(summary), columns, tables)
 
 

@@ -38,6 +38,12 @@ pub struct JobSpec {
     /// The cgroup the task runs in: 1 + its index in the scenario's
     /// `[cgroups]`, 0 for the root group.
     pub cgroup: u16,
+    /// Starts only once everything before it has finished (fio's
+    /// `stonewall`): the jobs from here on run as a later engine phase.
+    pub stonewall: bool,
+    /// fio's engine submits asynchronously (libaio, io_uring): its report
+    /// shows slat and counts clat from the submission's return.
+    pub async_io: bool,
     pub make: MakeSource,
 }
 
@@ -50,12 +56,21 @@ impl std::fmt::Debug for JobSpec {
 /// Add `jobs` to `engine`, in order (engine job i is `jobs[i]` when the
 /// engine had none before).
 pub fn add_jobs(engine: &mut Engine, jobs: &[JobSpec], beh: &Behaviour) {
+    // A stonewall splits the jobs: those from it on start once the engine
+    // is idle (every job before finished), before any later step.
+    let split = jobs.iter().skip(1).position(|s| s.stonewall).map(|i| i + 1);
+    let (now, later) = jobs.split_at(split.unwrap_or(jobs.len()));
+    if !later.is_empty() {
+        let (later, beh) = (later.to_vec(), beh.clone());
+        engine.phases.push_front(Box::new(move |e: &mut Engine| add_jobs(e, &later, &beh)));
+    }
     // The run's page caches: shared by its jobs, kept across steps.
     let mut shared = std::mem::take(&mut engine.caches);
-    for s in jobs {
+    for s in now {
         let source = (s.make)(&engine.core.topo, beh, &mut shared);
         let j = engine.add_job(s.pid, &s.comm, source, s.iodepth, s.batch);
         engine.jobs[j].complete_min = s.complete_min.max(1);
+        engine.jobs[j].stats.fio.async_engine = s.async_io;
         let task = engine.jobs[j].task as usize;
         engine.core.ioprio[task] = s.ioprio;
         engine.set_job_cgroup(j, s.cgroup);

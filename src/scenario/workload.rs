@@ -99,7 +99,7 @@ impl DdSpec {
             source.conv_fsync = dd.conv_fsync;
             Box::new(source) as Box<dyn crate::source::Source>
         });
-        JobSpec { pid, comm: comm.to_string(), iodepth: 1, batch: 1, complete_min: 1, ioprio: Default::default(), cgroup: 0, make }
+        JobSpec { pid, comm: comm.to_string(), iodepth: 1, batch: 1, complete_min: 1, ioprio: Default::default(), cgroup: 0, stonewall: false, async_io: false, make }
     }
 }
 

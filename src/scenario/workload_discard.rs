@@ -38,7 +38,7 @@ pub fn read(w: &Obj, ty: &str, disks: &[DiskSpec], beh: &Behaviour, seed: u64, p
         let dev = topo.by_name(&name).expect("a validated device");
         Box::new(DiscardTool::new(DiscardTarget::new(topo, dev, beh), calls.clone())) as Box<dyn crate::source::Source>
     });
-    Ok(vec![JobSpec { pid, comm: comm.to_string(), iodepth: 1, batch: 1, complete_min: 1, ioprio: Default::default(), cgroup: 0, make }])
+    Ok(vec![JobSpec { pid, comm: comm.to_string(), iodepth: 1, batch: 1, complete_min: 1, ioprio: Default::default(), cgroup: 0, stonewall: false, async_io: false, make }])
 }
 
 fn check_call(w: &Obj, t: &DiscardTarget, call: DiscardCall) -> Result<(), ScenarioError> {

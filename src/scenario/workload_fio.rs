@@ -19,6 +19,7 @@ use crate::source::fio_job::{io_buffer_bs, random_map, FioJobSource, FioPlan, Fi
 use crate::source::fio_rand::{distribution_seed, fio_minor, setup_random_seeds, SeedOptions, SeedRules, TAUSWORTHE64_SWITCH_MINOR};
 use crate::source::pagecache::SharedCaches;
 use crate::source::rng::Rng;
+use crate::stats::clat::num2str;
 use crate::stats::fio::{FioDisk, FioJobMeta, FioMeta};
 
 use super::disks::dev_names;
@@ -80,10 +81,13 @@ pub fn read(w: &Obj, devs: &FioDevices, beh: &Behaviour, seed: u64, pid: u32, co
         return Err(w.err(key, &at(w, key), format!("numjobs: {total} jobs in all; fio runs at most {} (maximum number of jobs reached)", fio::FIO_MAX_JOBS)));
     }
     let (mut jobs, mut meta) = (Vec::new(), FioMeta::default());
+    meta.output_format = parse.output_format.clone().unwrap_or_else(|| "normal".to_string());
+    meta.global_options = parse.global_options.clone();
+    // add_job: a stonewall or new_group job after others starts a group.
+    let mut groupid = 0u32;
     for (section, job) in parse.jobs.iter().enumerate() {
-        if job.stonewall && section > 0 {
-            let msg = format!("job '{}': stonewall: not modelled after another job (fio starts it only when the jobs before it have finished)", job.name);
-            return Err(w.err(key, &at(w, key), msg));
+        if (job.stonewall || job.new_group) && section > 0 {
+            groupid += 1;
         }
         let t = job_target(w, key, job, devs)?;
         let job = adjust_engine(job, &mut warnings);
@@ -102,8 +106,23 @@ pub fn read(w: &Obj, devs: &FioDevices, beh: &Behaviour, seed: u64, pid: u32, co
             p.seeds = fio_seeds(&job, &t.name, jobs.len() as u64 + 1, extra.seed_rules, seed);
             p.seeds.offset_use64 = tausworthe64_switch(&job, p.region_len, extra.fio_minor);
             check_lfsr(&job, &p.seeds, p.region_len).map_err(job_err)?;
-            jobs.push(JobSpec { cgroup, ..clone_spec(p, &t.name, &extra, pid + jobs.len() as u32, comm) });
-            meta.jobs.push(FioJobMeta { name: job.name.clone(), section, group_reporting: job.group_reporting, kb_base: job.kb_base });
+            // The clones of a stonewall job start together, after the jobs before.
+            let stonewall = job.stonewall && clone == 0;
+            jobs.push(JobSpec { cgroup, stonewall, ..clone_spec(p, &t.name, &extra, pid + jobs.len() as u32, comm) });
+            meta.jobs.push(FioJobMeta {
+                name: job.name.clone(),
+                section,
+                group_reporting: job.group_reporting,
+                kb_base: job.kb_base,
+                groupid,
+                announce: match clone {
+                    0 => Some(announce_line(&job, groupid)),
+                    1 => Some("...".to_string()),
+                    _ => None,
+                },
+                options: parse.job_options.get(section).cloned().unwrap_or_default(),
+                iodepth: job.iodepth.max(1),
+            });
         }
     }
     Ok(FioWorkload { jobs, meta, warnings })
@@ -341,9 +360,27 @@ fn clone_seed(job: &FioJob, seed: u64, section: usize, clone: u32) -> u64 {
     Rng::new(base ^ (section as u64) << 32 ^ clone as u64 ^ 0xf10_f10).next_u64()
 }
 
+/// The line fio prints when it adds a job (`add_job`): its group, `rw`,
+/// each direction's block size range, engine and depth.
+fn announce_line(job: &FioJob, groupid: u32) -> String {
+    let i2p = job.kb_base.is_power_of_two();
+    let bs = |d: Ddir| format!("{}-{}", num2str(job.min_bs(d), 4, i2p, "B"), num2str(job.max_bs(d), 4, i2p, "B"));
+    format!(
+        "{}: (g={groupid}): rw={}, bs=(R) {}, (W) {}, (T) {}, ioengine={}, iodepth={}",
+        job.name,
+        job.rw.name(),
+        bs(Ddir::Read),
+        bs(Ddir::Write),
+        bs(Ddir::Trim),
+        job.ioengine.name(),
+        job.iodepth
+    )
+}
+
 fn clone_spec(plan: FioPlan, dev: &str, extra: &Extra, pid: u32, comm: &str) -> JobSpec {
     let (iodepth, batch, complete_min) = (plan.job.iodepth.max(1), plan.job.iodepth_batch().max(1), plan.job.iodepth_batch_complete_min);
     let direct = plan.job.direct;
+    let async_io = matches!(plan.job.ioengine, IoEngine::Libaio | IoEngine::IoUring);
     let ioprio = plan.job.task_ioprio();
     let (dev, layout, bsize, bg) = (dev.to_string(), extra.layout.clone(), extra.blocksize, extra.dirty_background);
     let make = Rc::new(move |topo: &Topology, beh: &Behaviour, shared: &mut SharedCaches| {
@@ -353,7 +390,7 @@ fn clone_spec(plan: FioPlan, dev: &str, extra: &Extra, pid: u32, comm: &str) -> 
         let target = FioTarget { dev: id, rules: DioRules::new(beh, l.logical_block_size, l.max_sectors), discard: DiscardTarget::new(topo, id, beh), cache };
         Box::new(FioJobSource::new(plan.clone(), target, &layout)) as Box<dyn crate::source::Source>
     });
-    JobSpec { pid, comm: comm.to_string(), iodepth, batch, complete_min, ioprio, cgroup: 0, make }
+    JobSpec { pid, comm: comm.to_string(), iodepth, batch, complete_min, ioprio, cgroup: 0, stonewall: false, async_io, make }
 }
 
 /// fio's `cgroup=NAME`: the job runs in that `[cgroups]` group (fio would

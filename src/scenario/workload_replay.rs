@@ -408,7 +408,7 @@ fn job(pid: u32, comm: String, units: Vec<ReplayUnit>, t0: Option<u64>, iodepth:
         Box::new(Replay::new(built)) as Box<dyn Source>
     });
     // One unit per submission: units of one instant were separate calls.
-    JobSpec { pid, comm: comm.clone(), iodepth, batch: 1, complete_min: 1, ioprio: Default::default(), cgroup: 0, make }
+    JobSpec { pid, comm: comm.clone(), iodepth, batch: 1, complete_min: 1, ioprio: Default::default(), cgroup: 0, stonewall: false, async_io: false, make }
 }
 
 fn bio_spec(topo: &Topology, r: &Root) -> BioSpec {

@@ -168,7 +168,24 @@ const RW_NAMES: &[(&str, ReadWrite)] = &[
     ("randtrimwrite", ReadWrite::RandTrimWrite),
 ];
 
+/// The name of a table entry (the first one listed for it).
+fn name_of<T: Copy + PartialEq>(table: &[(&'static str, T)], v: T) -> &'static str {
+    table.iter().find(|(_, x)| *x == v).map_or("", |(n, _)| n)
+}
+
+impl IoEngine {
+    /// The engine's name (`td->io_ops->name`).
+    pub fn name(self) -> &'static str {
+        name_of(ENGINE_NAMES, self)
+    }
+}
+
 impl ReadWrite {
+    /// `ddir_str`: the name fio prints for the job's `rw`.
+    pub fn name(self) -> &'static str {
+        name_of(RW_NAMES, self)
+    }
+
     /// `td_random`.
     pub fn is_random(self) -> bool {
         use ReadWrite::*;
@@ -352,6 +369,18 @@ pub struct FioJob {
     /// `stonewall` (`wait_for_previous`): start only once the jobs before
     /// it have finished.
     pub stonewall: bool,
+    /// `new_group`: the job starts a new reporting group (as `stonewall`
+    /// does) without waiting for the jobs before it.
+    pub new_group: bool,
+    /// `ramp_time`, µs: the job runs that long before its statistics
+    /// (and `runtime`) start (`reset_all_stats` at the end of the ramp).
+    pub ramp_time_us: u64,
+    /// `rate` (bytes/s) and `rate_iops` per direction; 0 = no limit.
+    pub rate: PerDir<u64>,
+    pub rate_iops: PerDir<u64>,
+    /// `thinktime` (µs) after every `thinktime_blocks` I/Os.
+    pub thinktime_us: u64,
+    pub thinktime_blocks: u64,
     /// `prio` (0..7) and `prioclass` (0..3): fio calls `ioprio_set` when
     /// either is given, with class 0 taken as best effort (os-linux.h).
     pub ioprio: Option<u32>,
@@ -405,6 +434,12 @@ impl Default for FioJob {
             zonemode: ZoneMode::None,
             kb_base: 1024,
             stonewall: false,
+            new_group: false,
+            ramp_time_us: 0,
+            rate: PerDir::all(0),
+            rate_iops: PerDir::all(0),
+            thinktime_us: 0,
+            thinktime_blocks: 1,
             ioprio: None,
             ioprio_class: None,
         }
@@ -474,6 +509,12 @@ fn nonzero_or(v: u64, default: u64) -> u64 {
 pub struct FioParse {
     pub jobs: Vec<FioJob>,
     pub warnings: Vec<FioWarning>,
+    /// The options as written, for fio's JSON (`global options`, each
+    /// job's `job options`): name and value, parallel to `jobs`.
+    pub global_options: Vec<(String, Option<String>)>,
+    pub job_options: Vec<Vec<(String, Option<String>)>>,
+    /// `--output-format`: normal, json, json+ (comma-separated).
+    pub output_format: Option<String>,
 }
 
 /// Where job files and included files are read from.
@@ -1085,6 +1126,37 @@ fn set_stonewall(j: &mut FioJob, v: Option<&str>) -> SetResult {
     Ok(())
 }
 
+fn set_new_group(j: &mut FioJob, v: Option<&str>) -> SetResult {
+    j.new_group = flag_value(v)?;
+    Ok(())
+}
+
+fn set_ramp_time(j: &mut FioJob, v: Option<&str>) -> SetResult {
+    j.ramp_time_us = parse_time_us(single(v)?, true)?;
+    Ok(())
+}
+
+fn set_rate(j: &mut FioJob, v: Option<&str>) -> SetResult {
+    let kb = j.kb_base;
+    per_dir(need(v)?, false, &mut j.rate, |p| parse_bytes(p, kb))
+}
+
+fn set_rate_iops(j: &mut FioJob, v: Option<&str>) -> SetResult {
+    let kb = j.kb_base;
+    per_dir(need(v)?, false, &mut j.rate_iops, |p| parse_bytes(p, kb))
+}
+
+/// `thinktime` is in microseconds without a unit (`is_time`, not seconds).
+fn set_thinktime(j: &mut FioJob, v: Option<&str>) -> SetResult {
+    j.thinktime_us = parse_time_us(single(v)?, false)?;
+    Ok(())
+}
+
+fn set_thinktime_blocks(j: &mut FioJob, v: Option<&str>) -> SetResult {
+    j.thinktime_blocks = int_value(v, j.kb_base, 1, i32::MAX as u32)? as u64;
+    Ok(())
+}
+
 fn set_prio(j: &mut FioJob, v: Option<&str>) -> SetResult {
     j.ioprio = Some(int_value(v, j.kb_base, 0, 7)?);
     Ok(())
@@ -1370,6 +1442,12 @@ const OPTIONS: &[Opt] = &[
     opt("random_distribution", &[], set_random_distribution),
     flag("norandommap", set_norandommap),
     Opt { name: "stonewall", alias: &["wait_for_previous"], flag: true, set: set_stonewall },
+    flag("new_group", set_new_group),
+    opt("ramp_time", &[], set_ramp_time),
+    opt("rate", &[], set_rate),
+    opt("rate_iops", &[], set_rate_iops),
+    opt("thinktime", &[], set_thinktime),
+    opt("thinktime_blocks", &[], set_thinktime_blocks),
     opt("invalidate", &[], set_invalidate),
     opt("zonemode", &[], set_zonemode),
 ];
@@ -1420,7 +1498,6 @@ const COSMETIC: &[(&str, bool)] = &[
     ("zero_buffers", true),
     ("buffer_pattern", false),
     ("dedupe_percentage", false),
-    ("new_group", true), // starts a new reporting group
     // RWF_HIPRI / IORING_SETUP_IOPOLL: polled completion. The model's queues
     // have no poll queues, so submit_bio_noacct clears REQ_POLLED and the
     // bios are those of an interrupt-driven run.
@@ -1560,6 +1637,11 @@ impl RawOpt {
     fn err(&self, kind: FioErrorKind, msg: impl Into<String>) -> FioError {
         FioError { kind, at: self.at.clone(), option: Some(self.key.clone()), msg: msg.into() }
     }
+
+    /// The option as fio lists it in its JSON report.
+    fn given(&self) -> (String, Option<String>) {
+        (self.key.clone(), self.value.clone())
+    }
 }
 
 /// Environment (`${VAR}`) and keyword (`$pagesize`...) substitution, which
@@ -1637,11 +1719,13 @@ struct Reader<'a> {
     /// The job file and the includes being read, outermost first.
     reading: Vec<String>,
     includes: usize,
+    /// The options of the command-line job being read, as written.
+    cmd_opts: Vec<(String, Option<String>)>,
 }
 
 impl<'a> Reader<'a> {
     fn new(files: &'a dyn JobFiles) -> Self {
-        Reader { files, global: FioJob::default(), out: FioParse::default(), reading: Vec::new(), includes: 0 }
+        Reader { files, global: FioJob::default(), out: FioParse::default(), reading: Vec::new(), includes: 0, cmd_opts: Vec::new() }
     }
 
     fn finish_section(&mut self, s: Section) -> Result<(), FioError> {
@@ -1649,10 +1733,13 @@ impl<'a> Reader<'a> {
         for o in by_priority(&s.opts) {
             apply(&mut job, o, &mut self.out.warnings)?;
         }
+        let given = s.opts.iter().map(RawOpt::given).collect();
         if s.global {
             self.global = job;
+            self.out.global_options.extend(given);
         } else {
             self.out.jobs.push(job);
+            self.out.job_options.push(given);
         }
         Ok(())
     }
@@ -1874,6 +1961,10 @@ impl<'a> Reader<'a> {
                 Target::Job(j) => j,
             };
             apply(job, &o, &mut self.out.warnings)?;
+            match target {
+                Target::Global => self.out.global_options.push(o.given()),
+                Target::Job(_) => self.cmd_opts.push(o.given()),
+            }
         }
         Ok(last)
     }
@@ -1890,12 +1981,14 @@ impl<'a> Reader<'a> {
         let mut job = self.new_job("");
         apply(&mut job, o, &mut self.out.warnings)?;
         *target = Target::Job(Box::new(job));
+        self.cmd_opts = vec![o.given()];
         Ok(())
     }
 
     fn end_target(&mut self, t: Target) {
         if let Target::Job(j) = t {
             self.out.jobs.push(*j);
+            self.out.job_options.push(std::mem::take(&mut self.cmd_opts));
         }
     }
 
@@ -1906,10 +1999,27 @@ impl<'a> Reader<'a> {
             let msg = "fio program option not modelled (it changes what runs)";
             return Err(FioError { kind: FioErrorKind::NotModelled, at, option: Some(name.to_string()), msg: msg.to_string() });
         }
+        if name == "output-format" {
+            let v = if arg == 2 && value.is_none() { args.get(i + 1).copied() } else { value };
+            let v = v.unwrap_or("");
+            check_output_format(v).map_err(|msg| FioError { kind: FioErrorKind::BadValue, at, option: Some(name.to_string()), msg })?;
+            self.out.output_format = Some(v.to_string());
+            return Ok(last);
+        }
         let msg = "ignored: it does not change the I/O".to_string();
         self.out.warnings.push(FioWarning { at, option: name.to_string(), msg });
         Ok(last)
     }
+}
+
+/// `--output-format`: the formats the report can be written in.
+fn check_output_format(v: &str) -> Result<(), String> {
+    for f in v.split(',') {
+        if !matches!(f, "normal" | "json" | "json+") {
+            return Err(format!("'{f}': output format not modelled (normal, json, json+)"));
+        }
+    }
+    Ok(())
 }
 
 /// The option's value: after '=', else (required_argument) the next word.
@@ -2292,9 +2402,26 @@ group_reporting
         assert_eq!(names, ["job1", "job2"]);
         assert!(p.jobs.iter().all(|j| j.rw == ReadWrite::RandRead && j.size == Some(Size::Bytes(128 << 20))));
         // A separate value word for a required argument.
-        let p = cmd("fio --name x --bs 8k --output-format json").unwrap();
+        let p = cmd("fio --name x --bs 8k --output-format json --output out.txt").unwrap();
         assert_eq!(p.jobs[0].bs.read, 8192);
-        assert_eq!(p.warnings[0].option, "output-format");
+        assert_eq!(p.output_format.as_deref(), Some("json"));
+        assert_eq!(p.warnings[0].option, "output");
+        // The options as written, for fio's JSON `job options`.
+        assert_eq!(p.job_options[0], [("name".to_string(), Some("x".to_string())), ("bs".to_string(), Some("8k".to_string()))]);
+        assert_eq!(cmd("fio --name x --output-format=terse").unwrap_err().option.as_deref(), Some("output-format"));
+    }
+
+    #[test]
+    fn pacing_and_group_options() {
+        // rate_iops: read, then write; thinktime in µs without a unit; ramp_time in
+        // seconds without one (is_seconds), or with its unit.
+        let j = one("rate_iops=100,50\nthinktime=100\nthinktime_blocks=4\nramp_time=2\nnew_group");
+        assert_eq!((j.rate_iops.read, j.rate_iops.write), (100, 50));
+        assert_eq!((j.thinktime_us, j.thinktime_blocks, j.ramp_time_us, j.new_group), (100, 4, 2_000_000, true));
+        assert_eq!(one("ramp_time=200ms").ramp_time_us, 200_000);
+        // rate=1m: 1 MiB/s for every direction (one value for all).
+        let j = one("rate=1m");
+        assert_eq!((j.rate.read, j.rate.write, j.rate.trim), (1 << 20, 1 << 20, 1 << 20));
     }
 
     #[test]
@@ -2336,7 +2463,7 @@ group_reporting
         assert_eq!((e.kind, e.at.to_string(), e.option.as_deref()), (FioErrorKind::NotModelled, "job.fio:4".to_string(), Some("verify")));
         let e = file("bs=4k\n").unwrap_err();
         assert!(e.msg.contains("outside of [] job section"));
-        assert_eq!(bad("rate_iops=100").kind, FioErrorKind::NotModelled);
+        assert_eq!(bad("rate_iops_min=100").kind, FioErrorKind::NotModelled);
         assert_eq!(bad("sqthread_poll").kind, FioErrorKind::NotModelled, "io_uring engine option");
         assert_eq!(bad("blocksise=4k").kind, FioErrorKind::UnknownOption);
         assert!(bad("bs = 4k").msg.contains("space"));

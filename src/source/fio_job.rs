@@ -72,7 +72,8 @@ pub struct FioPlan {
     pub region_len: u64,
     /// Bytes to do without `time_based` (`io_size`, default `size`).
     pub io_limit: u64,
-    /// `runtime` in ns; `None`: no limit.
+    /// `runtime` in ns from the job's start (after `ramp_time`); `None`: no
+    /// limit.
     pub end_ns: Option<u64>,
     /// Zone size in bytes for `zonemode=zbd`.
     pub zone_bytes: u64,
@@ -115,6 +116,24 @@ pub struct FioJobSource {
     absorbed: (u64, u64),
     /// The job stopped because its writes took no simulated time.
     stalled: bool,
+    /// fio's `td->epoch`: when the job started, or its ramp ended.
+    epoch: Option<u64>,
+    /// Still in `ramp_time`: its I/O counts in no statistics.
+    ramping: bool,
+    /// `rate_io_issue_bytes` per direction since the epoch.
+    rate_bytes: [u64; 3],
+    /// `thinktime`: the job waits for its I/O, then thinks before the next.
+    think: Think,
+}
+
+/// Where a job is in its `thinktime` pause.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Think {
+    No,
+    /// Due: next, a unit that waits for the job's I/O to drain.
+    Due,
+    /// Drained: the next I/O waits `thinktime` from now.
+    Drained,
 }
 
 impl FioJobSource {
@@ -154,6 +173,10 @@ impl FioJobSource {
             stopped: false,
             absorbed: (0, 0),
             stalled: false,
+            epoch: None,
+            ramping: false,
+            rate_bytes: [0; 3],
+            think: Think::No,
         }
     }
 
@@ -163,7 +186,8 @@ impl FioJobSource {
 
     fn should_stop(&self, now: u64) -> bool {
         let j = self.job();
-        self.plan.end_ns.is_some_and(|e| now >= e)
+        let epoch = self.epoch.unwrap_or(0);
+        (!self.ramping && self.plan.end_ns.is_some_and(|e| now >= epoch.saturating_add(e)))
             || (j.number_ios > 0 && self.issued_ios >= j.number_ios)
             || (!j.time_based && self.counted_bytes() >= self.plan.io_limit)
     }
@@ -238,10 +262,12 @@ impl FioJobSource {
 
     /// The region is used up but `io_size` is not (`keep_running`: more
     /// than the largest block size left): a new pass from the region's
-    /// start, and its first I/O.
+    /// start, and its first I/O. A job with `ramp_time` counts its bytes
+    /// from the ramp's end, so its pass over the region after the ramp
+    /// falls short and goes on from the start.
     fn new_pass(&mut self) -> Option<(Ddir, (u64, u64))> {
         let j = &self.plan.job;
-        if j.time_based || j.io_size.is_none() {
+        if j.time_based || (j.io_size.is_none() && j.ramp_time_us == 0) {
             return None;
         }
         let max_bs = [Ddir::Read, Ddir::Write, Ddir::Trim].iter().map(|&d| j.max_bs(d)).max().unwrap_or(0);
@@ -367,6 +393,85 @@ impl FioJobSource {
         self.absorbed.1 >= self.plan.region_len
     }
 
+    /// The job's start (its first call) and the end of its `ramp_time`:
+    /// fio's `reset_all_stats` — the bytes counted against `io_size`, the
+    /// rate's bytes and the epoch start again.
+    fn ramp(&mut self, now: u64) {
+        let ramp_ns = self.job().ramp_time_us.saturating_mul(1000);
+        let Some(epoch) = self.epoch else {
+            self.epoch = Some(now);
+            self.ramping = ramp_ns > 0;
+            return;
+        };
+        if self.ramping && now >= epoch.saturating_add(ramp_ns) {
+            self.ramping = false;
+            self.epoch = Some(now);
+            self.issued_bytes = [0; 3];
+            self.issued_ios = 0;
+            self.rate_bytes = [0; 3];
+        }
+    }
+
+    /// `rate_bps` of direction `d` (`__setup_rate`): `rate`, else
+    /// `rate_iops` × the direction's minimum block size; 0 = no limit.
+    fn rate_bps(&self, d: Ddir) -> u64 {
+        let j = self.job();
+        match *j.rate.get(d) {
+            0 => j.rate_iops.get(d).saturating_mul(j.min_bs(d)),
+            r => r,
+        }
+    }
+
+    /// When direction `d` may issue next (`usec_for_io`), in ns from the
+    /// epoch; `None` without a rate.
+    fn rate_next_io_time(&self, d: Ddir) -> Option<u64> {
+        let bps = self.rate_bps(d);
+        (bps > 0).then(|| (self.rate_bytes[d as usize] as u128 * 1_000_000_000 / bps as u128).min(u64::MAX as u128) as u64)
+    }
+
+    /// `rate_ddir`: a mixed job ahead of its rate in direction `d` but
+    /// behind in the other switches direction, or takes the one due first.
+    fn rate_ddir(&self, d: Ddir, now: u64) -> Ddir {
+        let since = now - self.epoch.unwrap_or(0);
+        let Some(next) = self.rate_next_io_time(d) else { return d };
+        let other = if d == Ddir::Read { Ddir::Write } else { Ddir::Read };
+        let mixed = matches!(self.job().rw, ReadWrite::Rw | ReadWrite::RandRw) && d != Ddir::Trim;
+        if next <= since || !mixed {
+            return d;
+        }
+        match self.rate_next_io_time(other) {
+            Some(o) if o <= since || o < next => other,
+            _ => d,
+        }
+    }
+
+    /// `rate_ddir`'s check: a sleep for the rate that would end at or past
+    /// `runtime` ends the job instead (no I/O is issued; the runtime check
+    /// would stop the job when it wakes).
+    fn rate_sleeps_past_runtime(&self, d: Ddir) -> bool {
+        let (Some(next), Some(end)) = (self.rate_next_io_time(d), self.plan.end_ns) else { return false };
+        !self.ramping && next >= end
+    }
+
+    /// The unit's earliest time: a rate-limited job ahead of its rate
+    /// waits for its I/O (`io_u_quiesce`), then sleeps until its time; a
+    /// job that just drained for `thinktime` sleeps that long.
+    fn pace(&mut self, unit: &mut IoUnit, d: Ddir, now: u64) {
+        let epoch = self.epoch.unwrap_or(0);
+        if let Some(next) = self.rate_next_io_time(d).map(|t| epoch.saturating_add(t)).filter(|&t| t > now) {
+            unit.drain = true;
+            unit.not_before = next;
+        }
+        if self.think == Think::Drained {
+            self.think = Think::No;
+            unit.not_before = unit.not_before.max(now.saturating_add(self.job().thinktime_us.saturating_mul(1000)));
+        }
+        if self.ramping {
+            // Ramp I/O: issued like any other, counted by nobody.
+            unit.kind = UnitKind::Other;
+        }
+    }
+
     /// fsync=N / fdatasync=N after a write.
     fn after_write(&mut self, now: u64) {
         self.writes += 1;
@@ -391,21 +496,36 @@ impl Source for FioJobSource {
         if self.stopped {
             return None;
         }
+        self.ramp(now);
         if self.should_stop(now) {
             self.stop(now);
             return self.follow.pop_front();
         }
+        if self.think == Think::Due {
+            self.think = Think::Drained;
+            return Some(drain_unit());
+        }
         let d = self.pick_ddir();
+        let d = self.rate_ddir(d, now);
+        if self.rate_sleeps_past_runtime(d) {
+            self.stop(now);
+            return self.follow.pop_front();
+        }
         let Some((d, (off, bs))) = self.next_io(d).map(|io| (d, io)).or_else(|| self.new_pass()) else {
             self.stop(now);
             return self.follow.pop_front();
         };
         self.io_u_gen.issued(d);
-        let unit = self.io_unit(d, off, bs);
+        let mut unit = self.io_unit(d, off, bs);
+        self.pace(&mut unit, d, now);
         self.issued_ios += 1;
         self.issued_bytes[d as usize] += bs;
+        self.rate_bytes[d as usize] += bs;
         if d == Ddir::Write {
             self.after_write(now);
+        }
+        if self.job().thinktime_us > 0 && self.issued_ios % self.job().thinktime_blocks.max(1) == 0 {
+            self.think = Think::Due;
         }
         if self.no_time_passes(&unit, now) {
             self.stalled = true;
@@ -433,7 +553,7 @@ impl Source for FioJobSource {
         let j = self.job();
         let share = |done: u64, all: u64| (all > 0).then(|| done as f64 / all as f64);
         [
-            self.plan.end_ns.and_then(|e| share(now, e)),
+            self.plan.end_ns.and_then(|e| share(now.saturating_sub(self.epoch.unwrap_or(0)), e)),
             share(self.issued_ios, j.number_ios),
             if j.time_based { None } else { share(self.counted_bytes(), self.plan.io_limit) },
         ]
@@ -441,6 +561,12 @@ impl Source for FioJobSource {
         .flatten()
         .reduce(f64::max)
     }
+}
+
+/// A unit without I/O that is submitted only once the job's I/O has
+/// drained (`io_u_quiesce`).
+fn drain_unit() -> IoUnit {
+    IoUnit { drain: true, ..IoUnit::default() }
 }
 
 /// The size of each io_u's buffer: the largest read or write block size.

@@ -50,21 +50,31 @@ pub struct LatStat {
     /// Sum of squared differences from the mean (`S`).
     s: f64,
     plat: Vec<u64>,
+    /// Keep the histogram (fio keeps one only for the series it reports
+    /// percentiles of: clat by default; slat and lat are `io_stat` alone).
+    hist: bool,
 }
 
 impl Default for LatStat {
     fn default() -> Self {
-        LatStat { samples: 0, min: u64::MAX, max: 0, mean: 0.0, s: 0.0, plat: Vec::new() }
+        LatStat { samples: 0, min: u64::MAX, max: 0, mean: 0.0, s: 0.0, plat: Vec::new(), hist: true }
     }
 }
 
 impl LatStat {
+    /// A series without the histogram: min, max, mean and variance only.
+    pub fn summary_only() -> Self {
+        LatStat { hist: false, ..LatStat::default() }
+    }
+
     /// `add_stat_sample` + `add_lat_percentile_sample`.
     pub fn add(&mut self, ns: u64) {
-        if self.plat.is_empty() {
-            self.plat = vec![0; PLAT_NR];
+        if self.hist {
+            if self.plat.is_empty() {
+                self.plat = vec![0; PLAT_NR];
+            }
+            self.plat[plat_val_to_idx(ns)] += 1;
         }
-        self.plat[plat_val_to_idx(ns)] += 1;
         self.min = self.min.min(ns);
         self.max = self.max.max(ns);
         self.samples += 1;
@@ -106,6 +116,29 @@ impl LatStat {
         for (a, b) in self.plat.iter_mut().zip(&o.plat) {
             *a += b;
         }
+    }
+
+    /// `sum_stat` with `pure_sum` (group_reporting's bandwidth and IOPS
+    /// samples): min, max, mean, S and the sample count add up.
+    pub fn sum(&mut self, o: &LatStat) {
+        if o.samples == 0 {
+            return;
+        }
+        if self.samples == 0 {
+            *self = o.clone();
+            return;
+        }
+        self.min += o.min;
+        self.max += o.max;
+        self.samples += o.samples;
+        self.mean += o.mean;
+        self.s += o.s;
+    }
+
+    /// The histogram's non-empty buckets as (bucket value, count), in
+    /// order: json+'s `bins` (`plat_idx_to_val` of each used index).
+    pub fn bins(&self) -> impl Iterator<Item = (u64, u64)> + '_ {
+        self.plat.iter().enumerate().filter(|(_, &c)| c > 0).map(|(i, &c)| (plat_idx_to_val(i), c))
     }
 
     /// `calc_clat_percentiles` for `list` (ascending): one value per entry, in ns.

@@ -13,18 +13,33 @@
 //! its members' averages (`aggr*`) and the highest member utilisation, and
 //! each member gets its own line.
 
-use serde_json::{json, Map, Value};
+use serde_json::{json, Value};
 
 use crate::engine::Engine;
 use crate::stats::clat::{num2str, LatStat, FIO_PERCENTILES};
+use crate::stats::fio_json::FioJson;
+use crate::stats::fio_stats::{FioStats, AVG_TIME_NS};
+
+/// The fio release whose report this is (Debian bookworm's fio).
+pub const FIO_VERSION: &str = "fio-3.33";
 
 /// What the report needs to know about the fio jobs of a workload.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct FioMeta {
     /// One entry per engine job, in order.
     pub jobs: Vec<FioJobMeta>,
     /// The devices the jobs use (fio's disk_list).
     pub disks: Vec<FioDisk>,
+    /// `--output-format`: normal, json, json+, comma-separated.
+    pub output_format: String,
+    /// The `[global]` options as written (fio's JSON `global options`).
+    pub global_options: Vec<(String, Option<String>)>,
+}
+
+impl Default for FioMeta {
+    fn default() -> Self {
+        FioMeta { jobs: Vec::new(), disks: Vec::new(), output_format: "normal".to_string(), global_options: Vec::new() }
+    }
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -34,6 +49,14 @@ pub struct FioJobMeta {
     pub section: usize,
     pub group_reporting: bool,
     pub kb_base: u32,
+    /// The reporting group (a `stonewall` or `new_group` job starts one).
+    pub groupid: u32,
+    /// What fio prints when it adds the job (`add_job`): the `(g=N)` line
+    /// for a section's first clone, `...` for its second, nothing after.
+    pub announce: Option<String>,
+    /// The job's own options as written (JSON `job options`).
+    pub options: Vec<(String, Option<String>)>,
+    pub iodepth: u32,
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -45,122 +68,397 @@ pub struct FioDisk {
 
 const DDIR_NAMES: [&str; 3] = ["read", "write", "trim"];
 const GROUP_NAMES: [&str; 3] = ["   READ", "  WRITE", "   TRIM"];
+const LAT_RANGES: [&str; 12] = ["2", "4", "10", "20", "50", "100", "250", "500", "750", "1000", "2000", ">=2000"];
 
 /// A reported unit: one clone, or a section's clones with group_reporting.
 struct ThreadStat {
     name: String,
+    groupid: u32,
     members: usize,
     pid: u32,
     kb_base: u32,
+    iodepth: u32,
     clat: [LatStat; 4],
     bytes: [u64; 4],
+    fio: FioStats,
+    /// Bandwidth (KiB/s) and IOPS samples per direction.
+    bw: [LatStat; 3],
+    iops: [LatStat; 3],
     runtime_ms: u64,
+    options: Vec<(String, Option<String>)>,
 }
 
 impl ThreadStat {
     fn ios(&self, d: usize) -> u64 {
-        self.clat[d].samples
+        self.fio.total_io_u[d]
     }
 
-    /// Bytes/s and IOPS of direction `d`.
-    fn rates(&self, d: usize) -> (u64, u64) {
-        let runt = self.runtime_ms.max(1);
-        (1000 * self.bytes[d] / runt, 1000 * self.ios(d) / runt)
+    /// `runtime[ddir]`: the job's runtime for a direction it did I/O in.
+    fn runtime(&self, d: usize) -> u64 {
+        if self.ios(d) > 0 || self.bytes[d] > 0 {
+            self.runtime_ms.max(1)
+        } else {
+            0
+        }
     }
+
+}
+
+/// The bandwidth and IOPS samples of one job (`__add_samples` every
+/// `bw_avg_time`): a sample per direction for each window that saw I/O
+/// complete, in KiB/s and IO/s. fio's helper thread takes the samples; a
+/// job's last window before its end is not sampled (fio 3.33 measured:
+/// 1001 ms runs give 1 sample, 2001 ms runs 3).
+fn rate_samples(fio: &FioStats, runtime_ms: u64) -> ([LatStat; 3], [LatStat; 3]) {
+    let summary = || [LatStat::summary_only(), LatStat::summary_only(), LatStat::summary_only()];
+    let (mut bw, mut iops) = (summary(), summary());
+    let avg_ms = AVG_TIME_NS / 1_000_000;
+    let n = (runtime_ms / avg_ms).saturating_sub(1) as usize;
+    for w in fio.windows.iter().take(n) {
+        for d in 0..3 {
+            if w[d] > 0 {
+                bw[d].add(w[d] * 1000 / avg_ms / 1024);
+                iops[d].add(w[3 + d] * 1000 / avg_ms);
+            }
+        }
+    }
+    (bw, iops)
 }
 
 fn thread_stats(meta: &FioMeta, engine: &Engine) -> Vec<ThreadStat> {
     let mut out: Vec<(Option<usize>, ThreadStat)> = Vec::new();
     for (job, m) in engine.jobs.iter().zip(&meta.jobs) {
-        let runtime_ms = job.stats.last_complete_ns.div_ceil(1_000_000);
+        let st = &job.stats;
+        let start = st.fio.start_ns.unwrap_or(0);
+        let runtime_ms = st.last_complete_ns.saturating_sub(start).div_ceil(1_000_000);
+        let (bw, iops) = rate_samples(&st.fio, runtime_ms);
         let key = m.group_reporting.then_some(m.section);
         if let Some(ts) = out.iter_mut().find(|(k, _)| key.is_some() && *k == key).map(|x| &mut x.1) {
             for d in 0..4 {
-                ts.clat[d].merge(&job.stats.clat[d]);
-                ts.bytes[d] += job.stats.bytes[d];
+                ts.clat[d].merge(&st.clat[d]);
+                ts.bytes[d] += st.bytes[d];
             }
+            for d in 0..3 {
+                ts.bw[d].sum(&bw[d]);
+                ts.iops[d].sum(&iops[d]);
+            }
+            ts.fio.merge(&st.fio);
             ts.members += 1;
             ts.runtime_ms = ts.runtime_ms.max(runtime_ms);
             continue;
         }
         let pid = engine.core.tasks[job.task as usize].pid;
-        let ts = ThreadStat { name: m.name.clone(), members: 1, pid, kb_base: m.kb_base, clat: job.stats.clat.clone(), bytes: job.stats.bytes, runtime_ms };
+        let ts = ThreadStat {
+            name: m.name.clone(),
+            groupid: m.groupid,
+            members: 1,
+            pid,
+            kb_base: m.kb_base,
+            iodepth: m.iodepth,
+            clat: st.clat.clone(),
+            bytes: st.bytes,
+            fio: st.fio.clone(),
+            bw,
+            iops,
+            runtime_ms,
+            options: m.options.clone(),
+        };
         out.push((key, ts));
     }
     out.into_iter().map(|x| x.1).collect()
 }
 
-/// The `"fio"` part of the JSON summary and fio's text report.
+/// `struct group_run_stats` of one reporting group.
+struct GroupStat {
+    groupid: u32,
+    kb_base: u32,
+    min_run: [u64; 3],
+    max_run: [u64; 3],
+    min_bw: [u64; 3],
+    max_bw: [u64; 3],
+    iobytes: [u64; 3],
+    /// Aggregate bandwidth, bytes/s: the group's bytes over its longest run.
+    agg: [u64; 3],
+}
+
+/// `__show_run_stats`' per-group sums, groups in order.
+fn group_stats(stats: &[ThreadStat]) -> Vec<GroupStat> {
+    let n = stats.iter().map(|t| t.groupid + 1).max().unwrap_or(0);
+    let mut groups: Vec<GroupStat> = (0..n)
+        .map(|g| GroupStat { groupid: g, kb_base: 1024, min_run: [0; 3], max_run: [0; 3], min_bw: [u64::MAX; 3], max_bw: [0; 3], iobytes: [0; 3], agg: [0; 3] })
+        .collect();
+    for ts in stats {
+        let rs = &mut groups[ts.groupid as usize];
+        rs.kb_base = ts.kb_base;
+        for d in 0..3 {
+            let runt = ts.runtime(d);
+            if runt == 0 {
+                continue;
+            }
+            if runt < rs.min_run[d] || rs.min_run[d] == 0 {
+                rs.min_run[d] = runt;
+            }
+            rs.max_run[d] = rs.max_run[d].max(runt);
+            let bw = ts.bytes[d] * 1000 / runt;
+            rs.min_bw[d] = rs.min_bw[d].min(bw);
+            rs.max_bw[d] = rs.max_bw[d].max(bw);
+            rs.iobytes[d] += ts.bytes[d];
+        }
+    }
+    for rs in &mut groups {
+        for d in 0..3 {
+            if rs.max_run[d] > 0 {
+                rs.agg[d] = rs.iobytes[d] * 1000 / rs.max_run[d];
+            }
+        }
+    }
+    groups
+}
+
+/// The output formats asked for.
+struct Formats {
+    normal: bool,
+    json: bool,
+    json_plus: bool,
+}
+
+impl Formats {
+    fn of(s: &str) -> Formats {
+        let has = |f: &str| s.split(',').any(|x| x == f);
+        Formats { normal: has("normal") || s.is_empty(), json: has("json") || has("json+"), json_plus: has("json+") }
+    }
+}
+
+/// The `"fio"` part of the JSON summary and fio's output: what fio prints
+/// as it adds the jobs (normal output), then its JSON document, then the
+/// normal report — the order of fio's output buffers.
 pub fn report(meta: &FioMeta, engine: &Engine) -> (Value, String) {
     let stats = thread_stats(meta, engine);
-    let mut text = String::new();
-    let mut jobs = Vec::new();
-    for ts in &stats {
-        text += &thread_text(ts);
-        jobs.push(thread_json(ts));
-    }
-    text += &group_text(&stats);
+    let groups = group_stats(&stats);
+    let now = crate::stats::wall_clock::now();
     let msec = engine.core.now.div_ceil(1_000_000);
     let disks: Vec<DiskUtil> = meta.disks.iter().filter_map(|d| DiskUtil::new(engine, &d.name, msec).map(|u| (d, u))).map(|(d, mut u)| {
         u.slaves = d.slaves.iter().filter_map(|s| DiskUtil::new(engine, s, msec)).collect();
         u
     }).collect();
-    text += "\nDisk stats (read/write):\n";
-    for d in &disks {
-        text += &d.text();
+    let elapsed_s = engine.core.now.div_ceil(1_000_000_000) + 1;
+    let doc = |plus: bool| fio_json(meta, &stats, &groups, &disks, &now, elapsed_s, plus);
+    let f = Formats::of(&meta.output_format);
+    let mut text = String::new();
+    if f.normal {
+        text += &announce(meta);
     }
-    let json = json!({ "jobs": jobs, "disk_util": disks.iter().map(DiskUtil::json).collect::<Vec<_>>() });
-    (json, text)
-}
-
-fn thread_text(ts: &ThreadStat) -> String {
-    let mut s = format!("{}: (groupid=0, jobs={}): err= 0: pid={}\n", ts.name, ts.members, ts.pid);
-    for d in 0..3 {
-        if ts.bytes[d] > 0 || ts.ios(d) > 0 {
-            s += &ddir_text(ts, d);
+    if f.json {
+        text += &doc(f.json_plus).print();
+        text += "\n";
+    }
+    if f.normal {
+        text += "\n";
+        for ts in &stats {
+            text += &thread_text(ts, &groups[ts.groupid as usize], &now.ctime);
+        }
+        for g in &groups {
+            text += &group_text(g);
+        }
+        text += "\nDisk stats (read/write):\n";
+        for d in &disks {
+            text += &d.text();
         }
     }
+    (summary_json(&doc(false)), text)
+}
+
+/// The summary's `"fio"`: fio's JSON without what depends on the wall
+/// clock or on how the options were written (the same jobs from a job file
+/// or the command line give the same summary), with each clat's p50, p90,
+/// p99 and p99.9 beside its percentile list (the names sweeps and plots use).
+fn summary_json(doc: &FioJson) -> Value {
+    let mut v = doc.to_value();
+    if let Some(m) = v.as_object_mut() {
+        for k in ["timestamp", "timestamp_ms", "time", "global options"] {
+            m.remove(k);
+        }
+    }
+    if let Some(jobs) = v.get_mut("jobs").and_then(Value::as_array_mut) {
+        for job in jobs {
+            if let Some(m) = job.as_object_mut() {
+                for k in ["job options", "eta", "elapsed"] {
+                    m.remove(k);
+                }
+            }
+            for d in DDIR_NAMES {
+                let Some(clat) = job.get_mut(d).and_then(|x| x.get_mut("clat_ns")) else { continue };
+                let pct = clat.get("percentile").cloned().unwrap_or(Value::Null);
+                for (name, key) in [("p50", "50.000000"), ("p90", "90.000000"), ("p99", "99.000000"), ("p99.9", "99.900000")] {
+                    clat[name] = pct.get(key).cloned().unwrap_or(json!(0));
+                }
+            }
+        }
+    }
+    v
+}
+
+/// What fio prints while it sets the jobs up: each job's `(g=N)` line
+/// (`add_job`), its version, and how many processes it starts.
+fn announce(meta: &FioMeta) -> String {
+    let mut s: String = meta.jobs.iter().filter_map(|j| j.announce.as_deref()).map(|a| format!("{a}\n")).collect();
+    let n = meta.jobs.len();
+    s += &format!("{FIO_VERSION}\nStarting {n} process{}\n", if n > 1 { "es" } else { "" });
+    s
+}
+
+/// `show_thread_status_normal`.
+fn thread_text(ts: &ThreadStat, rs: &GroupStat, ctime: &str) -> String {
+    if ts.bytes[..3].iter().sum::<u64>() == 0 && ts.fio.total_io_u[..3].iter().sum::<u64>() == 0 {
+        return String::new();
+    }
+    let mut s = format!("{}: (groupid={}, jobs={}): err= 0: pid={}: {ctime}\n", ts.name, ts.groupid, ts.members, ts.pid);
+    for d in 0..3 {
+        if ts.bytes[d] > 0 {
+            s += &ddir_text(ts, rs, d);
+        }
+    }
+    s += &latencies_text(&ts.fio);
     if ts.clat[3].samples > 0 {
         s += "  fsync/fdatasync/sync_file_range:\n";
         s += &lat_text("sync", &ts.clat[3]);
         s += &percentiles_text("sync", &ts.clat[3]);
     }
+    let f = &ts.fio;
+    let rw_ios: u64 = f.total_io_u[..3].iter().sum();
+    s += "  cpu          : usr=0.00%, sys=0.00%, ctx=0, majf=0, minf=0\n";
+    s += &format!("  IO depths    : {}\n", dist_text(&f.depth, rw_ios, &["1", "2", "4", "8", "16", "32", ">=64"]));
+    let maps = ["0", "4", "8", "16", "32", "64", ">=64"];
+    s += &format!("     submit    : {}\n", dist_text(&f.submit, f.total_submit, &maps));
+    s += &format!("     complete  : {}\n", dist_text(&f.complete, f.total_complete, &maps));
+    let t = &f.total_io_u;
+    s += &format!("     issued rwts: total={},{},{},{} short=0,0,0,0 dropped=0,0,0,0\n", t[0], t[1], t[2], t[3]);
+    s += &format!("     latency   : target=0, window=0, percentile=100.00%, depth={}\n", ts.iodepth);
+    s
+}
+
+/// Each bucket's share of `total` in percent, at least `floor` when it has
+/// any: `stat_calc_dist` (floor 0.1) and `stat_calc_lat` (0.01).
+fn shares(map: &[u64], total: u64, floor: f64) -> Vec<f64> {
+    map.iter()
+        .map(|&m| {
+            if total == 0 {
+                return 0.0;
+            }
+            let v = m as f64 / total as f64 * 100.0;
+            if v < floor && m > 0 {
+                floor
+            } else {
+                v
+            }
+        })
+        .collect()
+}
+
+/// `stat_calc_dist`: depth and submit/complete buckets.
+fn dist(map: &[u64], total: u64) -> Vec<f64> {
+    shares(map, total, 0.1)
+}
+
+fn dist_text(map: &[u64], total: u64, names: &[&str]) -> String {
+    dist(map, total).iter().zip(names).map(|(v, n)| format!("{n}={v:3.1}%")).collect::<Vec<_>>().join(", ")
+}
+
+/// `stat_calc_lat`: a latency bucket's share of the read, write and trim
+/// I/Os.
+fn lat_dist(map: &[u64], total: u64) -> Vec<f64> {
+    shares(map, total, 0.01)
+}
+
+/// `show_latencies`: the nsec, usec and msec buckets that have I/O, five
+/// to a line.
+fn latencies_text(f: &FioStats) -> String {
+    let total: u64 = f.total_io_u[..3].iter().sum();
+    let mut s = String::new();
+    for (unit, map) in [("nsec", &f.lat_n[..]), ("usec", &f.lat_u[..]), ("msec", &f.lat_m[..])] {
+        let shown: Vec<String> = lat_dist(map, total).iter().zip(LAT_RANGES).filter(|(v, _)| **v > 0.0).map(|(v, r)| format!("{r}={v:3.2}%")).collect();
+        for line in shown.chunks(5) {
+            s += &format!("  lat ({unit})   : {}\n", line.join(", "));
+        }
+    }
     s
 }
 
 /// `show_ddir_status` for a read, write or trim direction.
-fn ddir_text(ts: &ThreadStat, d: usize) -> String {
-    let i2p = ts.kb_base.is_power_of_two();
-    let (bw, iops) = ts.rates(d);
+fn ddir_text(ts: &ThreadStat, rs: &GroupStat, d: usize) -> String {
+    let i2p = rs.kb_base.is_power_of_two();
+    let (bw, iops) = rates_of(ts, d);
     let mut s = format!(
-        "  {}: IOPS={}, BW={} ({})({}/{}msec)\n",
+        "  {}: IOPS={}, BW={} ({})({}/{}msec){}\n",
         DDIR_NAMES[d],
         num2str(iops, 4, false, ""),
         num2str(bw, 4, i2p, "B/s"),
         num2str(bw, 4, !i2p, "B/s"),
         num2str(ts.bytes[d], 4, i2p, "B"),
-        ts.runtime_ms
+        ts.runtime(d),
+        // zbd_write_status: every write line reports the zone resets.
+        if d == 1 { "; 0 zone resets" } else { "" }
     );
+    if d < 3 && ts.fio.slat[d].samples > 0 {
+        s += &lat_text("slat", &ts.fio.slat[d]);
+    }
     s += &lat_text("clat", &ts.clat[d]);
+    s += &lat_text(" lat", &ts.fio.lat[d]);
     s += &percentiles_text("clat", &ts.clat[d]);
+    if ts.bw[d].samples > 0 {
+        let bw = &ts.bw[d];
+        let p_of_agg = agg_percent(rs, d, bw.mean());
+        let (mut min, mut max, mut mean, mut dev) = (bw.min as f64, bw.max as f64, bw.mean(), bw.stdev());
+        let kb = rs.kb_base as f64;
+        let mut unit = if i2p { "KiB" } else { "kB" };
+        if mean > kb * kb {
+            (min, max, mean, dev) = (min / kb, max / kb, mean / kb, dev / kb);
+            unit = "MiB";
+        }
+        s += &format!(
+            "   bw ({unit:>5}/s): min={:5}, max={:5}, per={p_of_agg:3.2}%, avg={mean:5.02}, stdev={dev:5.02}, samples={}\n",
+            min as u64, max as u64, bw.samples
+        );
+        let io = &ts.iops[d];
+        s += &format!("   iops        : min={:5}, max={:5}, avg={:5.02}, stdev={:5.02}, samples={}\n", io.min, io.max, io.mean(), io.stdev(), io.samples);
+    }
     s
 }
 
-/// `display_lat`: min, max, avg and stdev, in ns, µs or ms.
+fn rates_of(ts: &ThreadStat, d: usize) -> (u64, u64) {
+    let runt = ts.runtime(d);
+    if runt == 0 {
+        return (0, 0);
+    }
+    (1000 * ts.bytes[d] / runt, 1000 * ts.ios(d) / runt)
+}
+
+/// `convert_agg_kbytes_percent`: a job's mean bandwidth sample as a share
+/// of its group's aggregate bandwidth.
+fn agg_percent(rs: &GroupStat, d: usize, mean: f64) -> f64 {
+    if rs.agg[d] > 1024 {
+        (mean * 100.0 / (rs.agg[d] as f64 / 1024.0)).min(100.0)
+    } else {
+        100.0
+    }
+}
+
+/// `display_lat`: min, max, avg and stdev, in ns, µs or ms
+/// (`nsec_to_msec`, `nsec_to_usec`).
 fn lat_text(name: &str, l: &LatStat) -> String {
     if l.samples == 0 {
         return String::new();
     }
-    let (min, max) = (l.min, l.max);
-    let (unit, div) = if min > 2_000_000 && max > 99_999_999 {
-        ("msec", 1e6)
-    } else if min > 2000 && max > 99_999 {
-        ("usec", 1e3)
+    let (min, max, dev) = (l.min, l.max, l.stdev());
+    let (unit, div) = if min > 2_000_000 && max > 99_999_999 && dev > 1_000_000.0 {
+        ("msec", 1_000_000)
+    } else if min > 2000 && max > 99_999 && dev > 1000.0 {
+        ("usec", 1000)
     } else {
-        ("nsec", 1.0)
+        ("nsec", 1)
     };
-    let scaled = |v: u64| num2str((v as f64 / div) as u64, 6, false, "");
-    format!("    {name} ({unit}): min={}, max={}, avg={:5.02}, stdev={:5.02}\n", scaled(min), scaled(max), l.mean() / div, l.stdev() / div)
+    let scaled = |v: u64| num2str(v / div, 6, false, "");
+    format!("    {name} ({unit}): min={}, max={}, avg={:5.02}, stdev={:5.02}\n", scaled(min), scaled(max), l.mean() / div as f64, dev / div as f64)
 }
 
 /// `show_clat_percentiles` with fio's default list and precision 2.
@@ -195,54 +493,122 @@ fn percentiles_text(name: &str, l: &LatStat) -> String {
     s
 }
 
-fn thread_json(ts: &ThreadStat) -> Value {
-    let mut m = Map::new();
-    m.insert("jobname".into(), json!(ts.name));
-    m.insert("jobs".into(), json!(ts.members));
-    for (d, name) in DDIR_NAMES.iter().enumerate() {
-        let (bw, iops) = ts.rates(d);
-        m.insert(
-            (*name).into(),
-            json!({
-                "io_bytes": ts.bytes[d], "bw_bytes": bw, "iops": iops, "runtime": ts.runtime_ms,
-                "total_ios": ts.ios(d), "clat_ns": lat_json(&ts.clat[d]),
-            }),
-        );
+/// fio's JSON document (`__show_run_stats` with FIO_OUTPUT_JSON).
+fn fio_json(meta: &FioMeta, stats: &[ThreadStat], groups: &[GroupStat], disks: &[DiskUtil], now: &crate::stats::wall_clock::WallClock, elapsed_s: u64, plus: bool) -> FioJson {
+    let mut root = FioJson::obj();
+    root.add("fio version", FIO_VERSION).add("timestamp", now.secs).add("timestamp_ms", now.millis).add("time", now.ctime.as_str());
+    if !meta.global_options.is_empty() {
+        root.add("global options", options_json(&meta.global_options));
     }
-    m.insert("sync".into(), json!({ "total_ios": ts.clat[3].samples, "lat_ns": lat_json(&ts.clat[3]) }));
-    Value::Object(m)
+    let jobs = stats.iter().map(|ts| thread_json(ts, &groups[ts.groupid as usize], elapsed_s, plus)).collect();
+    root.add("jobs", FioJson::Arr(jobs));
+    if !disks.is_empty() {
+        root.add("disk_util", FioJson::Arr(disks.iter().map(DiskUtil::json).collect()));
+    }
+    root
 }
 
-fn lat_json(l: &LatStat) -> Value {
-    if l.samples == 0 {
-        return json!({ "min": 0, "max": 0, "mean": 0.0, "stddev": 0.0, "N": 0 });
+/// `json_add_job_opts`: each option with a value, as written.
+fn options_json(opts: &[(String, Option<String>)]) -> FioJson {
+    let mut o = FioJson::obj();
+    for (k, v) in opts {
+        if let Some(v) = v {
+            o.add(k, v.as_str());
+        }
     }
-    let vals = l.percentiles(&FIO_PERCENTILES);
-    let pct: Map<String, Value> = FIO_PERCENTILES.iter().zip(&vals).map(|(p, v)| (format!("{p:.6}"), json!(v))).collect();
-    let pick = |p: f64| l.percentiles(&[p]).first().copied().unwrap_or(0);
-    json!({
-        "min": l.min, "max": l.max, "mean": l.mean(), "stddev": l.stdev(), "N": l.samples,
-        "p50": pick(50.0), "p90": pick(90.0), "p99": pick(99.0), "p99.9": pick(99.9),
-        "percentile": pct,
-    })
+    o
 }
 
-/// `show_group_stats` for group 0 (every job).
-fn group_text(stats: &[ThreadStat]) -> String {
-    let mut s = "\nRun status group 0 (all jobs):\n".to_string();
-    let i2p = stats.first().map_or(true, |t| t.kb_base.is_power_of_two());
+/// `show_thread_status_json`.
+fn thread_json(ts: &ThreadStat, rs: &GroupStat, elapsed_s: u64, plus: bool) -> FioJson {
+    let mut m = FioJson::obj();
+    m.add("jobname", ts.name.as_str()).add("groupid", ts.groupid).add("error", 0u64);
+    m.add("eta", i32::MAX as u64).add("elapsed", elapsed_s);
+    m.add("job options", options_json(&ts.options));
+    for d in 0..3 {
+        m.add(DDIR_NAMES[d], ddir_json(ts, rs, d, plus));
+    }
+    let mut sync = FioJson::obj();
+    sync.add("total_ios", ts.fio.total_io_u[3]).add("lat_ns", lat_json(&ts.clat[3], true, plus));
+    m.add("sync", sync);
+    let f = &ts.fio;
+    let rw_ios: u64 = f.total_io_u[..3].iter().sum();
+    m.add("job_runtime", ts.runtime_ms).add("usr_cpu", 0.0).add("sys_cpu", 0.0).add("ctx", 0u64).add("majf", 0u64).add("minf", 0u64);
+    let levels = ["1", "2", "4", "8", "16", "32", ">=64"];
+    let maps = ["0", "4", "8", "16", "32", "64", ">=64"];
+    m.add("iodepth_level", dist_json(&dist(&f.depth, rw_ios), &levels));
+    m.add("iodepth_submit", dist_json(&dist(&f.submit, f.total_submit), &maps));
+    m.add("iodepth_complete", dist_json(&dist(&f.complete, f.total_complete), &maps));
+    m.add("latency_ns", dist_json(&lat_dist(&f.lat_n, rw_ios), &LAT_RANGES[..10]));
+    m.add("latency_us", dist_json(&lat_dist(&f.lat_u, rw_ios), &LAT_RANGES[..10]));
+    m.add("latency_ms", dist_json(&lat_dist(&f.lat_m, rw_ios), &LAT_RANGES));
+    m.add("latency_depth", ts.iodepth).add("latency_target", 0u64).add("latency_percentile", 100.0).add("latency_window", 0u64);
+    m
+}
+
+fn dist_json(vals: &[f64], names: &[&str]) -> FioJson {
+    let mut o = FioJson::obj();
+    for (v, n) in vals.iter().zip(names) {
+        o.add(n, *v);
+    }
+    o
+}
+
+/// `add_ddir_status_json` for a read, write or trim direction.
+fn ddir_json(ts: &ThreadStat, rs: &GroupStat, d: usize, plus: bool) -> FioJson {
+    let runt = ts.runtime(d);
+    let bw_bytes = if runt > 0 { 1000 * ts.bytes[d] / runt } else { 0 };
+    let iops = if runt > 0 { 1000.0 * ts.ios(d) as f64 / runt as f64 } else { 0.0 };
+    let mut o = FioJson::obj();
+    o.add("io_bytes", ts.bytes[d]).add("io_kbytes", ts.bytes[d] >> 10).add("bw_bytes", bw_bytes).add("bw", bw_bytes / 1024).add("iops", iops);
+    o.add("runtime", runt).add("total_ios", ts.ios(d)).add("short_ios", 0u64).add("drop_ios", 0u64);
+    o.add("slat_ns", lat_json(&ts.fio.slat[d], false, false));
+    o.add("clat_ns", lat_json(&ts.clat[d], true, plus));
+    o.add("lat_ns", lat_json(&ts.fio.lat[d], false, false));
+    let (bw, io) = (&ts.bw[d], &ts.iops[d]);
+    let some = bw.samples > 0;
+    let (min, max) = if some { (bw.min, bw.max) } else { (0, 0) };
+    let p_of_agg = if some { agg_percent(rs, d, bw.mean()) } else { 0.0 };
+    o.add("bw_min", min).add("bw_max", max).add("bw_agg", p_of_agg).add("bw_mean", bw.mean()).add("bw_dev", bw.stdev()).add("bw_samples", bw.samples);
+    let (min, max) = if io.samples > 0 { (io.min, io.max) } else { (0, 0) };
+    o.add("iops_min", min).add("iops_max", max).add("iops_mean", io.mean()).add("iops_stddev", io.stdev()).add("iops_samples", io.samples);
+    o
+}
+
+/// `add_ddir_lat_json`: min, max, mean, stddev, N; the percentiles when
+/// fio reports them for the series, and with json+ the histogram's bins.
+fn lat_json(l: &LatStat, percentiles: bool, plus: bool) -> FioJson {
+    let some = l.samples > 0;
+    let mut o = FioJson::obj();
+    o.add("min", if some { l.min } else { 0 }).add("max", if some { l.max } else { 0 });
+    o.add("mean", l.mean()).add("stddev", l.stdev()).add("N", l.samples);
+    if percentiles && some {
+        let mut p = FioJson::obj();
+        for (pct, v) in FIO_PERCENTILES.iter().zip(l.percentiles(&FIO_PERCENTILES)) {
+            p.add(&format!("{pct:.6}"), v);
+        }
+        o.add("percentile", p);
+        if plus {
+            let mut bins = FioJson::obj();
+            for (v, n) in l.bins() {
+                bins.add(&v.to_string(), n);
+            }
+            o.add("bins", bins);
+        }
+    }
+    o
+}
+
+/// `show_group_stats`.
+fn group_text(rs: &GroupStat) -> String {
+    let mut s = format!("\nRun status group {} (all jobs):\n", rs.groupid);
+    let i2p = rs.kb_base.is_power_of_two();
+    let n = |v: u64, p: bool, u: &str| num2str(v, 4, p, u);
     for (d, group) in GROUP_NAMES.iter().enumerate() {
-        let with: Vec<&ThreadStat> = stats.iter().filter(|t| t.bytes[d] > 0).collect();
-        if with.is_empty() {
+        if rs.max_run[d] == 0 {
             continue;
         }
-        let io: u64 = with.iter().map(|t| t.bytes[d]).sum();
-        let max_run = with.iter().map(|t| t.runtime_ms).max().unwrap_or(1).max(1);
-        let min_run = with.iter().map(|t| t.runtime_ms).min().unwrap_or(1);
-        let bws: Vec<u64> = with.iter().map(|t| t.rates(d).0).collect();
-        let (lo, hi) = (*bws.iter().min().unwrap_or(&0), *bws.iter().max().unwrap_or(&0));
-        let agg = 1000 * io / max_run;
-        let n = |v: u64, p: bool, u: &str| num2str(v, 4, p, u);
+        let (agg, lo, hi, io) = (rs.agg[d], rs.min_bw[d], rs.max_bw[d], rs.iobytes[d]);
         s += &format!(
             "{}: bw={} ({}), {}-{} ({}-{}), io={} ({}), run={}-{}msec\n",
             group,
@@ -254,8 +620,8 @@ fn group_text(stats: &[ThreadStat]) -> String {
             n(hi, !i2p, "B/s"),
             n(io, i2p, "B"),
             n(io, !i2p, "B"),
-            min_run,
-            max_run
+            rs.min_run[d],
+            rs.max_run[d]
         );
     }
     s
@@ -318,25 +684,21 @@ impl DiskUtil {
         })
     }
 
-    fn json(&self) -> Value {
-        let mut v = json!({
-            "name": self.name, "read_ios": self.ios[0], "write_ios": self.ios[1],
-            "read_merges": self.merges[0], "write_merges": self.merges[1],
-            "read_ticks": self.ticks[0], "write_ticks": self.ticks[1],
-            "in_queue": self.time_in_queue, "util": self.util,
-        });
-        if let (Some(a), Value::Object(m)) = (self.aggregate(), &mut v) {
-            m.insert("aggr_read_ios".into(), json!(a.ios[0]));
-            m.insert("aggr_write_ios".into(), json!(a.ios[1]));
-            m.insert("aggr_read_merges".into(), json!(a.merges[0]));
-            m.insert("aggr_write_merge".into(), json!(a.merges[1]));
-            m.insert("aggr_read_ticks".into(), json!(a.ticks[0]));
-            m.insert("aggr_write_ticks".into(), json!(a.ticks[1]));
-            m.insert("aggr_in_queue".into(), json!(a.time_in_queue));
-            m.insert("aggr_util".into(), json!(a.util));
-            m.insert("slaves".into(), Value::Array(self.slaves.iter().map(DiskUtil::json).collect()));
+    /// `json_object_add_disk_utils`' fields, the members' averages after.
+    fn json(&self) -> FioJson {
+        let mut o = FioJson::obj();
+        o.add("name", self.name.as_str()).add("read_ios", self.ios[0]).add("write_ios", self.ios[1]);
+        o.add("read_merges", self.merges[0]).add("write_merges", self.merges[1]);
+        o.add("read_ticks", self.ticks[0]).add("write_ticks", self.ticks[1]);
+        o.add("in_queue", self.time_in_queue).add("util", self.util);
+        if let Some(a) = self.aggregate() {
+            o.add("aggr_read_ios", a.ios[0]).add("aggr_write_ios", a.ios[1]);
+            o.add("aggr_read_merges", a.merges[0]).add("aggr_write_merge", a.merges[1]);
+            o.add("aggr_read_ticks", a.ticks[0]).add("aggr_write_ticks", a.ticks[1]);
+            o.add("aggr_in_queue", a.time_in_queue).add("aggr_util", a.util);
+            o.add("slaves", FioJson::Arr(self.slaves.iter().map(DiskUtil::json).collect()));
         }
-        v
+        o
     }
 }
 
@@ -360,6 +722,31 @@ mod tests {
         assert_eq!(lines[1], "     |  1.00th=[   11],  5.00th=[   11], 10.00th=[   11], 20.00th=[   11],");
         assert_eq!(lines.len(), 6, "17 entries, 4 per line: 5 lines after the header");
         assert!(lines[5].ends_with("]"), "{t}");
+    }
+
+    #[test]
+    fn distributions_floor_and_latency_lines() {
+        // 1 of 2000 I/Os at depth 1 is 0.05 %: shown as 0.1 (stat_calc_dist).
+        assert_eq!(dist(&[1, 0, 0, 1999, 0, 0, 0], 2000)[0], 0.1);
+        // 3 I/Os with clat 20-49 µs and 1 of 1-2 ms out of 4: "50=75.00%"
+        // and "2=25.00%", one line per unit that has any.
+        let mut f = FioStats::default();
+        f.total_io_u[0] = 4;
+        f.lat_u[4] = 3;
+        f.lat_m[0] = 1;
+        assert_eq!(latencies_text(&f), "  lat (usec)   : 50=75.00%\n  lat (msec)   : 2=25.00%\n");
+    }
+
+    #[test]
+    fn bandwidth_samples_skip_the_last_window_and_idle_ones() {
+        // 1600 ms of runtime: windows 0..3, the last two not sampled (fio
+        // 3.33 took 1 sample of a 1001 ms job, 3 of a 2001 ms one), so
+        // windows 0 and 1; window 1 saw no reads: one read sample, 8 KiB
+        // in 500 ms = 16 KiB/s, 2 I/Os = 4 IOPS.
+        let f = FioStats { windows: vec![[8192, 0, 0, 2, 0, 0], [0, 4096, 0, 0, 1, 0], [4096, 0, 0, 1, 0, 0]], ..FioStats::default() };
+        let (bw, iops) = rate_samples(&f, 1600);
+        assert_eq!((bw[0].samples, bw[0].min, iops[0].min), (1, 16, 4));
+        assert_eq!((bw[1].samples, bw[1].min, iops[1].min), (1, 8, 2));
     }
 
     #[test]

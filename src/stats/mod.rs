@@ -5,11 +5,15 @@
 pub mod analysis;
 pub mod btt;
 pub mod clat;
+pub mod dev_names;
 pub mod diskstats;
 pub mod fio;
+pub mod fio_json;
+pub mod fio_stats;
 pub mod iostat;
 pub mod report;
 pub mod trace;
+pub mod wall_clock;
 
 use crate::bio::Op;
 use diskstats::DiskStats;

@@ -228,6 +228,13 @@ pub fn device_name(d: DevNo) -> String {
     }
 }
 
+impl TraceStats {
+    /// Name devices (`MAJ:MIN=NAME` mappings, [`super::dev_names`]).
+    pub fn rename(&mut self, map: &[(DevNo, String)]) {
+        super::dev_names::rename(&self.devices, &mut self.names, map);
+    }
+}
+
 /// A record whose RWBS has letters [`Rwbs::decode`] does not know.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct OddRwbs {
@@ -466,15 +473,15 @@ impl TraceStats {
         st
     }
 
-    /// The id of `r`'s task, interned.
-    fn task_id(&mut self, pid: u32, comm: &str) -> u32 {
+    /// The id of `r`'s task, interned; the CPU of its first record is its own.
+    fn task_id(&mut self, pid: u32, comm: &str, cpu: u32) -> u32 {
         let same_pid = self.task_ids.entry(pid).or_default();
         if let Some(&(_, id)) = same_pid.iter().find(|(c, _)| c == comm) {
             return id;
         }
         let id = self.tasks.len() as u32;
         same_pid.push((comm.to_string(), id));
-        self.tasks.push(Task { pid, comm: comm.to_string() });
+        self.tasks.push(Task { pid, comm: comm.to_string(), cpu });
         id
     }
 
@@ -511,7 +518,7 @@ impl TraceStats {
             return;
         };
         let id = self.ids[&dev];
-        let task = self.task_id(r.pid, r.comm.as_deref().unwrap_or_default());
+        let task = self.task_id(r.pid, r.comm.as_deref().unwrap_or_default(), r.cpu);
         let code = self.rwbs_id(&r.rwbs);
         let RwbsCode { op, flags, unknown } = self.rwbs_codes[code as usize];
         if unknown {

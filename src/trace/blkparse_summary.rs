@@ -73,11 +73,6 @@ struct DevStats {
     max_depth: [u32; 2],
 }
 
-/// The CPU an event is recorded on: blkstack's binary writer records every
-/// event on CPU 0, and the summary counts what blkparse reads back.
-fn event_cpu(_ev: &Event) -> usize {
-    0
-}
 
 /// The counts behind blkparse's closing summary, fed event by event.
 #[derive(Default)]
@@ -90,11 +85,26 @@ pub struct BlkparseSummary {
 impl BlkparseSummary {
     /// Account one event (`show_entries_rb`, `dump_trace`, `dump_trace_fs`).
     #[inline]
-    pub fn add(&mut self, ev: &Event, ctx: &TraceCtx) {
-        let d = self.dev(ev.dev, ctx);
+    /// `cpu`: the CPU the event was recorded on ([`super::cpu`]).
+    pub fn add(&mut self, ev: &Event, cpu: u32, ctx: &TraceCtx) {
+        self.touch(ev.dev, ctx);
+        self.add_known(ev, cpu);
+    }
+
+    /// Note device `id` (its figures start at its first event).
+    #[inline]
+    pub fn touch(&mut self, id: DevId, ctx: &TraceCtx) {
+        self.dev(id, ctx);
+    }
+
+    /// [`BlkparseSummary::add`] for a device already noted.
+    #[inline]
+    pub fn add_known(&mut self, ev: &Event, cpu: u32) {
+        let n = self.index[ev.dev as usize] as usize;
+        let d = &mut self.devs[n - 1];
         // check_time: the last event read, accounted or not.
         d.last_reported = d.last_reported.max(ev.time);
-        let cpu = event_cpu(ev);
+        let cpu = cpu as usize;
         if d.cpus.len() <= cpu {
             d.cpus.resize(cpu + 1, CpuStats::default());
         }

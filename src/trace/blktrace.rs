@@ -365,9 +365,16 @@ fn dev_t(major: u32, minor: u32) -> u32 {
 
 /// One record in this machine's byte order (blktrace writes the kernel's
 /// records as they are): the fixed part, then `pdu`.
+#[cfg(test)]
 #[allow(clippy::too_many_arguments)]
 fn put_record(out: &mut Vec<u8>, seq: u32, time: u64, sector: u64, bytes: u32, action: u32, pid: u32, dev: u32, error: u16, pdu: &[u8]) {
-    // The fixed part assembled in place, then stored in one copy.
+    put_record_on(out, 0, seq, time, sector, bytes, action, pid, dev, error, pdu);
+}
+
+/// [`put_record`] of an event recorded on `cpu`: the fixed part assembled
+/// in place, then stored in one copy.
+#[allow(clippy::too_many_arguments)]
+fn put_record_on(out: &mut Vec<u8>, cpu: u32, seq: u32, time: u64, sector: u64, bytes: u32, action: u32, pid: u32, dev: u32, error: u16, pdu: &[u8]) {
     let mut r = [0u8; RECORD];
     r[0..4].copy_from_slice(&(BLK_IO_TRACE_MAGIC | 7).to_ne_bytes());
     r[4..8].copy_from_slice(&seq.to_ne_bytes());
@@ -377,24 +384,34 @@ fn put_record(out: &mut Vec<u8>, seq: u32, time: u64, sector: u64, bytes: u32, a
     r[28..32].copy_from_slice(&action.to_ne_bytes());
     r[32..36].copy_from_slice(&pid.to_ne_bytes());
     r[36..40].copy_from_slice(&dev.to_ne_bytes());
-    // 40..44: the CPU, always 0.
+    r[40..44].copy_from_slice(&cpu.to_ne_bytes());
     r[44..46].copy_from_slice(&error.to_ne_bytes());
     r[46..48].copy_from_slice(&(pdu.len() as u16).to_ne_bytes());
     out.extend_from_slice(&r);
     out.extend_from_slice(pdu);
 }
 
-/// Writes every event to its device's output (all events run on CPU 0):
-/// a process notify the first time a task shows on a device (blktrace's
-/// `__BLK_TN_PROCESS`, which gives blkparse the task's name), then the
-/// record; sequence numbers count per device from 1. Devices may share an
+/// Writes every event to its device's output for the CPU it was recorded
+/// on ([`super::cpu`]): a process notify the first time a task shows on a
+/// device (blktrace's `__BLK_TN_PROCESS`, which gives blkparse the task's
+/// name), then the record; sequence numbers count per device and CPU from
+/// 1, as blktrace's per-CPU buffers number them. Devices may share an
 /// output: one time-ordered stream, as `blkparse -d` dumps it for btt.
 pub struct BlktraceWriter {
     outs: Vec<Box<dyn Write>>,
     /// By device id: its dev_t, whether it is request-based, and its
-    /// output (an index into `outs`), sequence and the pids already named.
-    devs: Vec<(u32, bool, Option<(usize, u32, Vec<u32>)>)>,
+    /// outputs (the index into `outs` of CPU 0's, how many CPUs have one),
+    /// sequence per CPU and the pids already named.
+    devs: Vec<(u32, bool, Option<DevOut>)>,
+    cpus: super::cpu::EventCpus,
     buf: Vec<u8>,
+}
+
+struct DevOut {
+    first: usize,
+    nr: u32,
+    seq: Vec<u32>,
+    named: Vec<u32>,
 }
 
 /// What the writer needs to know of a device: its number, whether its
@@ -405,26 +422,43 @@ pub struct BlktraceDev {
     pub minor: u32,
     pub request_based: bool,
     pub out: Option<usize>,
+    /// Outputs `out`, `out + 1`, ...: one per CPU (1: every CPU's records
+    /// in one stream).
+    pub cpus: u32,
 }
 
 impl BlktraceWriter {
     /// `devs[d]`: device `d` (by id), writing into `outs`.
     pub fn new(devs: Vec<BlktraceDev>, outs: Vec<Box<dyn Write>>) -> Self {
-        let devs = devs.into_iter().map(|d| (dev_t(d.major, d.minor), d.request_based, d.out.map(|o| (o, 0, Vec::new())))).collect();
-        BlktraceWriter { outs, devs, buf: Vec::with_capacity(256) }
+        let devs = devs
+            .into_iter()
+            .map(|d| (dev_t(d.major, d.minor), d.request_based, d.out.map(|first| DevOut { first, nr: d.cpus.max(1), seq: Vec::new(), named: Vec::new() })))
+            .collect();
+        BlktraceWriter { outs, devs, cpus: Default::default(), buf: Vec::with_capacity(256) }
     }
 
-    /// Write one event by `task`.
+    /// Write one event by `task`, recorded on CPU 0.
     pub fn record(&mut self, ev: &Event, task: &Task) -> std::io::Result<()> {
+        self.record_on(ev, task, 0)
+    }
+
+    /// Write one event by `task`, recorded on `cpu`: into that CPU's file
+    /// (a CPU beyond the files goes to the one it wraps around to).
+    pub fn record_on(&mut self, ev: &Event, task: &Task, cpu: u32) -> std::io::Result<()> {
         let from = self.devs.get(ev.from_dev as usize).map_or(0, |d| d.0);
-        let Some((dev, request_based, Some((out, seq, named)))) = self.devs.get_mut(ev.dev as usize) else { return Ok(()) };
+        let Some((dev, request_based, Some(o))) = self.devs.get_mut(ev.dev as usize) else { return Ok(()) };
         let (dev, request_based) = (*dev, *request_based);
+        let (cpu, single) = if o.nr == 1 { (cpu, true) } else { (cpu % o.nr, false) };
+        let out = o.first + if single { 0 } else { cpu as usize };
+        if o.seq.len() <= cpu as usize {
+            o.seq.resize(cpu as usize + 1, 0);
+        }
         self.buf.clear();
-        if !named.contains(&task.pid) {
-            named.push(task.pid);
+        if !o.named.contains(&task.pid) {
+            o.named.push(task.pid);
             let mut comm = task.comm.as_bytes().to_vec();
             comm.push(0);
-            put_record(&mut self.buf, 0, ev.time, 0, 0, TC_NOTIFY, task.pid, dev, 0, &comm);
+            put_record_on(&mut self.buf, cpu, 0, ev.time, 0, 0, TC_NOTIFY, task.pid, dev, 0, &comm);
         }
         // The payload, on the stack: at most a remap's 16 bytes.
         let mut pdu = [0u8; 16];
@@ -441,21 +475,23 @@ impl BlktraceWriter {
             }
             _ => 0,
         };
-        *seq += 1;
+        o.seq[cpu as usize] += 1;
+        let seq = o.seq[cpu as usize];
         let mut action = action_word(ev.action, ev.op, ev.flags);
         // blk_add_trace_rq: a request's events (not a bio-based device's
         // completions) carry the FS category.
         if request_based && matches!(ev.action, Action::Insert | Action::Issue | Action::Requeue | Action::Complete) {
             action |= TC_FS;
         }
-        put_record(&mut self.buf, *seq, ev.time, ev.sector, ev.bytes, action, task.pid, dev, ev.error as u16, &pdu[..pdu_len]);
-        self.outs[*out].write_all(&self.buf)
+        put_record_on(&mut self.buf, cpu, seq, ev.time, ev.sector, ev.bytes, action, task.pid, dev, ev.error as u16, &pdu[..pdu_len]);
+        self.outs[out].write_all(&self.buf)
     }
 }
 
 impl TraceSink for BlktraceWriter {
     fn event(&mut self, ev: &Event, ctx: &TraceCtx) -> std::io::Result<()> {
-        self.record(ev, &ctx.tasks[ev.task as usize])
+        let cpu = self.cpus.cpu(ev, ctx);
+        self.record_on(ev, &ctx.tasks[ev.task as usize], cpu)
     }
 
     fn finish(&mut self) -> std::io::Result<()> {

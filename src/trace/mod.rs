@@ -10,6 +10,7 @@ pub mod blkparse_fast;
 pub mod blkparse_summary;
 pub mod blktrace;
 pub mod columns;
+pub mod cpu;
 pub mod parse;
 pub mod requests;
 pub mod store;
@@ -180,6 +181,8 @@ pub fn rwbs_of(op: Op, flags: u32, bytes: u32) -> Rwbs {
 pub struct Task {
     pub pid: u32,
     pub comm: String,
+    /// The CPU the task runs on (where its events are recorded).
+    pub cpu: u32,
 }
 
 /// Everything a sink needs to render events.

@@ -827,7 +827,7 @@ mod tests {
     }
 
     fn tasks() -> Vec<Task> {
-        vec![Task { pid: 843, comm: "dd".into() }, Task { pid: 0, comm: "swapper/0".into() }, Task { pid: 77, comm: "kworker/u8:2 x]".into() }]
+        vec![Task { pid: 843, comm: "dd".into(), cpu: 0 }, Task { pid: 0, comm: "swapper/0".into(), cpu: 0 }, Task { pid: 77, comm: "kworker/u8:2 x]".into(), cpu: 0 }]
     }
 
     /// What the parser must read back from `format_event(ev)`: the fields

@@ -29,8 +29,11 @@ files and/or options (--name=NAME starts a job; options before the first
 --name are global), read as fio 3.x reads them. Each job's filename= is a
 scenario device (/dev/NAME); without it, the top of the stack.
 
-Prints fio's report: per job IOPS, bandwidth, completion latency and its
-percentiles, fsync latency, the run status line and fio's "Disk stats".
+Prints fio 3.33's report: the job lines, per job IOPS, bandwidth,
+slat/clat/lat and clat percentiles, bandwidth and IOPS samples, the latency
+distribution, IO depths, fsync latency, a run status block per reporting
+group and fio's "Disk stats"; --output-format=json or json+ prints fio's
+JSON instead (normal,json both).
 Options fio has that do not change the I/O (output, logging, verify, CPU
 placement) are ignored with a warning on standard error; any other option
 the model does not reproduce is an error.

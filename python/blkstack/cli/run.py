@@ -100,6 +100,15 @@ A scenario file looks like this:
 """
 
 
+def _report(summary: dict, key: str, timestamps: bool) -> str:
+    """One text report of the summary; iostat's as sysstat prints it, with
+    its banner (and -t's times)."""
+    if key == "iostat":
+        from blkstack.iostat_text import for_summary
+        return for_summary(summary, host="blkstack", timestamps=timestamps).rstrip("\n")
+    return summary["reports"][key].rstrip("\n")
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     sets: List[str] = args.set or []
     check_sets(sets)
@@ -119,7 +128,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     blocks = [] if args.quiet else [format_summary(summary)]
     reports = summary.get("reports") or {}
     wanted = [("iostat", args.iostat or args.interval is not None), ("btt", args.btt), ("histograms", args.histograms)]
-    blocks += [reports[key].rstrip("\n") for key, on in wanted if on and reports.get(key)]
+    blocks += [_report(summary, key, args.timestamps) for key, on in wanted if on and reports.get(key)]
     if tools:
         from blkstack.biotools import render
         blocks.append(render(events, tools, summary.get("sim_time_ns") or 0))
@@ -149,6 +158,9 @@ def register(sub: Any, kernels: List[str]) -> None:
     common.add_blktrace_option(p)
     p.add_argument("--iostat", action="store_true",
                    help="print 'iostat -x' figures (sysstat's layout) over the whole run")
+    p.add_argument("-t", "--timestamps", action="store_true",
+                   help="print each iostat report's time before it, as 'iostat -t' does (the wall clock at the "
+                        "start plus the simulated time)")
     p.add_argument("--interval", type=float, metavar="SECONDS",
                    help="print 'iostat -x' per interval of simulated time (implies --iostat)")
     p.add_argument("--btt", action="store_true",

@@ -108,7 +108,7 @@ def cmd_stats(args: argparse.Namespace) -> int:
         if not chosen and not tools:
             chosen = ["iostat", "btt", "histograms"]
         result = load_trace(args.trace, interval=args.interval, events=bool(tools), btt="btt" in chosen,
-                            blktrace=args.blktrace, blktrace_dump=args.blktrace_dump)
+                            blktrace=args.blktrace, blktrace_dump=args.blktrace_dump, names=args.name)
     except ValueError as exc:  # --interval refused by the engine, or a binary file
         raise UsageError(str(exc)) from None
     s = result.summary
@@ -126,7 +126,15 @@ def cmd_stats(args: argparse.Namespace) -> int:
     stream = sys.stderr if args.json == "-" else sys.stdout
     reports = s.get("reports") or {}
     blocks: List[str] = [_header(args.trace, s)]
-    blocks += [reports[k].rstrip("\n") for k in chosen if reports.get(k)]
+    for k in chosen:
+        if not reports.get(k):
+            continue
+        if k == "iostat":
+            from blkstack.iostat_text import for_summary
+            host = os.path.basename(args.trace)
+            blocks.append(for_summary(s, host=host, timestamps=args.timestamps, release="unknown").rstrip("\n"))
+        else:
+            blocks.append(reports[k].rstrip("\n"))
     if tools:
         from blkstack.biotools import render
         blocks.append(render(result.events, tools, s.get("duration_ns") or 0))
@@ -153,6 +161,11 @@ def register(sub: Any, kernels: List[str]) -> None:
                         "for 'btt -i FILE'")
     p.add_argument("--interval", type=float, metavar="SECONDS",
                    help="iostat -x per interval of trace time instead of over the whole trace")
+    p.add_argument("-t", "--timestamps", action="store_true",
+                   help="print each iostat report's time before it, as 'iostat -t' does")
+    p.add_argument("--name", action="append", default=[], metavar="MAJ:MIN=NAME",
+                   help="name a device, e.g. 254:0=vda (a dynamic major's device; a blktrace file's own name "
+                        "NAME.blktrace.N names it by itself); may be repeated")
     add_bio_option(p)
     p.add_argument("--json", metavar="FILE|-", help="write the figures as JSON to FILE ('-' for standard output)")
     p.add_argument("-q", "--quiet", action="store_true", help="print no report (with --json)")

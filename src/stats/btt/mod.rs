@@ -539,7 +539,7 @@ mod tests {
         // pending takes its place (Q2Q 500), without a G. The D covers
         // both pending Qs (0+16), the C at 6000: D2C 3000 each, Q2C 3500
         // (6000 - 2500) and 4000. md0's two Qs count as Q2Qdm (major 9).
-        let task = Task { pid: 7, comm: "dd".into() };
+        let task = Task { pid: 7, comm: "dd".into(), cpu: 0 };
         let mut b = Btt::new(vec![(8, 0), (9, 0)]);
         for e in [
             ev(0, 0, Action::Issue, 100, 8),
