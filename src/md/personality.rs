@@ -17,11 +17,10 @@
 //! does so without a bitmap); `nr_pending` is the member's in-flight I/O and
 //! `head_position` moves when everything sent to the member has completed.
 //! raid456 stripe work is submitted by the array's thread, raid5d, inside
-//! its plug, once the submitter is done; two simplifications change timing
-//! and request shapes, not sectors: a stripe_head's writes go out right
-//! after its pre-reads instead of when they complete, and
-//! `md_flush_request` submits the data right after the member flushes
-//! instead of when they complete.
+//! its plug, once the submitter is done; a stripe_head's writes follow its
+//! pre-reads when they complete (`raid5_stripe`). One simplification
+//! changes timing, not sectors: `md_flush_request` submits the data right
+//! after the member flushes instead of when they complete.
 
 use crate::bio::{req, Bio, BioId, BioVecs, Op, SECTOR_SHIFT};
 use crate::genhd::DevId;
@@ -93,12 +92,14 @@ pub struct Mddev {
     /// raid456: member bios raid5d submits when it runs next, each with the
     /// array sector its remap is traced from.
     pub(crate) raid5d: std::collections::VecDeque<(BioId, u64)>,
+    /// raid456: the stripe_heads of writes raid5d handles.
+    pub(crate) stripes: super::raid5_stripe::StripeCache,
 }
 
 impl Mddev {
     pub fn new(pers: Personality, members: Vec<MdMember>) -> Mddev {
         let mirrors = vec![Mirror::default(); members.len()];
-        Mddev { pers, members, mirrors, copies: Vec::new(), raid5d: Default::default() }
+        Mddev { pers, members, mirrors, copies: Vec::new(), raid5d: Default::default(), stripes: Default::default() }
     }
 
     /// `pers->make_request`.
@@ -186,11 +187,27 @@ impl BioDriver for Mddev {
     }
 
     /// raid5d's next member bio: its remap is traced as raid5d submits it.
+    /// When none is queued, raid5d handles the next stripe_heads of its
+    /// handle list (`handle_active_stripes`).
     fn thread_next(&mut self, core: &mut BlockCore) -> Option<BioId> {
-        let (bio, from) = self.raid5d.pop_front()?;
-        let md = core.bio(core.bio(bio).parent.expect("chained to the array's bio")).dev;
-        core.trace_bio_remap(bio, md, from);
-        Some(bio)
+        loop {
+            if let Some((bio, from)) = self.raid5d.pop_front() {
+                let md = core.bio(core.bio(bio).parent.expect("chained to the array's bio")).dev;
+                core.trace_bio_remap(bio, md, from);
+                return Some(bio);
+            }
+            if !self.raid5d_handle_active_stripes(core) {
+                return None;
+            }
+        }
+    }
+
+    /// The pre-reads of a raid5 stripe_head completed (its hold bio's
+    /// deferred end): it goes back to raid5d.
+    fn bio_deferred_end(&mut self, core: &mut BlockCore, bio: BioId, status: i32) {
+        if self.raid5_reads_done(core, bio).is_none() {
+            core.bio_endio(bio, status);
+        }
     }
 }
 
