@@ -133,7 +133,7 @@ impl Mddev {
     /// Chain a member bio to the array's bio and leave it to raid5d.
     fn queue_for_raid5d(&mut self, core: &mut BlockCore, bio: BioId, member_bio: BioId, from_sector: u64) {
         core.bio_chain(member_bio, bio);
-        self.raid5d.push_back((member_bio, from_sector));
+        self.raid5d.push_back((member_bio, Some(from_sector)));
     }
 
     /// The pre-reads of read-modify-write or reconstruct-write, into the
