@@ -813,11 +813,26 @@ impl Engine {
     #[cold]
     #[inline(never)]
     fn deferred_ends(&mut self) {
+        let mut woken = Vec::new();
         for (bio, status) in std::mem::take(&mut self.core.deferred_ends) {
             let Some(d) = self.bio_driver_index(self.core.bio(bio).dev) else { continue };
             let mut drv = self.drivers[d].take().expect("driver not re-entered");
             drv.bio_deferred_end(&mut self.core, bio, status);
             self.drivers[d] = Some(drv);
+            if !woken.contains(&d) {
+                woken.push(d);
+            }
+        }
+        // A driver's thread may have work now (md's raid5d: stripe_heads
+        // whose pre-reads completed).
+        for i in 0..self.threads.len() {
+            let t = self.threads[i];
+            let ts = &self.tasks[t as usize];
+            if let (Some(d), false) = (ts.thread, ts.blocked) {
+                if woken.contains(&d) {
+                    self.run_thread(d, t);
+                }
+            }
         }
     }
 

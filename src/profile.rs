@@ -481,6 +481,10 @@ pub struct Behaviour {
     pub md_accounting: MdAccounting,
     /// md personalities trace 'X' for their own splits (6.12+).
     pub md_split_trace: bool,
+    /// md raid1/raid10 hand their member writes to md's plug callback even
+    /// without a write-intent bitmap, and the array's thread submits them
+    /// when the submitter sleeps in its plug (up to 6.3; 5.10).
+    pub md_plug_writes: bool,
     /// md raid0 sets `chunk_sectors` to the chunk (7.x).
     pub raid0_chunk_sectors: bool,
     /// md raid10 sets `chunk_sectors` to the chunk (6.12+).
@@ -588,6 +592,7 @@ pub fn profiles() -> Vec<Profile> {
         raid0_discard: Raid0DiscardLayout::DiskShift,
         md_accounting: MdAccounting::Personality,
         md_split_trace: false,
+        md_plug_writes: false,
         raid0_chunk_sectors: false,
         raid10_chunk_sectors: false,
         raid5_max_hw: Raid5MaxHw::Fixed,
@@ -713,6 +718,9 @@ fn pre_6_profiles(v6_1: &Behaviour) -> Vec<Profile> {
         unplug_trace_direct: true,
         io_ticks: IoTicks::Legacy,
         raid10_discard: Raid10Discard::ChunkLimited,
+        // raid1_write_request / raid10_write_one_disk: blk_check_plugged
+        // (raid1_unplug, raid10_unplug) whatever the bitmap.
+        md_plug_writes: true,
         raid0_split: Raid0Split::RemainderToMd,
         md_accounting: MdAccounting::Inline,
         raid5_max_hw: Raid5MaxHw::Unlimited,
@@ -875,6 +883,8 @@ pub const SWITCHES: &[SwitchDef] = &[
         "where md counts diskstats: inline (<=5.8 md_make_request: ios and sectors only), submit_bio (5.9-5.13 41d2d848e5c0: each md_submit_bio bio), personality (5.14+: each bio a personality maps)"),
     switch!(flag md_split_trace,
         "md personalities trace block_split ('X') for their own splits (6.12+)"),
+    switch!(flag md_plug_writes,
+        "md raid1/raid10 member writes (and raid10's chunk-limited discards) go to md's plug callback even without a bitmap; a submitter that sleeps in its plug hands them to mdN_raid1/mdN_raid10, which submits them in its own plug (up to 6.3, 5.10; raid1_add_bio_to_plug submits directly without a bitmap from 6.4 and in 6.1.y)"),
     switch!(flag raid0_chunk_sectors,
         "md raid0 sets the queue's chunk_sectors to its chunk, so md_submit_bio already splits at chunks (7.x)"),
     switch!(flag raid10_chunk_sectors,

@@ -36,6 +36,7 @@ pub mod raid10;
 mod raid10_io;
 pub mod raid5;
 mod raid5_io;
+mod raid5_stripe;
 pub mod superblock;
 
 /// A range of an array's own sectors (a piece of a bio that md splits off

@@ -17,11 +17,10 @@
 //! does so without a bitmap); `nr_pending` is the member's in-flight I/O and
 //! `head_position` moves when everything sent to the member has completed.
 //! raid456 stripe work is submitted by the array's thread, raid5d, inside
-//! its plug, once the submitter is done; two simplifications change timing
-//! and request shapes, not sectors: a stripe_head's writes go out right
-//! after its pre-reads instead of when they complete, and
-//! `md_flush_request` submits the data right after the member flushes
-//! instead of when they complete.
+//! its plug, once the submitter is done; a stripe_head's writes follow its
+//! pre-reads when they complete (`raid5_stripe`). One simplification
+//! changes timing, not sectors: `md_flush_request` submits the data right
+//! after the member flushes instead of when they complete.
 
 use crate::bio::{req, Bio, BioId, BioVecs, Op, SECTOR_SHIFT};
 use crate::genhd::DevId;
@@ -90,15 +89,44 @@ pub struct Mddev {
     pub(crate) mirrors: Vec<Mirror>,
     /// Scratch for the copies of a raid10 bio (kept to avoid an allocation per bio).
     pub(crate) copies: Vec<super::raid10::R10Copy>,
-    /// raid456: member bios raid5d submits when it runs next, each with the
-    /// array sector its remap is traced from.
-    pub(crate) raid5d: std::collections::VecDeque<(BioId, u64)>,
+    /// Member bios the array's thread (raid5d; raid1d/raid10d with
+    /// `md_plug_writes`) submits when it runs next, each with the array
+    /// sector its remap is traced from (`None`: traced already).
+    pub(crate) raid5d: std::collections::VecDeque<(BioId, Option<u64>)>,
+    /// raid1/raid10 writes go to the array's thread (`md_plug_writes`).
+    pub(crate) plug_writes: bool,
+    /// raid456: the stripe_heads of writes raid5d handles.
+    pub(crate) stripes: super::raid5_stripe::StripeCache,
 }
 
 impl Mddev {
     pub fn new(pers: Personality, members: Vec<MdMember>) -> Mddev {
         let mirrors = vec![Mirror::default(); members.len()];
-        Mddev { pers, members, mirrors, copies: Vec::new(), raid5d: Default::default() }
+        Mddev { pers, members, mirrors, copies: Vec::new(), raid5d: Default::default(), plug_writes: false, stripes: Default::default() }
+    }
+
+    /// With `md_plug_writes`: raid1/raid10 have a thread that submits their writes.
+    pub fn with_plug_writes(mut self, on: bool) -> Mddev {
+        self.plug_writes = on && matches!(self.pers, Personality::Raid1 { .. } | Personality::Raid10(_));
+        self
+    }
+
+    /// `raid1_add_bio_to_plug` / `raid10_write_one_disk` up to 6.3 (with
+    /// `md_plug_writes`): the member write `clone`, remapped and traced,
+    /// waits on md's plug callback; the submitter sleeps in its plug
+    /// (`submit_bio_wait`, direct I/O), so `raid1_unplug`/`raid10_unplug`
+    /// run from the scheduler and pass the list to the array's thread,
+    /// which submits it in its own plug (`flush_pending_writes`). Without
+    /// the switch the clone is submitted at once.
+    pub(crate) fn md_submit_write(&mut self, core: &mut BlockCore, parent: BioId, clone: BioId, from_sector: u64) {
+        if !self.plug_writes {
+            submit_remapped(core, parent, clone, from_sector);
+            return;
+        }
+        core.bio_chain(clone, parent);
+        let md = core.bio(parent).dev;
+        core.trace_bio_remap(clone, md, from_sector);
+        self.raid5d.push_back((clone, None));
     }
 
     /// `pers->make_request`.
@@ -177,20 +205,41 @@ impl BioDriver for Mddev {
         }
     }
 
-    /// raid456 has a thread, `mdN_raidL` (`raid5d`).
+    /// raid456 has a thread, `mdN_raidL` (`raid5d`); raid1/raid10 too
+    /// when it submits their writes (`md_plug_writes`).
     fn thread_name(&self) -> Option<String> {
         match &self.pers {
             Personality::Raid456 { conf, .. } => Some(format!("raid{}", conf.level)),
+            Personality::Raid1 { .. } if self.plug_writes => Some("raid1".into()),
+            Personality::Raid10(_) if self.plug_writes => Some("raid10".into()),
             _ => None,
         }
     }
 
     /// raid5d's next member bio: its remap is traced as raid5d submits it.
+    /// When none is queued, raid5d handles the next stripe_heads of its
+    /// handle list (`handle_active_stripes`).
     fn thread_next(&mut self, core: &mut BlockCore) -> Option<BioId> {
-        let (bio, from) = self.raid5d.pop_front()?;
-        let md = core.bio(core.bio(bio).parent.expect("chained to the array's bio")).dev;
-        core.trace_bio_remap(bio, md, from);
-        Some(bio)
+        loop {
+            if let Some((bio, from)) = self.raid5d.pop_front() {
+                if let Some(from) = from {
+                    let md = core.bio(core.bio(bio).parent.expect("chained to the array's bio")).dev;
+                    core.trace_bio_remap(bio, md, from);
+                }
+                return Some(bio);
+            }
+            if !self.raid5d_handle_active_stripes(core) {
+                return None;
+            }
+        }
+    }
+
+    /// The pre-reads of a raid5 stripe_head completed (its hold bio's
+    /// deferred end): it goes back to raid5d.
+    fn bio_deferred_end(&mut self, core: &mut BlockCore, bio: BioId, status: i32) {
+        if self.raid5_reads_done(core, bio).is_none() {
+            core.bio_endio(bio, status);
+        }
     }
 }
 
@@ -237,11 +286,17 @@ pub(crate) fn md_split_front(core: &mut BlockCore, bio: BioId, sectors: u32) -> 
 /// `from_sector` of the array) and submit it. The clone covers `bio`'s
 /// whole range; [`clone_part`] takes a piece.
 pub(crate) fn md_remap(core: &mut BlockCore, bio: BioId, member: DevId, sector: u64, flags: u32, from_sector: u64) -> BioId {
+    let clone = md_clone(core, bio, member, sector, flags);
+    submit_remapped(core, bio, clone, from_sector)
+}
+
+/// A clone of `bio` onto `member` at `sector` with `flags` (not yet chained or submitted).
+pub(crate) fn md_clone(core: &mut BlockCore, bio: BioId, member: DevId, sector: u64, flags: u32) -> BioId {
     let clone = core.bio_alloc_clone(bio, member);
     let c = core.bio_mut(clone);
     c.iter.sector = sector;
     c.flags = flags;
-    submit_remapped(core, bio, clone, from_sector)
+    clone
 }
 
 /// Chain an already remapped `clone` to `parent`, trace and submit it.

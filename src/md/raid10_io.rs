@@ -7,7 +7,7 @@ use crate::bio::{req, BioId, Op};
 use crate::profile::Raid10Discard;
 use crate::submit::BlockCore;
 
-use super::personality::{md_account_bio, md_remap, md_split, md_split_front, md_submit_discard_bio, member_discards, Mddev, Personality};
+use super::personality::{md_account_bio, md_clone, md_remap, md_split, md_split_front, md_submit_discard_bio, member_discards, Mddev, Personality};
 use super::raid10::{R10Conf, R10Copy, Raid10DiscardVersion};
 
 impl Mddev {
@@ -129,7 +129,8 @@ impl Mddev {
             if op == Op::Discard && !member_discards(core, dev) {
                 continue;
             }
-            md_remap(core, bio, dev, self.copy_sector(&c), flags, sector);
+            let clone = md_clone(core, bio, dev, self.copy_sector(&c), flags);
+            self.md_submit_write(core, bio, clone, sector);
             self.sent(c.devnum, c.addr + sectors);
         }
     }

@@ -6,7 +6,7 @@ use crate::bio::{req, BioId, Op};
 use crate::limits::{blk_set_stacking_limits, blk_stack_limits, blk_validate_limits, LimitError, LimitsModel, StackMember, StackedLimits, StackingBehaviour};
 use crate::submit::BlockCore;
 
-use super::personality::{md_account_bio, md_remap, md_split, member_discards, Mddev};
+use super::personality::{md_account_bio, md_clone, md_remap, md_split, member_discards, Mddev};
 
 /// `BARRIER_UNIT_SECTOR_SIZE`: raid1's barrier buckets are 64 MiB.
 const BARRIER_UNIT_SECTOR_SIZE: u64 = 1 << 17;
@@ -134,7 +134,8 @@ impl Mddev {
             if op == Op::Discard && !member_discards(core, m.dev) {
                 continue;
             }
-            md_remap(core, bio, m.dev, sector + m.data_offset, flags, sector);
+            let clone = md_clone(core, bio, m.dev, sector + m.data_offset, flags);
+            self.md_submit_write(core, bio, clone, sector);
             self.sent(d, sector + sectors);
         }
     }

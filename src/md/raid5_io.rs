@@ -118,13 +118,8 @@ impl Mddev {
         let mut plan = Vec::new();
         conf.raid5_make_request_write(start, sectors, rmw, None, &mut plan);
         for batch in stripe_batches(&plan, chunk) {
-            let head = &plan[batch[0]];
-            self.stripe_reads(core, bio, head);
-            for &d in &head.writes {
-                for &i in &batch {
-                    self.stripe_write(core, bio, &plan[i], d, start, flags);
-                }
-            }
+            let shs = batch.iter().map(|&i| plan[i].clone()).collect();
+            self.raid5_add_stripe(core, bio, start, flags, shs);
         }
         core.bio_endio(bio, 0);
     }
@@ -138,12 +133,12 @@ impl Mddev {
     /// Chain a member bio to the array's bio and leave it to raid5d.
     fn queue_for_raid5d(&mut self, core: &mut BlockCore, bio: BioId, member_bio: BioId, from_sector: u64) {
         core.bio_chain(member_bio, bio);
-        self.raid5d.push_back((member_bio, from_sector));
+        self.raid5d.push_back((member_bio, Some(from_sector)));
     }
 
     /// The pre-reads of read-modify-write or reconstruct-write, into the
-    /// stripe cache.
-    fn stripe_reads(&mut self, core: &mut BlockCore, bio: BioId, sh: &StripeHeadWrite) {
+    /// stripe cache, chained to `bio`.
+    pub(crate) fn stripe_reads(&mut self, core: &mut BlockCore, bio: BioId, sh: &StripeHeadWrite) {
         for &d in &sh.reads {
             let m = self.members[d as usize];
             let rb = alloc_bio_at(core, bio, m.dev, Op::Read, 0, sh.sector + m.data_offset, STRIPE_SECTORS as u32, Some(stripe_page(d, sh.sector)));
@@ -155,7 +150,7 @@ impl Mddev {
     /// The write of member `d` of one stripe_head: a fully overwritten data
     /// unit from the bio's pages, a partly written one and parity from the
     /// cache.
-    fn stripe_write(&mut self, core: &mut BlockCore, bio: BioId, sh: &StripeHeadWrite, d: u32, start: u64, flags: u32) {
+    pub(crate) fn stripe_write(&mut self, core: &mut BlockCore, bio: BioId, sh: &StripeHeadWrite, d: u32, start: u64, flags: u32) {
         let m = self.members[d as usize];
         let at = sh.sector + m.data_offset;
         let logical = self.unit_sector(sh.sector, d);

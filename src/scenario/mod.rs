@@ -173,7 +173,7 @@ impl Scenario {
             }
         }
         for s in &self.stacked {
-            let driver = s.driver(b.topo());
+            let driver = s.driver(b.topo(), &self.beh);
             b.add_bio_device(&s.name, s.kind, s.nr_sectors, s.queue.clone(), driver);
         }
         let mut engine = b.build();

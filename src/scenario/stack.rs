@@ -85,12 +85,12 @@ impl StackSpec {
 
     /// The driver: md's `Mddev` or dm's `MappedDevice`, over the devices of
     /// `topo` (built before this one).
-    pub fn driver(&self, topo: &Topology) -> Box<dyn BioDriver> {
+    pub fn driver(&self, topo: &Topology, beh: &crate::profile::Behaviour) -> Box<dyn BioDriver> {
         let id = |name: &str| topo.by_name(name).expect("built on a device built before it");
         match &self.body {
             StackBody::Md { pers, members } => {
                 let members = members.iter().map(|(n, off)| MdMember { dev: id(n), data_offset: *off }).collect();
-                Box::new(Mddev::new(pers.clone(), members))
+                Box::new(Mddev::new(pers.clone(), members).with_plug_writes(beh.md_plug_writes))
             }
             StackBody::Dm { targets, devs, cpu } => {
                 let devs = devs.iter().map(|t| t.iter().map(|n| id(n)).collect()).collect();
