@@ -293,10 +293,7 @@ pub fn run_file_full(path: &str, opts: &RunOptions, tick: &mut dyn FnMut(&Progre
         let w = open_output(r, &mut files)?;
         engine.core.tracer.add_sink(Box::new(RequestsCsv::new(w)));
     }
-    // The CPUs the run's events land on: the scenario's, else one per job
-    // (the jobs of later fio groups included).
-    let later = sc.workload.fio.as_ref().map_or(0, |m| m.jobs.len());
-    let cpus = engine.core.cpu.cpus.unwrap_or(engine.jobs.len().max(later).max(1) as u32);
+    let cpus = run_cpus(&sc, &engine);
     for target in &opts.blktrace {
         let sink = blktrace_writer(&engine_trace_devs(&engine), target, cpus, &mut files)?;
         engine.core.tracer.add_sink(Box::new(sink));
@@ -334,6 +331,13 @@ pub fn run_file_full(path: &str, opts: &RunOptions, tick: &mut dyn FnMut(&Progre
 }
 
 /// The JSON summary of a finished run.
+/// The CPUs the run's events land on (and iostat's banner counts): the
+/// scenario's, else one per job (the jobs of later fio groups included).
+fn run_cpus(sc: &Scenario, engine: &Engine) -> u32 {
+    let later = sc.workload.fio.as_ref().map_or(0, |m| m.jobs.len());
+    engine.core.cpu.cpus.unwrap_or(engine.jobs.len().max(later).max(1) as u32)
+}
+
 pub fn summary(sc: &Scenario, engine: &Engine, st: &RunStats) -> Value {
     let topo = &engine.core.topo;
     let input = report::ReportInput::from_engine(engine);
@@ -411,6 +415,7 @@ pub fn summary(sc: &Scenario, engine: &Engine, st: &RunStats) -> Value {
         "name": sc.name,
         "kernel": sc.profile.kernel,
         "profile": sc.profile.name,
+        "cpus": run_cpus(sc, engine),
         "behaviour": behaviour,
         "devices": devices,
         "sim_time_ns": st.sim_time_ns,

@@ -67,6 +67,11 @@ def test_banner_and_times_as_sysstat(tmp_path):
     assert mine.split("\n")[3] == real.split("\n")[3]
     assert mine.startswith("Linux 6.12")
     assert "\t11/25/26 \t_x86_64_\t(1 CPU)\n\n11/25/26 01:58:13\n" in mine
+    # The banner counts the scenario's CPUs when it gives them (one job
+    # above, so one CPU; `cpus = 2` makes two).
+    (tmp_path / "s2.toml").write_text("cpus = 2\n" + VIRTIO)
+    two = run_cli("run", "s2.toml", "--iostat", "--quiet", cwd=tmp_path).stdout
+    assert re.match(r"Linux \S+ \(blkstack\) \t\d\d/\d\d/\d\d \t_x86_64_\t\(2 CPU\)\n", two)
 
 
 def test_blktrace_file_names_its_device_and_name_option(tmp_path):

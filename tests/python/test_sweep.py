@@ -170,7 +170,12 @@ def test_cli_sweep_stopped_by_sigterm_keeps_its_table_and_exits_143(tmp_path):
     import signal
     import sys
     import time
-    path = spec_file(tmp_path, '[grid]\n"workload.count" = [' + ", ".join(str(n) for n in range(1, 2001)) + "]\n")
+    # Enough points that the sweep is still running when its table is first
+    # written (every few seconds): 2,000 tiny points now finish in that
+    # time, so 1,000 counts (each fits the tiny disk) by 20 max_sectors_kb.
+    counts = ", ".join(str(n) for n in range(1, 1001))
+    sizes = ", ".join(str(4 * n) for n in range(1, 21))
+    path = spec_file(tmp_path, f'[grid]\n"workload.count" = [{counts}]\n"{AXIS}" = [{sizes}]\n')
     out = tmp_path / "t.parquet"
     env = dict(os.environ)
     env.pop("BLKSTACK_DEBUG", None)
@@ -191,7 +196,7 @@ def test_cli_sweep_stopped_by_sigterm_keeps_its_table_and_exits_143(tmp_path):
             proc.communicate()
     assert proc.returncode == 143, stderr
     assert "interrupted: the table holds the finished points" in stderr and "Traceback" not in stderr
-    assert 0 < load_table(str(out))["point"].nunique() < 2000
+    assert 0 < load_table(str(out))["point"].nunique() < 20000
 
 
 def test_cli_sweep_writes_table(tmp_path):
