@@ -285,7 +285,7 @@ fn trace_stats<'py>(
     use crate::stats::dev_names;
     let names = names.iter().map(|s| dev_names::parse_name(s)).collect::<Result<Vec<_>, _>>().map_err(|e| PyValueError::new_err(format!("--name {e}")))?;
     let every = crate::run::interval_ns(interval).map_err(to_py)?;
-    let keep = crate::stats::trace::Keep { events: events || blktrace.is_some() || blktrace_dump.is_some(), btt, issues: true };
+    let keep = crate::stats::trace::Keep { events: events || blktrace.is_some() || blktrace_dump.is_some(), btt };
     let st = py
         .detach(|| {
             let mut st = crate::stats::trace::analyse_file(&path, every, keep)?;
@@ -301,7 +301,7 @@ fn trace_stats<'py>(
     }
     let keep = if events { Keep::All } else { Keep::Issues };
     let store = py.detach(|| EventStore::from_trace(keep, &st.events, &st.rwbs, &st.rwbs_names));
-    let tasks = st.tasks.iter().map(|t| (t.pid, t.comm.clone())).collect();
+    let tasks = crate::trace::columns::task_table(&st.tasks);
     let tables = tables_dict(py, st.device_table(), tasks, &store.rwbs_names)?;
     Ok((st.summary(&path).to_string(), Events { store }, tables))
 }
@@ -313,110 +313,6 @@ fn trace_stats<'py>(
 fn check(path: String, kernel: Option<String>, sets: Vec<String>) -> PyResult<String> {
     let opts = options(kernel, sets, None, None, None);
     Ok(crate::run::check_file(&path, &opts).map_err(to_py)?.to_string())
-}
-
-/// The name a parsed trace record's action goes by: blkparse's letter, or
-/// the tracepoint's name for those blkparse has none for.
-fn trace_action_name(a: crate::trace::parse::TraceAction) -> &'static str {
-    a.name()
-}
-
-/// Read a trace file, blkparse's text or the kernel's ftrace text of the
-/// block tracepoints (crate::trace::parse), into columns: returns
-/// ({column: bytes}, {table: list}, skipped lines, [(line, text, reason)]
-/// for lines that looked like events and did not parse). Columns are
-/// little-endian arrays, one entry per record: line u64, time_ns u64,
-/// dev u32 (index into tables["devices"], "maj,min"; "" when the event
-/// names no device), action u8 (into tables["actions"]), rwbs u32 (into
-/// tables["rwbs"]), sector u64 (u64::MAX when absent), nr_sectors u32,
-/// pid u32, cpu u32, comm u32 (into tables["comms"]), error i32
-/// (i32::MIN when absent), arg u64 (X: the remainder's sector, A: the
-/// source sector, U: the depth; u64::MAX when absent), from_dev u32 (A:
-/// the source device, into tables["devices"]).
-#[pyfunction]
-#[allow(clippy::type_complexity)]
-fn parse_trace<'py>(py: Python<'py>, path: String) -> PyResult<(Bound<'py, PyDict>, Bound<'py, PyDict>, usize, Vec<(usize, String, String)>)> {
-    use crate::trace::parse::Extra;
-    use std::collections::HashMap;
-    let parsed = crate::trace::blktrace::read_trace_file(&path).map_err(|e| PyOSError::new_err(format!("{path}: {e}")))?;
-    struct Interner(Vec<String>, HashMap<String, u32>);
-    impl Interner {
-        fn get(&mut self, s: &str) -> u32 {
-            if let Some(i) = self.1.get(s) {
-                return *i;
-            }
-            let i = self.0.len() as u32;
-            self.0.push(s.to_string());
-            self.1.insert(s.to_string(), i);
-            i
-        }
-    }
-    let (mut devs, mut acts, mut rwbs, mut comms) =
-        (Interner(Vec::new(), HashMap::new()), Interner(Vec::new(), HashMap::new()), Interner(Vec::new(), HashMap::new()), Interner(Vec::new(), HashMap::new()));
-    devs.get("");
-    let n = parsed.records.len();
-    let (mut line, mut time, mut dev, mut action, mut rw, mut sector, mut nr, mut pid, mut cpu, mut comm, mut error, mut arg, mut from) = (
-        Vec::with_capacity(n * 8),
-        Vec::with_capacity(n * 8),
-        Vec::with_capacity(n * 4),
-        Vec::with_capacity(n),
-        Vec::with_capacity(n * 4),
-        Vec::with_capacity(n * 8),
-        Vec::with_capacity(n * 4),
-        Vec::with_capacity(n * 4),
-        Vec::with_capacity(n * 4),
-        Vec::with_capacity(n * 4),
-        Vec::with_capacity(n * 4),
-        Vec::with_capacity(n * 8),
-        Vec::with_capacity(n * 4),
-    );
-    for r in &parsed.records {
-        line.extend_from_slice(&(r.line as u64).to_le_bytes());
-        time.extend_from_slice(&r.time_ns.to_le_bytes());
-        let d = r.dev.map(|d| devs.get(&d.to_string())).unwrap_or(0);
-        dev.extend_from_slice(&d.to_le_bytes());
-        action.push(acts.get(trace_action_name(r.action)) as u8);
-        rw.extend_from_slice(&rwbs.get(&r.rwbs).to_le_bytes());
-        sector.extend_from_slice(&r.sector.unwrap_or(u64::MAX).to_le_bytes());
-        nr.extend_from_slice(&r.nr_sectors.to_le_bytes());
-        pid.extend_from_slice(&r.pid.to_le_bytes());
-        cpu.extend_from_slice(&r.cpu.to_le_bytes());
-        comm.extend_from_slice(&comms.get(r.comm.as_deref().unwrap_or("")).to_le_bytes());
-        error.extend_from_slice(&r.error.unwrap_or(i32::MIN).to_le_bytes());
-        let (a, f) = match r.extra.clone() {
-            Extra::Remap { from, from_sector, .. } => (from_sector, devs.get(&from.to_string())),
-            Extra::Split { new_sector } => (new_sector, 0),
-            Extra::Unplug { depth } => (depth as u64, 0),
-            _ => (u64::MAX, 0),
-        };
-        arg.extend_from_slice(&a.to_le_bytes());
-        from.extend_from_slice(&f.to_le_bytes());
-    }
-    let cols = PyDict::new(py);
-    for (name, data) in [
-        ("line", &line),
-        ("time_ns", &time),
-        ("dev", &dev),
-        ("action", &action),
-        ("rwbs", &rw),
-        ("sector", &sector),
-        ("nr_sectors", &nr),
-        ("pid", &pid),
-        ("cpu", &cpu),
-        ("comm", &comm),
-        ("error", &error),
-        ("arg", &arg),
-        ("from_dev", &from),
-    ] {
-        cols.set_item(name, PyBytes::new(py, data))?;
-    }
-    let tables = PyDict::new(py);
-    tables.set_item("devices", devs.0)?;
-    tables.set_item("actions", acts.0)?;
-    tables.set_item("rwbs", rwbs.0)?;
-    tables.set_item("comms", comms.0)?;
-    let bad = parsed.bad.into_iter().map(|b| (b.line, b.text, b.reason)).collect();
-    Ok((cols, tables, parsed.skipped, bad))
 }
 
 /// Every kernel profile and behaviour switch, as JSON.
@@ -439,7 +335,6 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(run_columns, m)?)?;
     m.add_function(wrap_pyfunction!(check, m)?)?;
     m.add_function(wrap_pyfunction!(profiles, m)?)?;
-    m.add_function(wrap_pyfunction!(parse_trace, m)?)?;
     m.add_function(wrap_pyfunction!(trace_stats, m)?)?;
     m.add_function(wrap_pyfunction!(version, m)?)?;
     m.add_class::<Events>()?;

@@ -82,29 +82,6 @@ def profiles() -> str:
     "description": "...", "per_profile": {"6.1": "tail", ...}}, ...]}``
     """
 
-def parse_trace(
-    path: str,
-) -> tuple[dict[str, bytes], dict[str, list[str]], int, list[tuple[int, str, str]]]:
-    """Read a block trace: blkparse's default text or the kernel's ftrace
-    text of the ``block_*`` tracepoints (6.1 and 6.12 layouts).
-
-    Returns ``(columns, tables, skipped, bad)``. ``columns`` maps a name to
-    a little-endian array with one entry per event: ``line`` u64,
-    ``time_ns`` u64, ``dev`` u32 (index into ``tables["devices"]``,
-    ``"maj,min"``; ``""`` when the event names no device), ``action`` u8
-    (into ``tables["actions"]``: blkparse's letters), ``rwbs`` u32 (into
-    ``tables["rwbs"]``), ``sector`` u64 (2**64 - 1 when absent),
-    ``nr_sectors`` u32, ``pid`` u32, ``cpu`` u32, ``comm`` u32 (into
-    ``tables["comms"]``), ``error`` i32 (-2**31 when absent), ``arg`` u64
-    (X: the remainder's sector, A: the source sector, U: the depth),
-    ``from_dev`` u32 (A: the source device). ``skipped`` counts blank,
-    header, summary and other-tracepoint lines; ``bad`` lists (line, text,
-    reason) for lines that looked like events and did not parse.
-    (:mod:`blkstack.diff` reads traces through :func:`trace_streams`.)
-
-    :raises OSError: the file cannot be read.
-    """
-
 def run_columns(
     path: str,
     kernel: str | None = None,

@@ -40,7 +40,6 @@ use crate::bio::{req, Op};
 use crate::genhd::DevId;
 use crate::profile::IoTicks;
 use crate::trace::parse::{BadLine, DevNo, Extra, Line, Rwbs, TraceAction, TraceParse, TraceRecord};
-use crate::trace::columns::EventColumns;
 use crate::trace::{Action, Event, Task};
 
 /// Maps looked up for every record: sectors, device numbers, pids and
@@ -312,7 +311,7 @@ pub struct TraceStats {
     pub devices: Vec<DevNo>,
     pub names: Vec<String>,
     /// The records as events, in time order (relative to `origin_ns`),
-    /// when kept ([`Keep::events`]).
+    /// every one or the issued requests alone ([`Keep::events`]).
     pub events: Vec<Event>,
     /// Each kept event's RWBS as the trace printed it, an index into `rwbs_names`.
     pub rwbs: Vec<u16>,
@@ -347,7 +346,6 @@ pub struct TraceStats {
     rwbs_ids: FastMap<String, u32>,
     rwbs_codes: Vec<RwbsCode>,
     keep_events: bool,
-    keep_issues: bool,
     interval_ns: Option<u64>,
     next_sample: Option<u64>,
     last_ns: u64,
@@ -356,13 +354,12 @@ pub struct TraceStats {
 /// What to keep besides the reports.
 #[derive(Clone, Copy, Default)]
 pub struct Keep {
-    /// Every event, for [`TraceStats::columns`] and blktrace output.
+    /// Every event, for the Python API's events table and blktrace output
+    /// (without it, the issued requests ('D') alone are kept: the requests
+    /// table is built from them).
     pub events: bool,
     /// btt's bookkeeping, for its report.
     pub btt: bool,
-    /// The issued requests ('D') only, when not every event is kept: what
-    /// the Python API's requests table needs.
-    pub issues: bool,
 }
 
 /// The name of a record kind the model has no event for.
@@ -381,7 +378,7 @@ fn other_name(a: TraceAction) -> &'static str {
 /// Analyse a parsed trace. With `interval_ns`, diskstats are also
 /// snapshotted every interval of trace time (iostat per interval).
 pub fn analyse(parse: TraceParse, interval_ns: Option<u64>) -> TraceStats {
-    analyse_records(parse, interval_ns, Keep { events: true, btt: false, issues: false })
+    analyse_records(parse, interval_ns, Keep { events: true, btt: false })
 }
 
 /// [`analyse`] of records in memory: sorted by time (stably), then fed.
@@ -464,7 +461,6 @@ impl TraceStats {
             rwbs_ids: FastMap::default(),
             rwbs_codes: Vec::new(),
             keep_events: keep.events,
-            keep_issues: keep.issues,
             interval_ns,
             next_sample: interval_ns,
             last_ns: 0,
@@ -545,7 +541,7 @@ impl TraceStats {
             from_dev: from_dev as DevId,
         };
         self.event(&ev);
-        if self.keep_events || (self.keep_issues && ev.action == Action::Issue) {
+        if self.keep_events || ev.action == Action::Issue {
             self.events.push(ev);
             self.rwbs.push(code as u16);
         }
@@ -610,15 +606,6 @@ impl TraceStats {
     fn snapshot(&mut self, at: u64) {
         let all = self.acct.iter().map(|a| a.disk.fields(a.disk.inflight())).collect();
         self.samples.push((at, all));
-    }
-
-    /// The events as columns (as a simulated run's), with each event's
-    /// RWBS as the trace printed it.
-    pub fn columns(&self) -> EventColumns {
-        let mut c = EventColumns::build(&self.events);
-        c.rwbs = self.rwbs.iter().flat_map(|r| r.to_le_bytes()).collect();
-        c.rwbs_names = self.rwbs_names.clone();
-        c
     }
 
     /// (name, major, minor) of each device, by id.
