@@ -179,8 +179,13 @@ pub fn ll_front_merge_fn(core: &BlockCore, rq: &mut Request, bio: BioId, nsegs: 
 fn bio_merged(core: &mut BlockCore, rq: &Request, bio: BioId, action: Option<Action>) {
     core.bio_mut(bio).in_request = true;
     core.stats[rq.dev as usize].account_merge(rq.op);
-    if let Some(a) = action {
-        core.trace_bio(a, bio, 0, 0);
+    match action {
+        Some(a) => core.trace_bio(a, bio, 0, 0),
+        None => {
+            let b = core.bio(bio);
+            let (dev, sector) = (core.topo.dev(b.dev).whole, b.iter.sector);
+            core.tracer.untraced_merge(dev, sector);
+        }
     }
 }
 

@@ -337,6 +337,19 @@ impl Analysis {
     }
 }
 
+impl Analysis {
+    /// A bio at `sector` of `dev` joined a request without a trace event
+    /// (`bio_attempt_discard_merge` traces none, unlike the back and front
+    /// merges): nothing will take its 'Q' now, which would otherwise wait
+    /// for good — one per merged range of a multi-range discard. Only a
+    /// simulated run knows; a parsed trace keeps such 'Q's, as btt does.
+    pub fn untraced_merge(&mut self, dev: DevId, sector: u64) {
+        if let Some(d) = self.devices.get_mut(dev as usize) {
+            d.pending_q.remove(sector);
+        }
+    }
+}
+
 impl TraceSink for Analysis {
     fn event(&mut self, ev: &Event, _: &TraceCtx) -> io::Result<()> {
         self.add(ev);
@@ -371,6 +384,24 @@ mod tests {
         assert_eq!((q2g.n, q2g.min, q2g.max), (2, 5, 40));
         let q2m = a.stages[Q2M];
         assert_eq!((q2m.n, q2m.min), (1, 30));
+    }
+
+    #[test]
+    fn untraced_merge_takes_the_pending_queue() {
+        // A discard range merged into a request by
+        // bio_attempt_discard_merge shows its 'Q' and nothing else: Q@8
+        // t=0, Q@16 t=5, the bio at 8 merges untraced; a 'G' at 8 (t=20)
+        // then finds no 'Q' (Q2G none), the one at 16 (t=30) its own:
+        // Q2G 25. Nothing waits afterwards.
+        let mut a = Analysis::default();
+        a.add(&ev(0, Action::Queue, 8, 0));
+        a.add(&ev(5, Action::Queue, 16, 0));
+        a.untraced_merge(0, 8);
+        a.add(&ev(20, Action::GetRq, 8, 0));
+        a.add(&ev(30, Action::GetRq, 16, 0));
+        let d = &a.devices[0];
+        assert_eq!((d.stages[Q2G].n, d.stages[Q2G].min), (1, 25));
+        assert!(d.pending_q.newest.is_none() && d.pending_q.map.is_empty());
     }
 
     #[test]

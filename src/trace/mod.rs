@@ -266,6 +266,14 @@ impl Tracer {
         self.on = !paused && (!self.sinks.is_empty() || self.log.is_some() || self.store.is_some() || self.analysis.is_some() || self.btt.is_some());
     }
 
+    /// A bio merged into a request without an event: the analysis forgets
+    /// its 'Q' (see [`crate::stats::analysis::Analysis::untraced_merge`]).
+    pub fn untraced_merge(&mut self, dev: crate::genhd::DevId, sector: u64) {
+        if let Some(a) = &mut self.analysis {
+            a.untraced_merge(dev, sector);
+        }
+    }
+
     /// Whether anyone listens; callers skip building events otherwise.
     #[inline]
     pub fn active(&self) -> bool {
