@@ -117,3 +117,15 @@ def test_interrupt_stops_runs_in_other_threads_and_not_later_ones():
     assert outcome["result"] == "interrupted"
     # A run started afterwards is not affected.
     assert '"devices"' in _core.run(builtin("bio-align"))
+
+
+def test_seeds_start_the_slow_seed_first():
+    # Seed 002 (index 2 of 000-004) is the one with quick overrides, for
+    # its 22 million bios: its runs start first on threads; quick runs, all
+    # small, keep the seeds' order.
+    from blkstack import seeds as S
+    from blkstack.cli.seeds import slow_first
+
+    assert [s.number for s in S.SEEDS] == ["000", "001", "002", "003", "004"]
+    assert slow_first(S.SEEDS, quick=False) == [2, 0, 1, 3, 4]
+    assert slow_first(S.SEEDS, quick=True) == [0, 1, 2, 3, 4]

@@ -138,10 +138,20 @@ def seed_result(seed: S.Seed, quick: bool, sides: Any, before: S.Runs, after: S.
 
 def evaluate_all(seeds: Sequence[S.Seed], quick: bool = False, jobs: Optional[int] = None) -> Iterator[Dict[str, Any]]:
     """Each seed's figures (as :func:`start` gives them), in order, while
-    the runs of the seeds after it go on (at most *jobs* at once)."""
+    the runs of the seeds after it go on (at most *jobs* at once). Runs on
+    threads start slowest first (:func:`slow_first`): the long ones then
+    share the processors with the short ones instead of running alone at
+    the end. One job runs each call as its result is read, in seed order."""
     with Runs(jobs) as runs, contextlib.ExitStack() as files:
-        for finish in [start(seed, runs, files, quick) for seed in seeds]:
-            yield finish()
+        finishes = {i: start(seeds[i], runs, files, quick) for i in slow_first(seeds, quick)}
+        for i in range(len(seeds)):
+            yield finishes[i]()
+
+
+def slow_first(seeds: Sequence[S.Seed], quick: bool) -> List[int]:
+    """Indexes of *seeds*, those at full size that have quick overrides
+    (the slow ones, which is why they have them) first, else in order."""
+    return sorted(range(len(seeds)), key=lambda i: quick or not seeds[i].quick)
 
 
 def evaluate(seed: S.Seed, quick: bool = False, jobs: Optional[int] = None) -> Dict[str, Any]:
