@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -75,16 +76,23 @@ def run_all(out: Path, blkstack: Sequence[str]) -> int:
     return 0
 
 
+# fio's report dates its job's end by the wall clock ("pid=4242: Wed Nov 25 04:44:47 2026").
+FIO_DATE = re.compile(rb"[A-Z][a-z]{2} [A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d \d{4}")
+
+
 def without_timing(path: Path) -> bytes:
-    """A file without the run's wall time and speed, which differ from run
-    to run: the JSON summary's keys, the printed summary's line."""
+    """A file without what differs from run to run: the run's wall time
+    and speed (the JSON summary's keys, the printed summary's line) and
+    fio's wall-clock date."""
     data = path.read_bytes()
     if path.suffix == ".json":
         doc = json.loads(data)
         for key in ("wall_time_s", "bios_per_s"):
             doc.pop(key, None)
-        return json.dumps(doc, sort_keys=True).encode()
-    return b"".join(line for line in data.splitlines(keepends=True) if b" wall " not in line)
+        data = json.dumps(doc, sort_keys=True).encode()
+    else:
+        data = b"".join(line for line in data.splitlines(keepends=True) if b" wall " not in line)
+    return FIO_DATE.sub(b"DATE", data)
 
 
 def compare(a: Path, b: Path) -> int:
