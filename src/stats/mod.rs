@@ -3,6 +3,7 @@
 //! figures are derived.
 
 pub mod analysis;
+pub mod analysis_thread;
 pub mod btt;
 pub mod clat;
 pub mod dev_names;

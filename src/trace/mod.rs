@@ -211,6 +211,10 @@ impl TraceSink for EventLog {
     }
 }
 
+/// Events a run analyses on the engine's thread before the analysis moves
+/// to a thread of its own.
+const ANALYSIS_THREAD_AFTER: u64 = 1 << 20;
+
 /// Fans events out to sinks; records the first write error and stops.
 #[derive(Default)]
 pub struct Tracer {
@@ -221,8 +225,13 @@ pub struct Tracer {
     pub log: Option<EventLog>,
     /// The compact log the Python API reads (`blkstack.run()`).
     pub store: Option<store::EventStore>,
-    /// btt-style analysis and histograms of the events.
+    /// btt-style analysis and histograms of the events (here before a run
+    /// reaches `ANALYSIS_THREAD_AFTER` events and after [`Tracer::finish`]).
     pub analysis: Option<crate::stats::analysis::Analysis>,
+    /// The analysis on a thread of its own, meanwhile.
+    analysis_thread: Option<crate::stats::analysis_thread::AnalysisThread>,
+    /// Events analysed on this thread so far.
+    analysed: u64,
     /// btt's own bookkeeping (`--btt`).
     pub btt: Option<crate::stats::btt::Btt>,
     pub error: Option<io::Error>,
@@ -263,7 +272,8 @@ impl Tracer {
     /// Stop (`true`) or resume tracing: nobody hears events meanwhile.
     pub fn pause(&mut self, paused: bool) {
         self.paused = paused;
-        self.on = !paused && (!self.sinks.is_empty() || self.log.is_some() || self.store.is_some() || self.analysis.is_some() || self.btt.is_some());
+        let analysis = self.analysis.is_some() || self.analysis_thread.is_some();
+        self.on = !paused && (!self.sinks.is_empty() || self.log.is_some() || self.store.is_some() || analysis || self.btt.is_some());
     }
 
     /// A bio merged into a request without an event: the analysis forgets
@@ -271,6 +281,18 @@ impl Tracer {
     pub fn untraced_merge(&mut self, dev: crate::genhd::DevId, sector: u64) {
         if let Some(a) = &mut self.analysis {
             a.untraced_merge(dev, sector);
+        } else if let Some(t) = &mut self.analysis_thread {
+            t.untraced_merge(dev, sector);
+        }
+    }
+
+    /// A long run's analysis moves to a thread of its own (a short one's
+    /// is not worth a thread).
+    fn analysis_to_thread(&mut self) {
+        let Some(a) = self.analysis.take() else { return };
+        match crate::stats::analysis_thread::AnalysisThread::start(a) {
+            Ok(t) => self.analysis_thread = Some(t),
+            Err(a) => self.analysis = Some(a),
         }
     }
 
@@ -293,6 +315,12 @@ impl Tracer {
         }
         if let Some(a) = &mut self.analysis {
             a.add(&ev);
+            self.analysed += 1;
+            if self.analysed == ANALYSIS_THREAD_AFTER {
+                self.analysis_to_thread();
+            }
+        } else if let Some(t) = &mut self.analysis_thread {
+            t.add(&ev);
         }
         if let Some(b) = &mut self.btt {
             b.add(&ev, &ctx.tasks[ev.task as usize]);
@@ -309,6 +337,9 @@ impl Tracer {
     }
 
     pub fn finish(&mut self) -> io::Result<()> {
+        if let Some(t) = self.analysis_thread.take() {
+            self.analysis = Some(t.finish());
+        }
         if let Some(e) = self.error.take() {
             return Err(e);
         }

@@ -1,0 +1,157 @@
+//! The always-on [`Analysis`] on a thread of its own, fed by the engine's
+//! thread: a long run's analysis then costs the engine a copy of each
+//! event into a batch instead of the work per event. The analysis is a
+//! function of the event sequence alone and the batches arrive in order, so
+//! its figures are those of the analysis run inline.
+
+use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
+use std::thread::JoinHandle;
+
+use super::analysis::Analysis;
+use crate::genhd::DevId;
+use crate::trace::Event;
+
+/// What the engine hands the analysis, in the order it happened.
+#[derive(Clone, Copy, Debug)]
+enum Msg {
+    Event(Event),
+    /// [`Analysis::untraced_merge`].
+    UntracedMerge(DevId, u64),
+}
+
+/// Messages per batch: the engine's thread sends a batch (and takes an
+/// empty one back) once per this many.
+const BATCH: usize = 4096;
+/// Batches on their way at most: the engine waits when the analysis is
+/// this far behind, so the memory held stays bounded.
+const IN_FLIGHT: usize = 8;
+
+/// The engine's end of an analysis running on its own thread.
+pub struct AnalysisThread {
+    batch: Vec<Msg>,
+    full: Option<SyncSender<Vec<Msg>>>,
+    empty: Receiver<Vec<Msg>>,
+    handle: Option<JoinHandle<Analysis>>,
+}
+
+impl AnalysisThread {
+    /// Move `analysis` onto a new thread; `Err` gives it back when no
+    /// thread can be started.
+    pub fn start(mut analysis: Analysis) -> Result<Self, Analysis> {
+        let (full, full_rx) = sync_channel::<Vec<Msg>>(IN_FLIGHT);
+        let (empty_tx, empty) = sync_channel::<Vec<Msg>>(IN_FLIGHT + 1);
+        let (give_back, taken) = std::sync::mpsc::channel::<Analysis>();
+        let spawned = std::thread::Builder::new().name("blkstack-analysis".into()).spawn(move || {
+            let mut analysis = match taken.recv() {
+                Ok(a) => a,
+                Err(_) => return Analysis::default(),
+            };
+            for mut batch in full_rx {
+                apply(&mut analysis, &batch);
+                batch.clear();
+                let _ = empty_tx.try_send(batch);
+            }
+            analysis
+        });
+        let handle = match spawned {
+            Ok(h) => h,
+            Err(_) => return Err(analysis),
+        };
+        if let Err(e) = give_back.send(analysis) {
+            analysis = e.0;
+            return Err(analysis);
+        }
+        Ok(AnalysisThread { batch: Vec::with_capacity(BATCH), full: Some(full), empty, handle: Some(handle) })
+    }
+
+    #[inline]
+    pub fn add(&mut self, ev: &Event) {
+        self.push(Msg::Event(*ev));
+    }
+
+    pub fn untraced_merge(&mut self, dev: DevId, sector: u64) {
+        self.push(Msg::UntracedMerge(dev, sector));
+    }
+
+    #[inline]
+    fn push(&mut self, m: Msg) {
+        self.batch.push(m);
+        if self.batch.len() == BATCH {
+            self.send();
+        }
+    }
+
+    fn send(&mut self) {
+        let next = self.empty.try_recv().unwrap_or_else(|_| Vec::with_capacity(BATCH));
+        let batch = std::mem::replace(&mut self.batch, next);
+        if let Some(full) = &self.full {
+            // The thread ends only when this end hangs up, or by a panic,
+            // which `finish` passes on.
+            let _ = full.send(batch);
+        }
+    }
+
+    /// Hand over what is left, wait for the thread, and give back the
+    /// analysis of every event.
+    pub fn finish(mut self) -> Analysis {
+        if !self.batch.is_empty() {
+            self.send();
+        }
+        self.full = None;
+        let handle = self.handle.take().expect("finished once");
+        match handle.join() {
+            Ok(a) => a,
+            Err(panic) => std::panic::resume_unwind(panic),
+        }
+    }
+}
+
+fn apply(analysis: &mut Analysis, batch: &[Msg]) {
+    for m in batch {
+        match *m {
+            Msg::Event(ref ev) => analysis.add(ev),
+            Msg::UntracedMerge(dev, sector) => analysis.untraced_merge(dev, sector),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::trace::Action;
+
+    fn ev(time: u64, action: Action, sector: u64) -> Event {
+        Event { time, dev: 0, action, op: crate::bio::Op::Write, flags: 0, sector, bytes: 4096, task: 0, error: 0, arg: 0, from_dev: 0 }
+    }
+
+    #[test]
+    fn thread_gives_the_inline_figures() {
+        // 3,000 requests of Q G D C (12,000 events: batches of 4,096 and
+        // a partial one) and an untraced merge between them; each request
+        // i at sector 8i, Q at 10i, G +1, D +3, C +10: Q2G 1, D2C 7,
+        // Q2C 10 for each, seek 0 after the first. Inline and on the
+        // thread, the same figures.
+        let events: Vec<Event> = (0..3000u64)
+            .flat_map(|i| {
+                let t = 10 * i;
+                [ev(t, Action::Queue, 8 * i), ev(t + 1, Action::GetRq, 8 * i), ev(t + 3, Action::Issue, 8 * i), ev(t + 10, Action::Complete, 8 * i)]
+            })
+            .collect();
+        let mut inline = Analysis::default();
+        let mut thread = AnalysisThread::start(Analysis::default()).ok().expect("a thread");
+        for (i, e) in events.iter().enumerate() {
+            inline.add(e);
+            thread.add(e);
+            if i == 5000 {
+                inline.untraced_merge(0, 8);
+                thread.untraced_merge(0, 8);
+            }
+        }
+        let threaded = thread.finish();
+        let (a, b) = (&inline.devices[0], &threaded.devices[0]);
+        assert_eq!((a.stages, a.n_q, a.n_d), (b.stages, b.n_q, b.n_d));
+        assert_eq!((&a.seek, &a.sizes, &a.blks), (&b.seek, &b.sizes, &b.blks));
+        assert_eq!((b.n_q, b.stages[1].min, b.stages[1].max, b.stages[5].total), (3000, 1, 1, 7 * 3000));
+        assert_eq!((b.stages[6].n, b.stages[6].min, b.seek.zero), (3000, 10, 2999));
+    }
+}
