@@ -136,7 +136,7 @@ def sim_job_text(text: str, disk: str, offset: int, size: int, runtime: str) -> 
 def cmd_predict(args: argparse.Namespace) -> int:
     import tempfile
     from blkstack.calibrate import fiojson, model_toml
-    from blkstack.calibrate.fit import fit
+    from blkstack.calibrate.fit import COMPLETIONS, fit
     train = repeats(args.dir, "train")
     held = repeats(args.dir, "heldout")
     if not train or not held:
@@ -146,7 +146,7 @@ def cmd_predict(args: argparse.Namespace) -> int:
         with open(merged, "w", encoding="utf-8") as f:
             json.dump(median_run(train), f)
         reads, _ = fiojson.split(fiojson.load(merged))
-        fitted = fit(reads, [], {"auto": None, "batched": True, "each": False}[args.completions])
+        fitted = fit(reads, [], COMPLETIONS[args.completions])
         section = model_toml(fitted, args.disk, [os.path.basename(p) for p in train], None)
         stack = args.stack
         if stack is None:

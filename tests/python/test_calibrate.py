@@ -172,6 +172,18 @@ def test_section_on_stdout_and_report_on_stderr(tmp_path):
     assert "analytically" in proc.stderr and "no write job" in proc.stderr
 
 
+def test_completions_option_sets_the_batching(tmp_path):
+    # The fixture's busy-host disk fits the knee by itself; told that the
+    # device batches, the section says so and serves every command of a
+    # qd32 batch at once.
+    proc = run_cli("calibrate", "--from", READ, "--disk", "vda", "--analytic", "--completions", "batched", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    section = tomllib.loads(proc.stdout)["disks"]["vda"]["model"]
+    assert section["batch_completions"] is True and section["parallelism"] == 32
+    auto = run_cli("calibrate", "--from", READ, "--disk", "vda", "--analytic", cwd=tmp_path)
+    assert "batch_completions" not in auto.stdout
+
+
 def test_job_files_ship_with_the_package():
     for name in ("read", "write"):
         text = Path(job_file(name)).read_text()

@@ -49,6 +49,10 @@ class FitError(ValueError):
     """The jobs do not determine a parameter."""
 
 
+# --completions: whether the device batches its completions (None: the
+# jobs decide).
+COMPLETIONS = {"auto": None, "batched": True, "each": False}
+
 # Jobs the transfer path bounds: deep enough queues, large enough blocks.
 LINE_MIN_DEPTH = 8
 LINE_MIN_BS = 64 << 10

@@ -75,11 +75,11 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     for path in args.sources:
         check_input(path)
     from blkstack.calibrate import fiojson
-    from blkstack.calibrate.fit import FitError, fit, predict
+    from blkstack.calibrate.fit import COMPLETIONS, FitError, fit, predict
     try:
         jobs = _measured_jobs(args) if args.target else [job for path in args.sources for job in fiojson.load(path)]
         reads, writes = fiojson.split(jobs)
-        fitted = fit(reads, writes, {"auto": None, "batched": True, "each": False}[args.completions])
+        fitted = fit(reads, writes, COMPLETIONS[args.completions])
     except (fiojson.FioJsonError, FitError) as exc:
         raise UsageError(str(exc)) from None
     report = sys.stderr if to_stdout else sys.stdout
