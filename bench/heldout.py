@@ -10,7 +10,7 @@ Two steps, each runnable alone:
       set (bench/heldout/heldout.fio) on it with the system's fio, O_DIRECT
       libaio reads only: DIR/train-N.json, DIR/heldout-N.json, DIR/load.txt.
 
-  python bench/heldout.py predict --dir DIR [--stack stack.toml] [--host-cpu CLASS]
+  python bench/heldout.py predict --dir DIR [--stack stack.toml] [--host-cpu CLASS] [--completions batched]
       Fits the disk's model on the training runs only (each job's median
       run), captures the stack (or takes --stack) and runs every held-out
       job through `blkstack fio` on it, on the disk region the file's
@@ -136,7 +136,7 @@ def sim_job_text(text: str, disk: str, offset: int, size: int, runtime: str) -> 
 def cmd_predict(args: argparse.Namespace) -> int:
     import tempfile
     from blkstack.calibrate import fiojson, model_toml
-    from blkstack.calibrate.fit import fit
+    from blkstack.calibrate.fit import COMPLETIONS, fit
     train = repeats(args.dir, "train")
     held = repeats(args.dir, "heldout")
     if not train or not held:
@@ -146,7 +146,7 @@ def cmd_predict(args: argparse.Namespace) -> int:
         with open(merged, "w", encoding="utf-8") as f:
             json.dump(median_run(train), f)
         reads, _ = fiojson.split(fiojson.load(merged))
-        fitted = fit(reads, [])
+        fitted = fit(reads, [], COMPLETIONS[args.completions])
         section = model_toml(fitted, args.disk, [os.path.basename(p) for p in train], None)
         stack = args.stack
         if stack is None:
@@ -188,7 +188,8 @@ def cmd_predict(args: argparse.Namespace) -> int:
                 sim[m.group(1)] = float(json.load(f)["fio"]["jobs"][0]["read"]["bw_bytes"])
     measured = [fio_jobs(p) for p in held]
     print(section.rstrip())
-    print(f"# host CPU model: {args.host_cpu or 'none'}; {len(train)} training runs, {len(held)} held-out runs")
+    print(f"# host CPU model: {args.host_cpu or 'none'}; completions: {args.completions}; "
+          f"{len(train)} training runs, {len(held)} held-out runs")
     print(f"{'JOB':24} {'MEASURED MB/s':>14} {'SPREAD':>16} {'PREDICTED':>10} {'ERROR':>8}")
     errors, spreads = [], []
     # Jobs of the measured runs that are no longer in the job file are left out.
@@ -220,6 +221,15 @@ def main() -> int:
     q.add_argument("--stack")
     q.add_argument("--host-cpu", default=None)
     q.add_argument("--runtime", default="300ms")
+    # This machine's disk is a Firecracker guest's virtio-block device
+    # (the kernel command line's --firecracker-init), which posts its
+    # completions in batches (docs/devices.md); auto lets the training
+    # jobs choose, and they do not hold the shallow small-block job that
+    # would show it (bench/heldout/README.md).
+    q.add_argument("--completions", choices=("auto", "batched", "each"), default="batched",
+                   help="as blkstack calibrate's: whether the disk posts completions in batches (default: batched, "
+                        "this machine's Firecracker virtio-block disk), each as it finishes, or auto (the training "
+                        "jobs decide)")
     args = p.parse_args()
     return cmd_measure(args) if args.cmd == "measure" else cmd_predict(args)
 

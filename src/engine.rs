@@ -926,6 +926,13 @@ impl Engine {
 
     /// Handle one timed event.
     fn handle(&mut self, ev: SimEvent) {
+        if let SimEvent::RqComplete { queue, .. } = ev {
+            // A device that posts completions in batches holds this one
+            // until it has served every command it has (disk/batch.rs).
+            if let Some(at) = self.queues[queue as usize].disk.batch_posted_at(self.core.now) {
+                return self.core.schedule(at, ev);
+            }
+        }
         match ev {
             SimEvent::RqComplete { queue, rq } if self.core.cpu.on() => self.completion_irq(queue, rq),
             SimEvent::RqComplete { queue, rq } => {

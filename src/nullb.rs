@@ -132,6 +132,7 @@ impl NullBlkParams {
             write_cache_bytes: 0,
             media_write_bandwidth: u64::MAX,
             rotation: None,
+            batch_completions: false,
         }
     }
 }

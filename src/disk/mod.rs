@@ -16,9 +16,13 @@
 //! and complete there until it is full, then at the media's speed; FUA
 //! writes and flushes wait for the media (cache.rs). Discards and write
 //! zeroes cost a fixed time per command plus a time per GiB, on their own
-//! (often serialised) channel. Every figure is a parameter; presets give
-//! typical devices (presets.rs; docs/devices.md lists their sources).
+//! (often serialised) channel. A device that posts completions in batches
+//! (a virtual disk whose host thread drains the queue before it
+//! interrupts) holds each completion until it has no command left
+//! (batch.rs). Every figure is a parameter; presets give typical devices
+//! (presets.rs; docs/devices.md lists their sources).
 
+mod batch;
 mod cache;
 mod presets;
 mod seek;
@@ -74,6 +78,9 @@ pub struct ServiceModel {
     /// The rate the write cache drains to the media, bytes per second.
     pub media_write_bandwidth: u64,
     pub rotation: Option<Rotation>,
+    /// Completions are posted only once the device has served every
+    /// command it holds, all together (batch.rs).
+    pub batch_completions: bool,
 }
 
 impl ServiceModel {
@@ -108,6 +115,10 @@ pub struct DiskModel {
     head: u64,
     streams: Streams,
     cache: WriteCache,
+    /// When the last command served so far finishes.
+    idle_at: u64,
+    /// When the batch under way began (batch.rs).
+    batch_start: u64,
 }
 
 /// Slots that are all free at time 0.
@@ -143,6 +154,8 @@ impl DiskModel {
             head: 0,
             streams,
             cache,
+            idle_at: 0,
+            batch_start: 0,
         }
     }
 
@@ -169,6 +182,7 @@ impl DiskModel {
     /// A request issued at `now`: when it completes. `fua`: the write
     /// must reach the media before it completes.
     pub fn service(&mut self, now: u64, op: Op, sector: u64, bytes: u32, fua: bool) -> u64 {
+        self.batch_arrival(now);
         let mut admit = now.max(self.next_admit);
         if self.model.iops != 0 {
             self.next_admit = admit + self.admit_gap_ns;
@@ -190,6 +204,7 @@ impl DiskModel {
             done = self.cache.write(done, bytes, fua);
         }
         occupy_earliest(&mut self.channels, done);
+        self.idle_at = self.idle_at.max(done);
         done
     }
 
@@ -200,6 +215,7 @@ impl DiskModel {
         let cost = m.discard_latency_ns + gib as u64;
         let done = admit.max(earliest(&self.discard_channels)) + cost;
         occupy_earliest(&mut self.discard_channels, done);
+        self.idle_at = self.idle_at.max(done);
         done
     }
 }

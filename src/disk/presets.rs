@@ -39,6 +39,7 @@ const BASE: ServiceModel = ServiceModel {
     write_cache_bytes: 0,
     media_write_bandwidth: 3_000_000_000,
     rotation: None,
+    batch_completions: false,
 };
 
 impl ServiceModel {

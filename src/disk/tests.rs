@@ -165,3 +165,74 @@ fn sas_ssd_serves_continuations_from_read_ahead() {
     assert_eq!(d.service(0, Op::Read, 0, 65536, false), 265_613);
     assert_eq!(d.service(0, Op::Read, 4096, 65536, false), 531_226);
 }
+
+/// A virtual disk that posts completions in batches: 10 µs access, 2 µs
+/// of command overhead, 1 GB/s (4 KiB = 4,096 ns), four commands at once.
+fn batched_device() -> ServiceModel {
+    ServiceModel {
+        read_latency_ns: 10_000,
+        seq_read_latency_ns: 10_000,
+        streams: 0,
+        command_overhead_ns: 2_000,
+        bandwidth: 1_000_000_000,
+        iops: 0,
+        parallelism: 4,
+        batch_completions: true,
+        ..ServiceModel::preset("nvme").unwrap()
+    }
+}
+
+#[test]
+fn a_batch_completes_when_its_last_command_does() {
+    // Four 4 KiB reads at t=0 wait their 10 µs together, then take the
+    // path one after another for 6,096 ns each: they finish at 16,096,
+    // 22,192, 28,288 and 34,384, and are all posted at 34,384.
+    let mut d = DiskModel::new(batched_device(), 1 << 30);
+    let done: Vec<u64> = (0..4).map(|i| d.service(0, Op::Read, 1000 * i, 4096, false)).collect();
+    assert_eq!(done, [16_096, 22_192, 28_288, 34_384]);
+    for &t in &done[..3] {
+        assert_eq!(d.batch_posted_at(t), Some(34_384));
+    }
+    assert_eq!(d.batch_posted_at(34_384), None);
+    // The next batch, one read at 40,000 on an idle device: 10 µs +
+    // 6,096 ns, posted when it finishes (56,096).
+    assert_eq!(d.service(40_000, Op::Read, 9000, 4096, false), 56_096);
+    assert_eq!(d.batch_posted_at(56_096), None);
+}
+
+#[test]
+fn a_command_arriving_during_a_batch_extends_it() {
+    // Two reads at t=0 finish at 16,096 and 22,192. A third arrives at
+    // 20,000 while the device is busy: ready at 30,000, it finishes at
+    // 36,096, and the first two wait for it: both posted at 36,096.
+    let mut d = DiskModel::new(batched_device(), 1 << 30);
+    assert_eq!(d.service(0, Op::Read, 0, 4096, false), 16_096);
+    assert_eq!(d.service(0, Op::Read, 1000, 4096, false), 22_192);
+    assert_eq!(d.service(20_000, Op::Read, 2000, 4096, false), 36_096);
+    assert_eq!(d.batch_posted_at(16_096), Some(36_096));
+    assert_eq!(d.batch_posted_at(22_192), Some(36_096));
+}
+
+#[test]
+fn a_command_arriving_as_a_batch_ends_opens_the_next() {
+    // Two reads at t=0 finish at 16,096 and 22,192. A read issued at
+    // 22,192, as the batch ends, opens a new batch (done 22,192 + 16,096
+    // = 38,288): the first read is posted at 22,192 all the same, and
+    // the new one when it finishes.
+    let mut d = DiskModel::new(batched_device(), 1 << 30);
+    assert_eq!(d.service(0, Op::Read, 0, 4096, false), 16_096);
+    assert_eq!(d.service(0, Op::Read, 1000, 4096, false), 22_192);
+    assert_eq!(d.batch_posted_at(16_096), Some(22_192));
+    assert_eq!(d.service(22_192, Op::Read, 2000, 4096, false), 38_288);
+    assert_eq!(d.batch_posted_at(22_192), None);
+    assert_eq!(d.batch_posted_at(38_288), None);
+}
+
+#[test]
+fn without_batching_every_completion_is_posted_when_it_finishes() {
+    let m = ServiceModel { batch_completions: false, ..batched_device() };
+    let mut d = DiskModel::new(m, 1 << 30);
+    let first = d.service(0, Op::Read, 0, 4096, false);
+    d.service(0, Op::Read, 1000, 4096, false);
+    assert_eq!(d.batch_posted_at(first), None);
+}

@@ -29,6 +29,7 @@ const MODEL_KEYS: &[&str] = &[
     "cylinders",
     "seek_curve",
     "track_readahead",
+    "batch_completions",
 ];
 
 /// The five figures of a seek curve, `a + b·√d` ms below `boundary`
@@ -107,6 +108,9 @@ fn read_rates(t: &Obj, m: &mut ServiceModel) -> Result<(), ScenarioError> {
     }
     if let Some((v, _)) = t.opt_u64("iops")? {
         m.iops = v;
+    }
+    if let Some((v, _)) = t.opt_bool("batch_completions")? {
+        m.batch_completions = v;
     }
     if let Some((v, n)) = t.opt_u64("streams")? {
         if v > 64 {

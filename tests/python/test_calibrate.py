@@ -68,6 +68,48 @@ def test_fit_recovers_a_device_worked_by_hand(tmp_path):
         assert predict(f, job).bw_bytes == pytest.approx(job.bw_bytes, rel=1e-6)
 
 
+# A device that posts completions in batches, worked by hand: access 20 us,
+# overhead 5 us, 1 GB/s, X(bs) = 5 us + bs ns. A batch of q commands waits
+# 20 us once and takes the path q times: q / (20 + q X) commands per us.
+#   rand/seq 4k qd1: 20 + 9.096 = 29.096 us;  rand 128k qd1: 20 + 136.072 = 156.072 us
+#   rand 4k qd8:    8 / (20 + 8 x 9.096 = 92.768 us) = 86,237 IOPS
+#   rand 4k qd32:   32 / (20 + 32 x 9.096 = 311.072 us)
+#   rand 64k qd32:  32 / (20 + 32 x 70.536 = 2,277.152 us)
+#   rand 128k qd32: 32 / (20 + 32 x 136.072 = 4,374.304 us)
+#   rand 1m qd32:   32 / (20 + 32 x 1,053.576 = 33,734.432 us)
+BATCHED_DEVICE = [
+    (name, rw, bs, q, q / (batch * US), batch)
+    for name, rw, bs, q, batch in [
+        ("rand-4k-qd1", "randread", 4096, 1, 29.096),
+        ("seq-4k-qd1", "read", 4096, 1, 29.096),
+        ("rand-128k-qd1", "randread", 131072, 1, 156.072),
+        ("rand-4k-qd8", "randread", 4096, 8, 92.768),
+        ("rand-4k-qd32", "randread", 4096, 32, 311.072),
+        ("rand-64k-qd32", "randread", 65536, 32, 2277.152),
+        ("rand-128k-qd32", "randread", 131072, 32, 4374.304),
+        ("rand-1m-qd32", "randread", 1 << 20, 32, 33734.432),
+    ]
+]
+
+
+def test_fit_recognises_batched_completions(tmp_path):
+    path = tmp_path / "batched.json"
+    path.write_text(json.dumps(fio_json(BATCHED_DEVICE)))
+    reads, _ = fiojson.split(fiojson.load(str(path)))
+    f = fit(reads, [])
+    assert f.batched and f.parallelism == 32 and f.streams == 0
+    assert f.overhead == pytest.approx(5 * US, rel=1e-2)
+    assert f.bandwidth == pytest.approx(1e9, rel=1e-2)
+    assert f.read_latency == pytest.approx(20 * US, rel=1e-2)
+    for job in reads:
+        assert predict(f, job).bw_bytes == pytest.approx(job.bw_bytes, rel=1e-2)
+    # Told the device completes each command as it finishes, the knee fits
+    # worse: 4k at depth 8 and 32 (86,237 and 102,870 IOPS) cannot both be met.
+    knee = fit(reads, [], batched=False)
+    assert not knee.batched
+    assert max(abs(predict(knee, j).bw_bytes / j.bw_bytes - 1) for j in reads) > 0.05
+
+
 def test_line_fit_is_least_squares():
     # y = 2x + 1 through (0, 1), (1, 3), (2, 5); with (1, 4) added the mean
     # point is (1, 3.25) and the slope stays 2: intercept 1.25.
@@ -79,21 +121,23 @@ def test_fit_of_this_machines_virtio_disk():
     reads, writes = fiojson.split(fiojson.load(str(READ)) + fiojson.load(str(WRITE)))
     assert (len(reads), len(writes)) == (13, 5)
     f = fit(reads, writes)
-    # rand-4k-qd1 completes in 91.875 us on average: access plus transfer.
-    assert f.read_latency + f.overhead + 4096 / f.bandwidth == pytest.approx(91.875 * US, rel=1e-4)
-    # seq-4k-qd1 completes in 85.434 us: read ahead, 6.441 us sooner.
+    # rand-4k-qd1 runs 9,533.6 reads/s (bw_bytes 39,049,716 / 4096): 104.892 us
+    # each, submission included (its clat, 91.875 us, leaves that out).
+    assert f.read_latency + f.overhead + 4096 / f.bandwidth == pytest.approx(104.892 * US, rel=1e-4)
+    # seq-4k-qd1 runs 10,344.9 reads/s, 96.666 us each: read ahead, 8.226 us sooner.
     assert f.streams == 1
-    assert f.read_latency - f.seq_read_latency == pytest.approx(6.441 * US, rel=1e-3)
-    # rand-4k-qd32 reaches 30,427 IOPS, each command in flight 91.875 us:
-    # 30,427 x 91.875 us = 2.80 commands at once (qd8: 29,401 -> 2.70).
-    assert f.parallelism == 3
+    assert f.read_latency - f.seq_read_latency == pytest.approx(8.226 * US, rel=1e-3)
+    # rand-4k-qd32 reaches 30,427 IOPS, each command in flight 104.9 us:
+    # 30,427 x 104.9 us = 3.19 commands at once (qd8: 29,401 -> 3.08). A
+    # knee, not the ramp of a device that batches its completions.
+    assert f.parallelism == 3 and not f.batched
     # ... and the 4k command's transfer, which no other overlaps, lets
     # about 1 / 30,427 IOPS = 32.9 us through: the fit stays near that.
     assert f.overhead + 4096 / f.bandwidth == pytest.approx(32.9 * US, rel=0.1)
     # Large blocks: rand-1m-qd32 864 MB/s, seq-1m-qd8 599 MB/s, rand-128k-qd32 473 MB/s.
     assert 470e6 < f.bandwidth < 870e6
-    # wrand-4k-qd1: 185.281 us per write.
-    assert f.write_latency + f.write_overhead + 4096 / f.write_bandwidth == pytest.approx(185.281 * US, rel=1e-4)
+    # wrand-4k-qd1: 5,007.3 writes/s, 199.707 us each.
+    assert f.write_latency + f.write_overhead + 4096 / f.write_bandwidth == pytest.approx(199.707 * US, rel=1e-4)
 
 
 def test_calibrate_writes_a_model_section_blkstack_runs(tmp_path):
@@ -114,10 +158,10 @@ def test_calibrate_writes_a_model_section_blkstack_runs(tmp_path):
                   "--ioengine=libaio", "--direct=1", "--time_based", "--runtime=20ms", "--filename=/dev/vda",
                   "--json", "x.json", cwd=tmp_path)
     assert run.returncode == 0, run.stderr
-    # One 4k read at a time: the measured 91.875 us each (the section's
-    # figures are rounded to 0.1 us).
+    # One 4k read at a time: the measured 104.892 us each, submission
+    # included (the section's figures are rounded to 0.1 us).
     clat = json.loads((tmp_path / "x.json").read_text())["fio"]["jobs"][0]["read"]["clat_ns"]["mean"]
-    assert clat == pytest.approx(91_875, abs=150)
+    assert clat == pytest.approx(104_892, abs=150)
 
 
 def test_section_on_stdout_and_report_on_stderr(tmp_path):
@@ -126,6 +170,18 @@ def test_section_on_stdout_and_report_on_stderr(tmp_path):
     assert proc.stdout.startswith("# Fitted by blkstack calibrate from virtio-read.json.\n[disks.vda.model]\n")
     assert "write_bandwidth" not in proc.stdout
     assert "analytically" in proc.stderr and "no write job" in proc.stderr
+
+
+def test_completions_option_sets_the_batching(tmp_path):
+    # The fixture's busy-host disk fits the knee by itself; told that the
+    # device batches, the section says so and serves every command of a
+    # qd32 batch at once.
+    proc = run_cli("calibrate", "--from", READ, "--disk", "vda", "--analytic", "--completions", "batched", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    section = tomllib.loads(proc.stdout)["disks"]["vda"]["model"]
+    assert section["batch_completions"] is True and section["parallelism"] == 32
+    auto = run_cli("calibrate", "--from", READ, "--disk", "vda", "--analytic", cwd=tmp_path)
+    assert "batch_completions" not in auto.stdout
 
 
 def test_job_files_ship_with_the_package():

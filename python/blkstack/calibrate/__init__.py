@@ -8,7 +8,7 @@ import os
 from typing import List, Optional, Sequence
 
 from blkstack.calibrate.fiojson import FioJob
-from blkstack.calibrate.fit import Fit, Prediction, quality
+from blkstack.calibrate.fit import Fit, Prediction, command_rate, quality
 
 JOBS_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "jobs")
 
@@ -35,6 +35,8 @@ def model_toml(f: Fit, disk: str, sources: Sequence[str], preset: Optional[str])
               f"bandwidth = {round(f.bandwidth)}",
               f"parallelism = {f.parallelism}",
               "iops = 0"]
+    if f.batched:
+        lines.append("batch_completions = true")
     if f.write_bandwidth is not None:
         lines += [f"write_command_overhead_us = {_us(f.write_overhead or 0.0)}",
                   f"write_bandwidth = {round(f.write_bandwidth)}",
@@ -68,11 +70,12 @@ def quality_report(jobs: Sequence[FioJob], predictions: Sequence[Prediction], ho
 
 def parameter_summary(f: Fit) -> List[str]:
     x4k = f.overhead + 4096 / f.bandwidth
-    top = min(f.parallelism / (f.read_latency + x4k), 1 / x4k)
+    top = command_rate(f, f.parallelism, f.read_latency, x4k)
     lines = [f"read: access {_us(f.read_latency)} us, read-ahead access {_us(f.seq_read_latency)} us "
              f"({f.streams} stream{'s' if f.streams != 1 else ''}), overhead {_us(f.overhead)} us/command, "
              f"bandwidth {f.bandwidth / 1e6:,.1f} MB/s, parallelism {f.parallelism} "
-             f"(4k random reads: at most {top:,.0f} IOPS)"]
+             f"(4k random reads: at most {top:,.0f} IOPS"
+             f"{'; completions posted in batches' if f.batched else ''})"]
     if f.write_bandwidth is not None:
         lat = "preset's" if f.write_latency is None else f"{_us(f.write_latency)} us"
         lines.append(f"write: access {lat}, overhead {_us(f.write_overhead or 0.0)} us/command, "

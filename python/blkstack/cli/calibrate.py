@@ -27,7 +27,9 @@ random reads' IOPS at depth 8 and 32 (Little's law); command_overhead_us
 and bandwidth by least squares of the log bandwidth error over every job,
 starting from the 1/bw-against-1/bs line of the jobs at depth >= 8 with
 blocks >= 64k; the write parameters the same way from write jobs, when
-given. Predictions: each job run through 'blkstack fio' for 200 ms of
+given. Completions posted each as it finishes (the slots-and-transfer
+knee) or in batches (a ramp with queue depth: --completions), whichever
+fits the jobs better unless told. Predictions: each job run through 'blkstack fio' for 200 ms of
 simulated time on a one-disk scenario (--kind) with the fitted model, or
 with --analytic the model's steady state worked out by hand (what the
 fit itself uses).
@@ -73,11 +75,11 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     for path in args.sources:
         check_input(path)
     from blkstack.calibrate import fiojson
-    from blkstack.calibrate.fit import FitError, fit, predict
+    from blkstack.calibrate.fit import COMPLETIONS, FitError, fit, predict
     try:
         jobs = _measured_jobs(args) if args.target else [job for path in args.sources for job in fiojson.load(path)]
         reads, writes = fiojson.split(jobs)
-        fitted = fit(reads, writes)
+        fitted = fit(reads, writes, COMPLETIONS[args.completions])
     except (fiojson.FioJsonError, FitError) as exc:
         raise UsageError(str(exc)) from None
     report = sys.stderr if to_stdout else sys.stdout
@@ -155,6 +157,10 @@ def register(sub: Any, kernels: List[str]) -> None:
                    help="the disk's kind (nvme, sata, virtio, ...) for the fit-quality runs (default nvme)")
     p.add_argument("--analytic", action="store_true",
                    help="predict each job from the model's steady state instead of running it through blkstack fio")
+    p.add_argument("--completions", choices=("auto", "batched", "each"), default="auto",
+                   help="whether the device posts completions in batches (batch_completions: a virtual disk whose "
+                        "host drains its queue before it interrupts, as Firecracker's virtio-block does) or each as "
+                        "it finishes; auto (default) keeps whichever fits the jobs better")
     p.add_argument("--preset", metavar="NAME",
                    help="the preset the section starts from (default: the disk kind's); sets what fio does not "
                         "measure (discard, flush)")
