@@ -105,7 +105,7 @@ def test_trace_banner_counts_the_cpus_its_records_name():
     # A real two-CPU trace (tests/data/real-2cpu: events on CPUs 0 and 1):
     # "(2 CPU)". No trace format records the kernel's release: "unknown";
     # the host is the trace's file name.
-    trace = DATA.parent / "real-2cpu" / "blkparse.txt"
+    trace = DATA.parent / "real-2cpu" / "blkparse-sda.txt"
     proc = run_cli("stats", trace, "--iostat", env_extra={"SOURCE_DATE_EPOCH": "1795571893"})
     assert proc.returncode == 0, proc.stderr
-    assert "Linux unknown (blkparse.txt) \t11/25/26 \t_x86_64_\t(2 CPU)\n" in proc.stdout
+    assert "Linux unknown (blkparse-sda.txt) \t11/25/26 \t_x86_64_\t(2 CPU)\n" in proc.stdout

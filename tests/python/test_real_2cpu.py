@@ -1,24 +1,29 @@
-"""blkparse's per-CPU closing summary and the CPU column of events, against a
-REAL two-CPU trace.
+"""blkparse's per-CPU closing summary and the CPU column of events, against
+REAL two-CPU traces.
 
 tests/data/real-2cpu/ holds what `blkstack validate --blktrace` recorded
-for its fio-2cpu.toml on Debian's 6.12.117 kernel (qemu -smp 2): blktrace's
-own per-CPU binary files (sda.blktrace.0 and .1, written by Debian's
+for two scenarios on Debian's 6.12.117 kernel (qemu -smp 2): blktrace's
+own per-CPU binary files (NAME.blktrace.0 and .1, written by Debian's
 blktrace 1.2.0 in the guest), real blkparse 1.2.0's text of them
-(`LC_ALL=C blkparse -i sda -D DIR`, blkparse.txt) and the guest fio's
-report (fio.txt). Two fio jobs of 16 O_DIRECT 64 KiB reads (psync), each
-held to a CPU of its own, on a virtio-scsi disk with a request queue per
-CPU.
+(`LC_ALL=C blkparse -i NAME -D DIR`, blkparse-NAME.txt) and the guest
+fio's report (fio-*.txt):
+
+* fio-2cpu.toml: two fio jobs of 16 O_DIRECT 64 KiB reads (psync), each
+  held to a CPU of its own, on a virtio-scsi disk (sda) with a request
+  queue per CPU;
+* nvme-2cpu.toml: 64 random 4 KiB reads on CPU 0 and 64 random 4 KiB
+  writes on CPU 1 (libaio, depth 4) on an nvme disk, a queue per CPU.
 
 What must agree exactly, and why: every per-CPU block (queued,
 dispatches, requeues, completions, merges with their KiB, depth, unplugs),
 the Total block and the event count. Job i submits on CPU i, so its Q, G,
 P, U and D are recorded there; the disk's queue for CPU i has its
-interrupt bound to CPU i (managed affinity, one vector per virtqueue), and
+interrupt bound to CPU i (managed affinity, one vector per queue), and
 blk-mq completes a request there, so each C lands on its submitter's CPU
-too; sd's 2560-sector cap leaves a 64 KiB read whole, nothing merges, and
-each job's plug is flushed once per read (one `U` per read). The depth is
-2: both jobs have one read in flight at a time.
+too; nothing merges (sda's 2560-sector cap leaves a 64 KiB read whole;
+random 4 KiB I/Os are not contiguous), and each submission's plug is
+flushed once (one `U` each). The depth is the device's most in flight:
+2 on sda (one read per job), 4 per direction on nvme (depth 4).
 
 What may differ: the throughput line and every time (the guest runs
 under qemu's TCG, the model runs its device model), the sequence numbers
@@ -44,7 +49,8 @@ import pytest
 from conftest import run_cli
 
 DATA = Path(__file__).resolve().parent.parent / "data" / "real-2cpu"
-SCENARIO = DATA / "fio-2cpu.toml"
+# (scenario, device, requests per CPU, KiB per CPU, blkparse's event count)
+CASES = [("fio-2cpu.toml", "sda", 16, 1024, 192), ("nvme-2cpu.toml", "nvme0n1", 64, 256, 768)]
 EVENT = re.compile(r"\s*(\d+,\d+)\s+(\d+)\s+\d+\s+\d+\.\d{9}\s+\d+\s+([A-Z]+)\s+(\S+)\s*(\d*)")
 
 
@@ -54,6 +60,11 @@ def closing_summary(text: str) -> list[str]:
     start = next(i for i, line in enumerate(lines) if re.match(r"CPU\d+ \(", line))
     end = next(i for i in range(start, len(lines)) if lines[i].startswith("Skips:"))
     return lines[start:end + 1]
+
+
+def figures(line: str) -> list[int]:
+    """The numbers of a summary line (counts and KiB, read then write)."""
+    return [int(x) for x in re.findall(r"(\d+)(?:KiB)?(?=[,\s]|$)", line)]
 
 
 def cpu_of_events(text: str) -> Counter:
@@ -67,63 +78,75 @@ def cpu_of_events(text: str) -> Counter:
     return out
 
 
-@pytest.fixture(scope="module")
-def model_text(tmp_path_factory) -> str:
-    """blkstack's blkparse text of the scenario, with the guest fio's
-    release (as validate runs it)."""
-    out = tmp_path_factory.mktemp("real2cpu") / "sim.txt"
-    proc = run_cli("run", SCENARIO, "--trace", out, "--set", "workload.fio_version=3.33", "--quiet")
+def model_text(tmp_path, scenario: str) -> str:
+    """blkstack's blkparse text of *scenario*, with the guest fio's release
+    (as validate runs it)."""
+    out = tmp_path / "sim.txt"
+    proc = run_cli("run", DATA / scenario, "--trace", out, "--set", "workload.fio_version=3.33", "--quiet")
     assert proc.returncode == 0, proc.stderr
     return out.read_text()
 
 
-def test_per_cpu_summary_is_the_real_kernels(model_text):
-    real = closing_summary((DATA / "blkparse.txt").read_text())
-    mine = closing_summary(model_text)
-    # The real trace: 16 reads of 64 KiB queued, dispatched and completed on
-    # each CPU (two jobs of size=1M, bs=64k), none merged or requeued.
-    cpu1 = real.index("CPU1 (sda):")
-    assert real[0] == "CPU0 (sda):"
-    for at in (0, cpu1):
-        assert real[at + 1] == " Reads Queued:          16,     1024KiB\t Writes Queued:           0,        0KiB"
-        assert real[at + 2] == " Read Dispatches:       16,     1024KiB\t Write Dispatches:        0,        0KiB"
-        assert real[at + 4] == " Reads Completed:       16,     1024KiB\t Writes Completed:        0,        0KiB"
-        assert real[at + 5] == " Read Merges:            0,        0KiB\t Write Merges:            0,        0KiB"
+@pytest.mark.parametrize("scenario,dev,n,kib,events", CASES)
+def test_per_cpu_summary_is_the_real_kernels(tmp_path, scenario, dev, n, kib, events):
+    real = closing_summary((DATA / f"blkparse-{dev}.txt").read_text())
+    mine = closing_summary(model_text(tmp_path, scenario))
+    # The real trace: job 0's n I/Os queued, dispatched and completed on
+    # CPU 0, job 1's on CPU 1 (sda: reads on both; nvme: reads on CPU 0,
+    # writes on CPU 1), none merged or requeued.
+    cpu1 = real.index(f"CPU1 ({dev}):")
+    assert real[0] == f"CPU0 ({dev}):"
+    assert real[1].startswith(" Reads Queued:") and figures(real[1]) == [n, kib, 0, 0]
+    assert real[4].startswith(" Reads Completed:") and figures(real[4]) == [n, kib, 0, 0]
+    assert real[cpu1 + 2].startswith(" Read Dispatches:")
+    assert figures(real[cpu1 + 2]) == ([n, kib, 0, 0] if dev == "sda" else [0, 0, n, kib])
+    assert real[cpu1 + 5].startswith(" Read Merges:") and figures(real[cpu1 + 5]) == [0, 0, 0, 0]
     # Everything but the throughput (a rate over the trace's time) agrees.
-    throughput = [i for i, line in enumerate(real) if line.startswith("Throughput (R/W):")]
-    assert len(throughput) == 1
+    assert len([line for line in real if line.startswith("Throughput (R/W):")]) == 1
     assert [line for line in mine if not line.startswith("Throughput")] == \
         [line for line in real if not line.startswith("Throughput")]
-    assert "Events (sda): 192 entries" in mine
+    assert f"Events ({dev}): {events} entries" in mine
 
 
-def test_each_event_is_on_the_real_kernels_cpu(model_text):
-    real = cpu_of_events((DATA / "blkparse.txt").read_text())
-    mine = cpu_of_events(model_text)
-    # 32 reads: Q, G, D and C of each, on its job's CPU; a P and a U per read.
-    assert sum(real.values()) == 32 * 4 + 32 * 2 == sum(mine.values())
+@pytest.mark.parametrize("scenario,dev,n,kib,events", CASES)
+def test_each_event_is_on_the_real_kernels_cpu(tmp_path, scenario, dev, n, kib, events):
+    real = cpu_of_events((DATA / f"blkparse-{dev}.txt").read_text())
+    mine = cpu_of_events(model_text(tmp_path, scenario))
+    # 2n I/Os: a Q, G, D and C each, on its job's CPU; a P and U per plug.
+    assert sum(c for (action, _s, _cpu), c in real.items() if action in "QGDC") == 2 * n * 4
     assert {cpu for (action, _s, cpu) in real if action == "C"} == {0, 1}
     assert mine == real
 
 
-def test_stats_reads_the_real_per_cpu_files():
+@pytest.mark.parametrize("scenario,dev,n,kib,events", CASES)
+def test_stats_reads_the_real_per_cpu_files(scenario, dev, n, kib, events):
     # Given one CPU's file, stats reads every CPU's file beside it, as
-    # `blkparse -i sda` does: all 192 records, the device named by the file.
-    proc = run_cli("stats", DATA / "sda.blktrace.0", "--json", "-", "-q")
+    # `blkparse -i NAME` does: every record, the device named by the file.
+    proc = run_cli("stats", DATA / f"{dev}.blktrace.0", "--json", "-", "-q")
     assert proc.returncode == 0, proc.stderr
     s = json.loads(proc.stdout)
-    assert s["events"] == 192
-    assert list(s["devices"]) == ["sda"]
-    assert s["devices"]["sda"]["requests"] == 32
+    assert s["events"] == events
+    assert list(s["devices"]) == [dev]
+    assert s["devices"][dev]["requests"] == 2 * n
     assert s["cpus"] == 2
 
 
+def test_real_blkparse_text_names_a_dynamic_major():
+    # nvme0n1 is 259,0: an extended, dynamically allocated major, which names
+    # nothing by itself. The closing summary real blkparse printed names it.
+    text = (DATA / "blkparse-nvme0n1.txt").read_text()
+    assert text.split()[0] == "259,0"
+    s = json.loads(run_cli("stats", DATA / "blkparse-nvme0n1.txt", "--json", "-", "-q").stdout)
+    assert list(s["devices"]) == ["nvme0n1"]
+
+
 @pytest.mark.skipif(shutil.which("blkparse") is None, reason="blkparse (Debian's blktrace) is not installed")
-def test_blkparse_of_the_real_files_is_the_fixture(tmp_path):
+@pytest.mark.parametrize("dev", ["sda", "nvme0n1"])
+def test_blkparse_of_the_real_files_is_the_fixture(tmp_path, dev):
     # The fixture is what Debian's blkparse prints for the real files.
-    for f in ("sda.blktrace.0", "sda.blktrace.1"):
-        shutil.copy(DATA / f, tmp_path / f)
+    for cpu in (0, 1):
+        shutil.copy(DATA / f"{dev}.blktrace.{cpu}", tmp_path / f"{dev}.blktrace.{cpu}")
     env = dict(os.environ, LC_ALL="C")
-    text = subprocess.run(["blkparse", "-i", "sda", "-D", str(tmp_path)], check=True, capture_output=True,
+    text = subprocess.run(["blkparse", "-i", dev, "-D", str(tmp_path)], check=True, capture_output=True,
                           text=True, timeout=60, env=env).stdout
-    assert closing_summary(text) == closing_summary((DATA / "blkparse.txt").read_text())
+    assert closing_summary(text) == closing_summary((DATA / f"blkparse-{dev}.txt").read_text())
