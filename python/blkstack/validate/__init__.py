@@ -179,8 +179,8 @@ def scenario_kernel(path: str, kernel: Optional[str]) -> str:
 
 
 def _add_tools(plan: Plan, scenario: str, cache: str, progress: Progress, rebuild: bool) -> None:
-    """Give a plan that runs fio the tools share, and the model the guest
-    fio's ``fio_version``."""
+    """Give a plan that runs fio (or blktrace) the tools share, and the
+    model of a fio workload the guest fio's ``fio_version``."""
     if not plan.tools:
         return
     try:
@@ -189,7 +189,8 @@ def _add_tools(plan: Plan, scenario: str, cache: str, progress: Progress, rebuil
         raise ValidationError(str(exc))
     plan.qemu_args += tools.share_args()
     workload = load_toml(scenario).get("workload") or {}
-    plan.sim_sets += fio_version_sets(workload, tools.fio_version, plan.warnings)
+    if workload.get("type") == "fio":  # (--blktrace gives any workload the tools)
+        plan.sim_sets += fio_version_sets(workload, tools.fio_version, plan.warnings)
 
 
 def validate(scenario: str, kernel: Optional[str] = None, cache: Optional[str] = None,
