@@ -12,7 +12,8 @@ fio's report (fio-*.txt):
   held to a CPU of its own, on a virtio-scsi disk (sda) with a request
   queue per CPU;
 * nvme-2cpu.toml: 64 random 4 KiB reads on CPU 0 and 64 random 4 KiB
-  writes on CPU 1 (libaio, depth 4) on an nvme disk, a queue per CPU.
+  writes on CPU 1 (libaio, depth 4) on an nvme disk, a queue per CPU;
+* dd/: the suite's virtio-scsi-2cpu, one dd left to the guest's scheduler.
 
 What must agree exactly, and why: every per-CPU block (queued,
 dispatches, requeues, completions, merges with their KiB, depth, unplugs),
@@ -29,7 +30,9 @@ What may differ: the throughput line and every time (the guest runs
 under qemu's TCG, the model runs its device model), the sequence numbers
 and the order in which the two jobs' events interleave (the guest's
 scheduling), so events are compared by what they are (action, sector) and
-the CPU they were recorded on, not by position. On a disk with one queue
+the CPU they were recorded on, not by position; and the CPU a task runs
+on when nothing holds it to one (dd/: the guest ran its one dd on CPU 1,
+the model's job 0 is on CPU 0). On a disk with one queue
 for all CPUs (virtio-blk) every completion would land on CPU 0 instead,
 as the model also does (tests/python/test_blkparse_summary.py).
 """
@@ -150,3 +153,28 @@ def test_blkparse_of_the_real_files_is_the_fixture(tmp_path, dev):
     text = subprocess.run(["blkparse", "-i", dev, "-D", str(tmp_path)], check=True, capture_output=True,
                           text=True, timeout=60, env=env).stdout
     assert closing_summary(text) == closing_summary((DATA / f"blkparse-{dev}.txt").read_text())
+
+
+def test_a_task_left_to_the_scheduler_may_run_on_another_cpu(tmp_path):
+    # dd/: the suite's virtio-scsi-2cpu (8 direct 2 MiB reads, each split
+    # into a 1280 KiB and a 768 KiB request) with one dd not held to a CPU.
+    # The guest's scheduler ran it on CPU 1 (sda.blktrace.0 is empty), the
+    # model runs its one job on CPU 0: every figure of the CPU's block is
+    # the same, only the CPU it is under differs. (With one job per CPU,
+    # cpus_allowed pins the guest's jobs where the model puts them.)
+    real_text = (DATA / "dd" / "blkparse-sda.txt").read_text()
+    real = closing_summary(real_text)
+    assert (DATA / "dd" / "sda.blktrace.0").stat().st_size == 0
+    assert {cpu for (_a, _s, cpu) in cpu_of_events(real_text)} == {1}
+    out = tmp_path / "sim.txt"
+    proc = run_cli("run", DATA / "dd" / "virtio-scsi-2cpu.toml", "--trace", out,
+                   "--set", "workload.buffer_hugepages=true", "--quiet")
+    assert proc.returncode == 0, proc.stderr
+    mine = closing_summary(out.read_text())
+    assert real[0] == "CPU1 (sda):" and mine[0] == "CPU0 (sda):"
+    # 8 reads queued (16,384 KiB), 16 requests dispatched and completed.
+    assert figures(real[1]) == [8, 16384, 0, 0] and figures(real[2]) == [16, 16384, 0, 0]
+    assert [line for line in mine[1:] if not line.startswith("Throughput")] == \
+        [line for line in real[1:] if not line.startswith("Throughput")]
+    assert {(a, s) for (a, s, _cpu) in cpu_of_events(out.read_text())} == \
+        {(a, s) for (a, s, _cpu) in cpu_of_events(real_text)}
