@@ -501,7 +501,10 @@ impl Engine {
             return self.run_job_here(j);
         }
         let prev = self.core.cpu.enter(self.core.cpu.cpu_of_job(j), self.core.now);
+        let before = self.core.cpu.skew;
         self.run_job_here(j);
+        // The kernel time the job's task spent (fio's `cpu` line).
+        self.jobs[j].stats.fio.ran(self.core.cpu.skew.saturating_sub(before));
         self.core.cpu.leave(prev, self.core.now);
     }
 

@@ -98,19 +98,21 @@ def op_of(rwbs: str, nr_sectors: int = 1) -> str:
 
 
 def _op_codes(frame) -> np.ndarray:
-    """The OPS index of each row of an events frame."""
+    """The OPS index of each row of an events frame (decided once per
+    distinct RWBS string, empty or not)."""
     import numpy as np
 
-    rwbs = frame["rwbs"].astype(str).to_numpy()
-    empty = frame["nr_sectors"].to_numpy() == 0
-    out = np.empty(len(frame), dtype=np.int8)
-    cache: Dict[Tuple[str, bool], int] = {}
-    for i, (r, e) in enumerate(zip(rwbs, empty)):
-        key = (r, bool(e))
-        if key not in cache:
-            cache[key] = OPS.index(op_of(r, 0 if e else 1))
-        out[i] = cache[key]
-    return out
+    col = frame["rwbs"]
+    if hasattr(col, "cat"):
+        names, codes = [str(c) for c in col.cat.categories], col.cat.codes.to_numpy()
+    else:
+        uniq, codes = np.unique(col.astype(str).to_numpy(), return_inverse=True)
+        names = [str(u) for u in uniq]
+    # A missing RWBS (code -1) reads as the text "nan", as str() makes it.
+    names.append("nan")
+    table = np.array([[OPS.index(op_of(r, 1)), OPS.index(op_of(r, 0))] for r in names], dtype=np.int8)
+    empty = (frame["nr_sectors"].to_numpy() == 0).astype(np.int64)
+    return table[codes, empty] if len(frame) else np.empty(0, dtype=np.int8)
 
 
 def device_series(result) -> Dict[str, DeviceSeries]:

@@ -53,8 +53,30 @@ def thin_cells(t: np.ndarray, sector: np.ndarray, t_end: float, budget: int) -> 
 
 
 def _sig(values: Any, digits: int = 4) -> List[float]:
-    """Values rounded to *digits* significant figures (a smaller page)."""
-    return [float(f"{v:.{digits}g}") for v in values]
+    """Values rounded to *digits* significant figures (a smaller page), as
+    ``float(f"{v:.{digits}g}")`` rounds each: scaled to an integer and
+    back in numpy, except for values whose scaled form lies within a hair
+    of a rounding tie or needs a power of ten that is not exact in a
+    double, which go through the text as before."""
+    import numpy as np
+
+    v = np.asarray(values, dtype=np.float64)
+    out = v.copy()
+    nz = np.flatnonzero(np.isfinite(v) & (v != 0))
+    a = np.abs(v[nz])
+    mag = np.floor(np.log10(a))
+    mag += a >= 10.0 ** (mag + 1)
+    mag -= a < 10.0 ** mag
+    k = digits - 1 - mag
+    exact = np.abs(k) <= 22  # 10**k is exact: scaling back rounds once
+    p = 10.0 ** np.abs(np.where(exact, k, 0))
+    scaled = np.where(k >= 0, v[nz] * p, v[nz] / p)
+    near_tie = np.abs(np.abs(scaled - np.trunc(scaled)) - 0.5) < 1e-6
+    r = np.round(scaled)
+    out[nz] = np.where(k >= 0, r / p, r * p)
+    for i in nz[~exact | near_tie]:
+        out[i] = float(f"{v[i]:.{digits}g}")
+    return out.tolist()
 
 
 def device_data(ev: Any, device: str, edges: np.ndarray, budget: int, rwbs_index: Dict[str, int],
@@ -64,7 +86,7 @@ def device_data(ev: Any, device: str, edges: np.ndarray, budget: int, rwbs_index
     import numpy as np
 
     on_dev = ev["device"] == device
-    actions = ev["action"].astype(str)
+    actions = ev["action"]
     action = "D" if bool(((actions == "D") & on_dev).any()) else "Q"
     issued = ev[on_dev & (actions == action)]
     if issued.empty:
@@ -75,8 +97,8 @@ def device_data(ev: Any, device: str, edges: np.ndarray, budget: int, rwbs_index
     keep = thin_cells(t, issued["sector"].to_numpy(dtype=np.float64), float(edges[-1]), budget)
     done_t = done["time_ns"].to_numpy(dtype=np.float64) / 1e3
     finished = pair_by_sector(done["sector"].to_numpy(), done_t, issued["sector"].to_numpy()[keep])
-    rw = [rwbs_index.setdefault(r, len(rwbs_index)) for r in issued["rwbs"].astype(str).to_numpy()[keep]]
-    comm = [comm_index.setdefault(c, len(comm_index)) for c in issued["comm"].astype(str).to_numpy()[keep]]
+    rw = [rwbs_index.setdefault(str(r), len(rwbs_index)) for r in issued["rwbs"].to_numpy()[keep]]
+    comm = [comm_index.setdefault(str(c), len(comm_index)) for c in issued["comm"].to_numpy()[keep]]
     lat = finished - t[keep]
     seeks, _ = np.histogram(t[seek_flags(issued["sector"].to_numpy(), nr)], bins=edges)
     out: Dict[str, Any] = {
@@ -133,8 +155,12 @@ def timeline(runs: Sequence[Any]) -> Dict[str, Any]:
     index: Dict[Tuple[int, str], int] = {}
     several = len(runs) > 1
     for i, (r, ev) in enumerate(zip(runs, events)):
+        # Each device's rows, split once (not a mask over the run per device).
+        by_dev = {str(k): g for k, g in ev.groupby("device", observed=True, sort=False)} if not ev.empty else {}
         for dev in devices[i]:
-            s = device_data(ev, dev, edges, budget, rwbs, comms)
+            if dev not in by_dev:
+                continue
+            s = device_data(by_dev[dev], dev, edges, budget, rwbs, comms)
             if s is None:
                 continue
             s["run"] = i

@@ -111,13 +111,32 @@ def pair_by_sector(first_sector: np.ndarray, first_t: np.ndarray, then_sector: n
     first (NaN if none): the k-th event at a sector in one list pairs with
     the k-th at that sector in the other (an issue with its completion)."""
     import numpy as np
-    import pandas as pd
 
-    first = pd.DataFrame({"sector": first_sector, "t": first_t})
-    first["k"] = first.groupby("sector").cumcount()
-    then = pd.DataFrame({"sector": then_sector})
-    then["k"] = then.groupby("sector").cumcount()
-    return then.merge(first, on=["sector", "k"], how="left")["t"].to_numpy(dtype=np.float64)
+    first_sector, then_sector = np.asarray(first_sector), np.asarray(then_sector)
+    order = np.argsort(first_sector, kind="stable")
+    fs, ft = first_sector[order], np.asarray(first_t, dtype=np.float64)[order]
+    # The k-th event at a sector of the first list sits k places after the
+    # sector's first in the sorted list (a stable sort keeps their order).
+    lo = np.searchsorted(fs, then_sector, side="left")
+    hi = np.searchsorted(fs, then_sector, side="right")
+    pos = lo + occurrence(then_sector)
+    out = np.full(len(then_sector), np.nan)
+    ok = pos < hi
+    out[ok] = ft[pos[ok]]
+    return out
+
+
+def occurrence(values: np.ndarray) -> np.ndarray:
+    """For each value, how many equal values come before it."""
+    import numpy as np
+
+    order = np.argsort(values, kind="stable")
+    v = values[order]
+    idx = np.arange(len(v))
+    first = np.maximum.accumulate(np.where(np.r_[True, v[1:] != v[:-1]] if len(v) else np.zeros(0, bool), idx, 0))
+    out = np.empty(len(v), dtype=np.int64)
+    out[order] = idx - first
+    return out
 
 
 def starts_of(ev: Any, on_dev: Any, actions: Any, action: str, issued: Any) -> tuple:

@@ -18,7 +18,7 @@ use serde_json::{json, Value};
 use crate::engine::Engine;
 use crate::stats::clat::{num2str, LatStat, FIO_PERCENTILES};
 use crate::stats::fio_json::FioJson;
-use crate::stats::fio_stats::{FioStats, AVG_TIME_NS};
+use crate::stats::fio_stats::{FioStats, Rusage, AVG_TIME_NS};
 
 /// The fio release whose report this is (Debian bookworm's fio).
 pub const FIO_VERSION: &str = "fio-3.33";
@@ -85,6 +85,8 @@ struct ThreadStat {
     bw: [LatStat; 3],
     iops: [LatStat; 3],
     runtime_ms: u64,
+    /// The `cpu` line's figures, summed over the group's jobs.
+    rusage: Rusage,
     options: Vec<(String, Option<String>)>,
 }
 
@@ -145,6 +147,7 @@ fn thread_stats(meta: &FioMeta, engine: &Engine) -> Vec<ThreadStat> {
             ts.fio.merge(&st.fio);
             ts.members += 1;
             ts.runtime_ms = ts.runtime_ms.max(runtime_ms);
+            ts.rusage.add(&Rusage::of_job(&st.fio, runtime_ms));
             continue;
         }
         let pid = engine.core.tasks[job.task as usize].pid;
@@ -161,6 +164,7 @@ fn thread_stats(meta: &FioMeta, engine: &Engine) -> Vec<ThreadStat> {
             bw,
             iops,
             runtime_ms,
+            rusage: Rusage::of_job(&st.fio, runtime_ms),
             options: m.options.clone(),
         };
         out.push((key, ts));
@@ -326,7 +330,7 @@ fn thread_text(ts: &ThreadStat, rs: &GroupStat, ctime: &str) -> String {
     }
     let f = &ts.fio;
     let rw_ios: u64 = f.total_io_u[..3].iter().sum();
-    s += "  cpu          : usr=0.00%, sys=0.00%, ctx=0, majf=0, minf=0\n";
+    s += &ts.rusage.text();
     s += &format!("  IO depths    : {}\n", dist_text(&f.depth, rw_ios, &["1", "2", "4", "8", "16", "32", ">=64"]));
     let maps = ["0", "4", "8", "16", "32", "64", ">=64"];
     s += &format!("     submit    : {}\n", dist_text(&f.submit, f.total_submit, &maps));
@@ -533,7 +537,8 @@ fn thread_json(ts: &ThreadStat, rs: &GroupStat, elapsed_s: u64, plus: bool) -> F
     m.add("sync", sync);
     let f = &ts.fio;
     let rw_ios: u64 = f.total_io_u[..3].iter().sum();
-    m.add("job_runtime", ts.runtime_ms).add("usr_cpu", 0.0).add("sys_cpu", 0.0).add("ctx", 0u64).add("majf", 0u64).add("minf", 0u64);
+    let (r, (usr, sys)) = (&ts.rusage, ts.rusage.cpu_pct());
+    m.add("job_runtime", ts.runtime_ms).add("usr_cpu", usr).add("sys_cpu", sys).add("ctx", r.ctx).add("majf", r.majf).add("minf", r.minf);
     let levels = ["1", "2", "4", "8", "16", "32", ">=64"];
     let maps = ["0", "4", "8", "16", "32", "64", ">=64"];
     m.add("iodepth_level", dist_json(&dist(&f.depth, rw_ios), &levels));

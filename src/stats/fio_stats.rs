@@ -12,7 +12,9 @@
 //!   submit and per reap (`io_u_mark_submit`/`io_u_mark_complete`), I/Os
 //!   issued per direction with fsyncs fourth (`total_io_u`);
 //! * bytes and I/Os completed per `bw_avg_time` (500 ms) window from the
-//!   job's start: the bandwidth and IOPS samples (`__add_samples`).
+//!   job's start: the bandwidth and IOPS samples (`__add_samples`);
+//! * the job's CPU usage (`update_rusage_stat`, [`Rusage`]): with the host
+//!   CPU model on ([`crate::host_cpu`]), the model's estimate of it.
 
 use super::clat::LatStat;
 
@@ -44,6 +46,11 @@ pub struct FioStats {
     /// Bytes (0..3) and I/Os (3..6) completed per direction in each
     /// [`AVG_TIME_NS`] window from `start_ns`.
     pub windows: Vec<[u64; 6]>,
+    /// Kernel CPU time the host CPU model charged to the job's task
+    /// (its system calls, bios, requests: [`crate::host_cpu`]), and the
+    /// times it ran again after sleeping (for an I/O, a tag, its CPU).
+    pub sys_ns: u64,
+    pub wakeups: u64,
 }
 
 impl Default for FioStats {
@@ -64,6 +71,8 @@ impl Default for FioStats {
             total_io_u: [0; 4],
             start_ns: None,
             windows: Vec::new(),
+            sys_ns: 0,
+            wakeups: 0,
         }
     }
 }
@@ -204,6 +213,71 @@ impl FioStats {
         self.total_submit += o.total_submit;
         self.total_complete += o.total_complete;
     }
+
+    /// The job ran on its CPU and charged it `ns` of kernel time.
+    pub fn ran(&mut self, ns: u64) {
+        if ns > 0 {
+            self.sys_ns += ns;
+            self.wakeups += 1;
+        }
+    }
+}
+
+/// fio's `cpu` line: what `getrusage(RUSAGE_THREAD)` said of the job
+/// (`update_rusage_stat`: user and system time as whole milliseconds,
+/// voluntary and involuntary context switches, page faults), as shares of
+/// its run time (`show_thread_status_normal`: `100 * sys_time /
+/// total_run_time`). A group sums its jobs' figures and run times
+/// (`sum_thread_stats`).
+///
+/// The model knows only the kernel's part of the block path: with the
+/// host CPU model on, `sys` is the CPU time charged to the job's task and
+/// `ctx` the times the task went to sleep and was woken (each I/O a psync
+/// job waits for, each `io_getevents` that waits). fio's own user time, its
+/// page faults and the rest of the kernel's work are not modelled: `usr`,
+/// `majf` and `minf` stay 0, and every figure is 0 without the model.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Rusage {
+    pub usr_ms: u64,
+    pub sys_ms: u64,
+    pub ctx: u64,
+    pub majf: u64,
+    pub minf: u64,
+    /// `total_run_time`, in ms.
+    pub run_ms: u64,
+}
+
+impl Rusage {
+    /// One job's figures over its run time `run_ms`.
+    pub fn of_job(fio: &FioStats, run_ms: u64) -> Self {
+        // mtime_since_tv: the difference in whole milliseconds.
+        Rusage { sys_ms: fio.sys_ns / 1_000_000, ctx: fio.wakeups, run_ms, ..Rusage::default() }
+    }
+
+    /// `sum_thread_stats`.
+    pub fn add(&mut self, o: &Rusage) {
+        self.usr_ms += o.usr_ms;
+        self.sys_ms += o.sys_ms;
+        self.ctx += o.ctx;
+        self.majf += o.majf;
+        self.minf += o.minf;
+        self.run_ms += o.run_ms;
+    }
+
+    /// `usr_cpu` and `sys_cpu`, in percent (0 without a run time).
+    pub fn cpu_pct(&self) -> (f64, f64) {
+        if self.run_ms == 0 {
+            return (0.0, 0.0);
+        }
+        let run = self.run_ms as f64;
+        (self.usr_ms as f64 * 100.0 / run, self.sys_ms as f64 * 100.0 / run)
+    }
+
+    /// The `cpu` line of fio's report.
+    pub fn text(&self) -> String {
+        let (usr, sys) = self.cpu_pct();
+        format!("  cpu          : usr={usr:.2}%, sys={sys:.2}%, ctx={}, majf={}, minf={}\n", self.ctx, self.majf, self.minf)
+    }
 }
 
 #[cfg(test)]
@@ -231,6 +305,27 @@ mod tests {
         assert_eq!(s.lat_n[9], 1);
         // All three completed in the first 500 ms window: 3 reads, 12 KiB.
         assert_eq!(s.windows, vec![[12288, 0, 0, 3, 0, 0]]);
+    }
+
+    #[test]
+    fn cpu_line_is_whole_milliseconds_over_the_run_time() {
+        // 2.7 ms of kernel time over 10 runs on the CPU: mtime_since_tv
+        // keeps 2 ms; over a 40 ms run that is 100 * 2 / 40 = 5.00%.
+        let mut s = FioStats::default();
+        for _ in 0..10 {
+            s.ran(270_000);
+        }
+        s.ran(0); // woken with nothing to do: no switch counted
+        let r = Rusage::of_job(&s, 40);
+        assert_eq!((r.sys_ms, r.ctx), (2, 10));
+        assert_eq!(r.text(), "  cpu          : usr=0.00%, sys=5.00%, ctx=10, majf=0, minf=0\n");
+        // A group: 2 + 3 ms over 40 + 60 ms of run time = 5.00%.
+        let mut g = r;
+        g.add(&Rusage { sys_ms: 3, ctx: 4, run_ms: 60, ..Rusage::default() });
+        assert_eq!(g.cpu_pct(), (0.0, 5.0));
+        assert_eq!(g.ctx, 14);
+        // No run time: fio prints zeros.
+        assert_eq!(Rusage::default().cpu_pct(), (0.0, 0.0));
     }
 
     #[test]

@@ -310,6 +310,9 @@ pub struct TraceStats {
     /// Device numbers by [`DevId`], in order of first appearance.
     pub devices: Vec<DevNo>,
     pub names: Vec<String>,
+    /// The CPUs the records name: the highest CPU number plus one (what
+    /// iostat's banner can say of the traced machine).
+    pub cpus: u32,
     /// The records as events, in time order (relative to `origin_ns`),
     /// every one or the issued requests alone ([`Keep::events`]).
     pub events: Vec<Event>,
@@ -436,6 +439,7 @@ impl TraceStats {
         let btt = keep.btt.then(|| Btt::new(survey.devices.iter().map(|d| (d.major, d.minor)).collect()));
         let mut st = TraceStats {
             names: survey.devices.iter().map(|&d| device_name(d)).collect(),
+            cpus: 0,
             events: Vec::new(),
             rwbs: Vec::new(),
             rwbs_names: Vec::new(),
@@ -514,6 +518,7 @@ impl TraceStats {
             return;
         };
         let id = self.ids[&dev];
+        self.cpus = self.cpus.max(r.cpu.saturating_add(1));
         let task = self.task_id(r.pid, r.comm.as_deref().unwrap_or_default(), r.cpu);
         let code = self.rwbs_id(&r.rwbs);
         let RwbsCode { op, flags, unknown } = self.rwbs_codes[code as usize];
@@ -659,6 +664,7 @@ impl TraceStats {
             "events": self.count,
             "origin_ns": self.origin_ns,
             "duration_ns": end,
+            "cpus": self.cpus,
             "devices": devices,
             "iostat_intervals": report::intervals_json(&input),
             "reports": report::reports_json(&input),

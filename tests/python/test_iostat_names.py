@@ -80,11 +80,17 @@ def test_blktrace_file_names_its_device_and_name_option(tmp_path):
     bt.mkdir()
     proc = run_cli("run", "s.toml", "--blktrace", bt, "--trace", "t.txt", "--quiet", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
-    # virtio-blk's major is dynamic: the text trace shows only numbers.
-    major_minor = (tmp_path / "t.txt").read_text().split()[0]
+    # virtio-blk's major is dynamic: the text trace's records show only
+    # numbers; its closing summary, as blkparse prints it, names the device.
+    text = (tmp_path / "t.txt").read_text()
+    major_minor = text.split()[0]
     assert not major_minor.startswith("8,")
     s = json.loads(run_cli("stats", bt / "vda.blktrace.0", "--json", "-", "-q").stdout)
     assert list(s["devices"]) == ["vda"]
+    s = json.loads(run_cli("stats", tmp_path / "t.txt", "--json", "-", "-q").stdout)
+    assert list(s["devices"]) == ["vda"]
+    # Without the summary nothing names it.
+    (tmp_path / "t.txt").write_text(text[:text.index("\nCPU0 (vda):")] + "\n")
     s = json.loads(run_cli("stats", tmp_path / "t.txt", "--json", "-", "-q").stdout)
     assert list(s["devices"]) == [major_minor]
     maj, mnr = major_minor.split(",")
@@ -93,3 +99,13 @@ def test_blktrace_file_names_its_device_and_name_option(tmp_path):
     assert re.search(r"^vda +\d", proc.stdout, re.M)
     bad = run_cli("stats", tmp_path / "t.txt", "--name", "vda")
     assert bad.returncode != 0 and "MAJ:MIN=NAME" in bad.stderr
+
+
+def test_trace_banner_counts_the_cpus_its_records_name():
+    # A real two-CPU trace (tests/data/real-2cpu: events on CPUs 0 and 1):
+    # "(2 CPU)". No trace format records the kernel's release: "unknown";
+    # the host is the trace's file name.
+    trace = DATA.parent / "real-2cpu" / "blkparse-sda.txt"
+    proc = run_cli("stats", trace, "--iostat", env_extra={"SOURCE_DATE_EPOCH": "1795571893"})
+    assert proc.returncode == 0, proc.stderr
+    assert "Linux unknown (blkparse-sda.txt) \t11/25/26 \t_x86_64_\t(2 CPU)\n" in proc.stdout

@@ -234,3 +234,27 @@ def test_random_cli_errors(capsys):
                       (["validate", "--random", "0", "--kernel", "6.1"], "must be at least 1")):
         assert cli.main(argv) == 2
         assert msg in capsys.readouterr().err
+
+
+def test_blktrace_records_each_disk_around_the_workload(tmp_path):
+    # validate --blktrace: the real 2-CPU trace of tests/data/real-2cpu was
+    # recorded so. blktrace runs from the tools share (also for a dd
+    # workload), one per disk, started after tracing is on and stopped
+    # (SIGINT, then waited for) before the trace is copied out.
+    path = tmp_path / "s.toml"
+    path.write_text('kernel = "6.12"\ncpus = 2\n[disks.vda]\nkind = "virtio"\nsize = "1GiB"\n'
+                    '[disks.sda]\nkind = "virtio-scsi"\nsize = "1GiB"\n'
+                    '[workload]\ntype = "dd"\nif = "/dev/vda"\nof = "/dev/null"\nbs = "64k"\ncount = 2\niflag = "direct"\n')
+    resolved = json.loads(_core.check(str(path), "6.12", []))
+    plain = build_plan(str(path), "6.12", str(tmp_path), resolved)
+    assert not plain.tools and "blktrace" not in plain.job
+    plan = build_plan(str(path), "6.12", str(tmp_path), resolved, blktrace=True)
+    assert plan.tools
+    lines = plan.job.splitlines()
+    starts = [i for i, line in enumerate(lines) if "/tools/bin/blktrace -d /dev/blkstack/" in line]
+    assert [lines[i].split("-o ")[1].split()[0] for i in starts] == ["vda", "sda"]
+    stop = lines.index("kill -INT $bt_pids; for p in $bt_pids; do wait $p; done")
+    on = lines.index("echo 1 > $T/tracing_on")
+    off = lines.index("echo 0 > $T/tracing_on")
+    assert on < starts[0] < stop < off
+    assert lines[stop + 1] == "cp /tmp/blktrace/* /out/blktrace/"

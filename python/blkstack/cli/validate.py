@@ -125,7 +125,8 @@ def cmd_validate(args: argparse.Namespace) -> int:
             out_dir = args.out if single else os.path.join(args.out, f"{stem}-{kname}")
         try:
             v = V.validate(scenario, kernel, cache=args.cache, out_dir=out_dir, timeout=args.timeout,
-                           events=events, rebuild=args.rebuild, ignore_flags=args.ignore_flags)
+                           events=events, rebuild=args.rebuild, ignore_flags=args.ignore_flags,
+                           blktrace=args.blktrace)
         except V.ValidationError as exc:
             if single:
                 raise UsageError(str(exc))
@@ -189,6 +190,8 @@ def register(sub: Any, kernels: List[str]) -> None:
     p.add_argument("--timeout", type=float, default=900.0, metavar="SECONDS",
                    help="give up on a guest after this long (default 900)")
     p.add_argument("--rebuild", action="store_true", help="rebuild the cached guest")
+    p.add_argument("--blktrace", action="store_true",
+                   help="also run blktrace on each disk in the guest; its per-CPU files go to OUT/blktrace/")
     p.add_argument("--check", action="store_true",
                    help="exit with status 1 when a result does not meet its scenario's '# expect' line")
     p.add_argument("--summary", action="store_true", help="print only the summary table")

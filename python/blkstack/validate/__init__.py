@@ -179,8 +179,8 @@ def scenario_kernel(path: str, kernel: Optional[str]) -> str:
 
 
 def _add_tools(plan: Plan, scenario: str, cache: str, progress: Progress, rebuild: bool) -> None:
-    """Give a plan that runs fio the tools share, and the model the guest
-    fio's ``fio_version``."""
+    """Give a plan that runs fio (or blktrace) the tools share, and the
+    model of a fio workload the guest fio's ``fio_version``."""
     if not plan.tools:
         return
     try:
@@ -189,14 +189,17 @@ def _add_tools(plan: Plan, scenario: str, cache: str, progress: Progress, rebuil
         raise ValidationError(str(exc))
     plan.qemu_args += tools.share_args()
     workload = load_toml(scenario).get("workload") or {}
-    plan.sim_sets += fio_version_sets(workload, tools.fio_version, plan.warnings)
+    if workload.get("type") == "fio":  # (--blktrace gives any workload the tools)
+        plan.sim_sets += fio_version_sets(workload, tools.fio_version, plan.warnings)
 
 
 def validate(scenario: str, kernel: Optional[str] = None, cache: Optional[str] = None,
              out_dir: Optional[str] = None, timeout: float = 900.0, progress: Progress = _stderr,
              events: Sequence[str] = ("D",), rebuild: bool = False, keep_images: bool = False,
-             ignore_flags: bool = False) -> Validation:
-    """Run *scenario* on a real kernel and in blkstack and compare them."""
+             ignore_flags: bool = False, blktrace: bool = False) -> Validation:
+    """Run *scenario* on a real kernel and in blkstack and compare them.
+    *blktrace*: the guest also runs blktrace on each disk and leaves its
+    per-CPU binary files in ``OUT/blktrace/`` (for real blkparse and btt)."""
     cache = cache or default_cache()
     kernel = scenario_kernel(scenario, kernel)
     if kernel not in KERNELS:
@@ -223,7 +226,7 @@ def validate(scenario: str, kernel: Optional[str] = None, cache: Optional[str] =
     work = tempfile.mkdtemp(prefix="disks-", dir=os.path.join(cache))
     try:
         try:
-            plan = build_plan(scenario, kernel, work, resolved)
+            plan = build_plan(scenario, kernel, work, resolved, blktrace=blktrace)
         except PlanError as exc:
             raise ValidationError(f"{scenario}: {exc}")
         _add_tools(plan, scenario, cache, progress, rebuild)

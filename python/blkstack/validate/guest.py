@@ -442,18 +442,18 @@ def build_guest(cache: str, kernel: str, progress: Progress, rebuild: bool = Fal
 
 # ---------------------------------------------------------------------------
 # Tools the guest reads from a second, read-only share (``tools``): fio and
-# its libraries. They stay out of the initramfs, so a guest that runs no fio
+# its libraries, and blktrace (``validate --blktrace``). They stay out of the initramfs, so a guest that runs no fio
 # job boots as fast as before, and one tree serves every kernel.
 
 # zlib1g: a library whose package name does not start with "lib" (Apt.closure follows only those).
-TOOL_PACKAGES = ["fio", "zlib1g"]
-TOOLS_FORMAT = 1
+TOOL_PACKAGES = ["fio", "zlib1g", "blktrace"]
+TOOLS_FORMAT = 2
 # How the job runs fio from the share (its own loader and libraries).
 GUEST_FIO = "/tools/lib/ld-linux-x86-64.so.2 --library-path /tools/lib /tools/bin/fio"
 
 
 class Tools:
-    """The built tools tree: ``bin/fio``, ``lib/`` and fio's version."""
+    """The built tools tree: ``bin/fio``, ``bin/blktrace``, ``lib/`` and fio's version."""
 
     def __init__(self, path: str) -> None:
         self.path = path
@@ -509,12 +509,15 @@ def build_tools(cache: str, progress: Progress, rebuild: bool = False) -> Tools:
     with open(os.path.join(utree, "usr/bin/fio"), "rb") as fh:
         fio = fh.read()
     put("bin/fio", fio)
+    with open(os.path.join(utree, "usr/sbin/blktrace"), "rb") as fh:
+        blktrace = fh.read()
+    put("bin/blktrace", blktrace)
     # Some libraries live in private directories their users' RUNPATH names
     # (librados2's ceph/): search every library directory of the tree.
     libdirs = [os.path.join(utree, d) for d in LIBDIRS]
     for top in list(libdirs):
         libdirs += sorted(root for root, _dirs, _files in os.walk(top) if root != top)
-    _copy_libraries(_elf_needed(fio), libdirs, lambda n, d: put(f"lib/{n}", d))
+    _copy_libraries(_elf_needed(fio) + _elf_needed(blktrace), libdirs, lambda n, d: put(f"lib/{n}", d))
     with open(os.path.realpath(os.path.join(utree, "lib/x86_64-linux-gnu/ld-linux-x86-64.so.2")), "rb") as fh:
         put("lib/ld-linux-x86-64.so.2", fh.read())
     with open(os.path.join(tmp, "fio-version"), "w") as fh:

@@ -402,8 +402,10 @@ def _strip_dev(name: str) -> str:
     return name[5:] if name.startswith("/dev/") else name
 
 
-def build_plan(path: str, kernel: str, workdir: str, resolved: Dict[str, Any]) -> Plan:
-    """*resolved*: ``blkstack._core.check`` of the scenario (sizes, limits)."""
+def build_plan(path: str, kernel: str, workdir: str, resolved: Dict[str, Any], blktrace: bool = False) -> Plan:
+    """*resolved*: ``blkstack._core.check`` of the scenario (sizes, limits).
+    *blktrace*: also record each disk with blktrace (its per-CPU binary
+    files, in the share's ``blktrace/``)."""
     doc = load_toml(path)
     warnings: List[str] = []
     if doc.get("behaviour"):
@@ -531,8 +533,10 @@ def build_plan(path: str, kernel: str, workdir: str, resolved: Dict[str, Any]) -
         wl = in_cgroup(wl, workload.get("cgroup"))
         used = [str(workload["cgroup"])] if workload.get("cgroup") else []
     job[cgroups_at:cgroups_at] = cgroup_job(doc, names, resolved, used)
-    job += wl
+    job += blktrace_job(disks) + wl if blktrace else wl
     job.append("rc=$?")
+    if blktrace:
+        job += BLKTRACE_STOP
     job.append("echo 0 > $T/tracing_on")
     job.append("cat $T/trace > /out/trace.txt")
     job.append("cat $T/per_cpu/cpu0/stats > /out/trace.stats 2>/dev/null")
@@ -540,7 +544,27 @@ def build_plan(path: str, kernel: str, workdir: str, resolved: Dict[str, Any]) -
     job.append("[ $rc -eq 0 ] || fail \"the workload failed (status $rc)\"")
     job.append("echo blkstack-job: ok")
     return Plan(path, kernel, disks, qemu, "\n".join(job) + "\n", bios_file, warnings, names, files,
-                tools=workload.get("type") == "fio", cpus=scenario_cpus(doc))
+                tools=workload.get("type") == "fio" or blktrace, cpus=scenario_cpus(doc))
+
+
+# blktrace (from the tools share) beside the tracepoints: blktrace's own
+# per-CPU relay buffers, written as NAME.blktrace.CPU for real blkparse.
+# It writes to the guest's memory and the files are copied out after.
+def blktrace_job(disks: Sequence[Disk]) -> List[str]:
+    job = ["mount -t debugfs debugfs /sys/kernel/debug 2>/dev/null; mkdir -p /tmp/blktrace /out/blktrace",
+           GUEST_TOOLS_MOUNT, "bt_pids="]
+    for d in disks:
+        job.append(f"/tools/lib/ld-linux-x86-64.so.2 --library-path /tools/lib /tools/bin/blktrace "
+                   f"-d /dev/blkstack/{d.name} -o {d.name} -D /tmp/blktrace > /out/blktrace/{d.name}.log 2>&1 &")
+        job.append("bt_pids=\"$bt_pids $!\"")
+    # blktrace has set up its buffers once its per-CPU files exist.
+    job.append("i=0; while [ $i -lt 100 ] && [ $(ls /tmp/blktrace | wc -l) -lt "
+               f"$(({len(disks)} * $(nproc))) ]; do sleep 0.1; i=$((i + 1)); done")
+    return job
+
+
+BLKTRACE_STOP = ["sync", "kill -INT $bt_pids; for p in $bt_pids; do wait $p; done",
+                 "cp /tmp/blktrace/* /out/blktrace/"]
 
 
 def scenario_cpus(doc: Dict[str, Any]) -> int:
@@ -1010,8 +1034,9 @@ def fio_workload(w: Dict[str, Any], scenario: str, names: Sequence[str], top: Op
 
 # fio from the read-only tools share (guest.build_tools), with its own loader.
 # The loader runs as /bin/fio (a link), so that the task's comm is fio's.
-GUEST_FIO_CMD = ("mkdir -p /tools && { [ -e /tools/bin/fio ] || mount -t 9p -o trans=virtio,version=9p2000.L,"
-                 "msize=262144,ro tools /tools; } && ln -sf /tools/lib/ld-linux-x86-64.so.2 /bin/fio && "
+GUEST_TOOLS_MOUNT = ("mkdir -p /tools && { [ -e /tools/bin/fio ] || mount -t 9p -o trans=virtio,version=9p2000.L,"
+                     "msize=262144,ro tools /tools; }")
+GUEST_FIO_CMD = (GUEST_TOOLS_MOUNT + " && ln -sf /tools/lib/ld-linux-x86-64.so.2 /bin/fio && "
                  "fio --library-path /tools/lib /tools/bin/fio")
 
 
