@@ -233,20 +233,32 @@ impl Mapper<'_> {
     #[allow(clippy::too_many_arguments)]
     fn map_raid10_periods(&self, conf: &R10Conf, members: &[MdMember], first: u64, periods: u64, (period, delta): (u64, u64), bounds: Bounds, read: bool, out: &mut Runs) -> bool {
         let chunk = conf.geo.chunk_sectors as u64;
-        let mut copies: Vec<(u32, u64)> = Vec::new();
+        // The period's copies (near × far per chunk): on the stack for the
+        // usual geometries, so mapping a root allocates nothing.
+        let n = (period * conf.geo.near_copies as u64 * conf.geo.far_copies as u64) as usize;
+        let (mut small, mut large) = ([(0u32, 0u64); 32], Vec::new());
+        let copies: &mut [(u32, u64)] = if n <= small.len() {
+            &mut small[..n]
+        } else {
+            large.resize(n, (0, 0));
+            &mut large
+        };
+        let mut i = 0;
         for k in 0..period {
-            conf.geo.raid10_find_phys(first + k * chunk, |c| copies.push((c.devnum, c.addr)));
+            conf.geo.raid10_find_phys(first + k * chunk, |c| {
+                copies[i] = (c.devnum, c.addr);
+                i += 1;
+            });
         }
         copies.sort_unstable();
-        let mut tiles: Vec<(u32, u64)> = Vec::new();
-        for group in copies.chunk_by(|a, b| a.0 == b.0) {
-            let contiguous = group.windows(2).all(|w| w[1].1 == w[0].1 + chunk);
-            if !contiguous || group.len() as u64 * chunk != delta {
-                return false;
-            }
-            tiles.push(group[0]);
+        // Each member's copies must tile `delta` sectors; then the group's
+        // first copy starts the member's run.
+        let tiles = |g: &[(u32, u64)]| g.windows(2).all(|w| w[1].1 == w[0].1 + chunk) && g.len() as u64 * chunk == delta;
+        if !copies.chunk_by(|a, b| a.0 == b.0).all(tiles) {
+            return false;
         }
-        for (devnum, addr) in tiles {
+        for group in copies.chunk_by(|a, b| a.0 == b.0) {
+            let (devnum, addr) = group[0];
             let at = addr + conf.data_offset[devnum as usize];
             self.map(members[devnum as usize].dev, at, periods * delta, 0, bounds, read, out);
         }

@@ -19,6 +19,7 @@ pub mod conservation;
 pub mod intervals;
 pub mod layout;
 pub mod oracle;
+mod streak;
 
 use crate::bio::{Bio, BioId, BioVecs, Bvec, BvecIter, Op, SECTOR_SHIFT};
 use crate::genhd::{DevId, Topology};
@@ -26,6 +27,7 @@ use crate::genhd::{DevId, Topology};
 use conservation::{Issued, Miscount};
 use layout::{default_layout, plain_disk, Bounds, Layout, Mapper, Run, Runs};
 use oracle::Oracle;
+use streak::Streak;
 
 /// Violations kept word for word (the count goes on).
 const MAX_REPORTED: usize = 20;
@@ -48,10 +50,11 @@ struct RootState {
     plain: Option<(DevId, u64)>,
     /// A plain root whose pieces so far continue one another from its
     /// first sector, each of its op, on its disk, at its own place (what
-    /// nearly every plain root's pieces do): they are kept as one count,
-    /// `cursor` (the whole-disk sector the next such piece starts at), and
-    /// go into `issued` and `reads` only when a piece breaks the streak
-    /// ([`RootState::end_streak`]) or the root completes short of its end.
+    /// nearly every plain root's pieces do): they were kept as one count
+    /// ([`Streak`]), `cursor` (the whole-disk sector the next such piece
+    /// starts at), and go into `issued` and `reads` when a piece breaks the
+    /// streak ([`RootState::end_streak`]) or the root completes short of
+    /// its end.
     streak: bool,
     cursor: u64,
     /// The submitter's pages (none once finished), and where the root
@@ -76,23 +79,6 @@ struct RootState {
 }
 
 impl RootState {
-    /// Is this leaf piece the next of the root's streak (see `streak`)?
-    /// Then it is counted.
-    #[inline(always)]
-    fn extend_streak(&mut self, bio: &Bio, phys: u64, n: u64) -> bool {
-        let Some((disk, offset)) = self.plain else { return false };
-        if !(self.streak && bio.dev == disk && bio.op == self.op && phys == self.cursor) {
-            return false;
-        }
-        // A data piece must carry the submitter's pages at this place, as
-        // `Checker::check_placement` requires.
-        if bio.op.has_data() && !(bio.bvecs.same_pages(&self.bvecs) && self.start + ((data_offset(&bio.bvecs, &bio.iter) - self.base) >> SECTOR_SHIFT) + offset == phys) {
-            return false;
-        }
-        self.cursor += n;
-        true
-    }
-
     /// The streak's pieces into `issued` (and `reads`), as the piece by
     /// piece bookkeeping would have them: one range, since each continued
     /// the last (for reads, one piece tiles as its parts do).
@@ -137,6 +123,9 @@ pub struct Checker {
     /// Finished root states, their buffers kept for reuse (boxed, as above).
     #[allow(clippy::vec_box)]
     free_roots: Vec<Box<RootState>>,
+    /// Plain roots while their pieces form one streak, by root id (used
+    /// when the oracle is off): most roots never need a `RootState`.
+    streaks: Vec<Streak>,
     next_seq: u64,
     oracle: Option<Oracle>,
     /// Roots compared at completion, and roots left unchecked.
@@ -225,8 +214,15 @@ impl Checker {
     pub fn root_submitted(&mut self, topo: &Topology, bio: &Bio, id: BioId, errors: u64) {
         self.resolve(topo);
         self.next_seq += 1;
+        if let Some(s) = self.streaks.get_mut(id as usize) {
+            s.live = false;
+        }
         if matches!(self.layouts[bio.dev as usize], Layout::Unknown) {
             return;
+        }
+        let plain = plain_disk(&self.layouts, bio.dev);
+        if let (Some((disk, offset)), None) = (plain, &self.oracle) {
+            return self.begin_streak(bio, id, errors, disk, offset);
         }
         let (start, sectors) = (bio.iter.sector, bio.sectors() as u64);
         let version = match &mut self.oracle {
@@ -239,9 +235,9 @@ impl Checker {
         st.op = bio.op;
         st.start = start;
         st.sectors = sectors;
-        st.plain = plain_disk(&self.layouts, bio.dev);
-        st.streak = st.plain.is_some() && self.oracle.is_none();
-        st.cursor = st.plain.map_or(0, |(_, offset)| start + offset);
+        st.plain = plain;
+        st.streak = false;
+        st.cursor = 0;
         st.bvecs = bio.bvecs.clone();
         st.base = data_offset(&bio.bvecs, &bio.iter);
         st.errors_at_start = errors;
@@ -253,18 +249,53 @@ impl Checker {
         self.roots[i] = Some(st);
     }
 
+    /// A plain root (no oracle) starts its streak in slot `id`.
+    fn begin_streak(&mut self, bio: &Bio, id: BioId, errors: u64, disk: DevId, offset: u64) {
+        let i = id as usize;
+        if self.streaks.len() <= i {
+            self.streaks.resize_with(i + 1, Streak::default);
+        }
+        let s = &mut self.streaks[i];
+        let (start, sectors) = (bio.iter.sector, bio.sectors() as u64);
+        (s.live, s.seq, s.dev, s.op, s.start, s.sectors) = (true, self.next_seq, bio.dev, bio.op, start, sectors);
+        (s.disk, s.offset, s.cursor, s.errors_at_start) = (disk, offset, start + offset, errors);
+        s.bvecs = bio.bvecs.clone();
+        s.base = data_offset(&bio.bvecs, &bio.iter);
+    }
+
+    /// The streak in slot `root` becomes a full [`RootState`], its pieces
+    /// so far still one count (`streak`, `cursor`).
+    #[cold]
+    #[inline(never)]
+    fn promote(&mut self, root: BioId) {
+        let i = root as usize;
+        let s = &mut self.streaks[i];
+        s.live = false;
+        let mut st = self.free_roots.pop().unwrap_or_default();
+        (st.seq, st.dev, st.op, st.start, st.sectors) = (s.seq, s.dev, s.op, s.start, s.sectors);
+        (st.plain, st.streak, st.cursor) = (Some((s.disk, s.offset)), true, s.cursor);
+        (st.bvecs, st.base, st.errors_at_start, st.version) = (std::mem::take(&mut s.bvecs), s.base, s.errors_at_start, 0);
+        if self.roots.len() <= i {
+            self.roots.resize_with(i + 1, || None);
+        }
+        self.roots[i] = Some(st);
+    }
+
     /// A bio object is queued on a request-based disk for the first time
     /// (after the partition remap). `root` is the end of its chain.
     pub fn leaf_queued(&mut self, topo: &Topology, bio: &Bio, root: BioId) {
         let n = bio.sectors() as u64;
+        if let Some(s) = self.streaks.get_mut(root as usize).filter(|s| s.live) {
+            if n == 0 || s.extend(bio, n) {
+                return;
+            }
+            self.promote(root);
+        }
         let Some(Some(st)) = self.roots.get_mut(root as usize) else { return };
         if n == 0 {
             return;
         }
         let (leaf, phys) = (bio.dev, bio.iter.sector);
-        if st.extend_streak(bio, phys, n) {
-            return;
-        }
         st.end_streak();
         st.issued.push(leaf, bio.op, phys, phys + n);
         let allowed = bio.op == st.op || (bio.op == Op::Read && st.op == Op::Write);
@@ -344,6 +375,17 @@ impl Checker {
     /// A submitter's bio completed with `status`; `errors` is the block
     /// core's count of failed bios so far.
     pub fn root_done(&mut self, topo: &Topology, root: BioId, status: i32, errors: u64) {
+        if let Some(s) = self.streaks.get_mut(root as usize).filter(|s| s.live) {
+            // What `check_root` passes at once: no error, the streak over
+            // the whole root, an op the disk takes.
+            let takes = s.op == Op::Read || (Mapper { layouts: &self.layouts, op: s.op }).leaf_takes_op(s.disk);
+            if status == 0 && errors == s.errors_at_start && s.complete() && takes {
+                (s.live, s.bvecs) = (false, BioVecs::None);
+                self.roots_checked += 1;
+                return;
+            }
+            self.promote(root);
+        }
         let Some(mut st) = self.roots.get_mut(root as usize).and_then(Option::take) else { return };
         self.check_root(topo, &mut st, status, errors);
         st.recycle();

@@ -49,7 +49,7 @@ fn check_call(w: &Obj, t: &DiscardTarget, call: DiscardCall) -> Result<(), Scena
         _ => "device",
     };
     let at = w.node(key).map(|n| n.at.clone()).unwrap_or_else(|| w.at.clone());
-    call.unit(t).map(|_| ()).map_err(|e| w.err(key, &at, describe_call(call, &e)))
+    call.check(t).map_err(|e| w.err(key, &at, describe_call(call, &e)))
 }
 
 pub(crate) fn describe_call(call: DiscardCall, e: &DiscardError) -> String {

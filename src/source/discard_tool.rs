@@ -171,6 +171,16 @@ pub enum DiscardCall {
 }
 
 impl DiscardCall {
+    /// Would the call be refused ([`Self::unit`]'s error)? A discard's
+    /// bios are cut but not built into a unit: a scenario checks every
+    /// call of a whole-device discard before the run.
+    pub fn check(self, t: &DiscardTarget) -> Result<(), DiscardError> {
+        match self {
+            DiscardCall::Bytes(s, l) => blkdiscard(t.chop, &t.limits, s, l, t.dev_bytes).map(drop),
+            _ => self.unit(t).map(drop),
+        }
+    }
+
     pub fn unit(self, t: &DiscardTarget) -> Result<IoUnit, DiscardError> {
         match self {
             DiscardCall::Bytes(s, l) => t.blkdiscard(s, l),

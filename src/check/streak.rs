@@ -1,0 +1,57 @@
+//! A plain root's pieces while they continue one another (what nearly every
+//! root of a disk or partition does): kept as a cursor in a compact state
+//! of their own, per root id, instead of a full [`super::RootState`]. A
+//! root whose pieces break the streak, or that does not complete as one
+//! whole streak, becomes a full state there and then (`Checker::promote`),
+//! holding what the piece by piece bookkeeping would hold at that point.
+
+use crate::bio::{Bio, BioVecs, Op, SECTOR_SHIFT};
+use crate::genhd::DevId;
+
+use super::data_offset;
+
+#[derive(Default)]
+pub(super) struct Streak {
+    /// A root in flight on this id is kept here (not in `Checker::roots`).
+    pub live: bool,
+    pub seq: u64,
+    pub dev: DevId,
+    pub op: Op,
+    /// The root's first top sector and length.
+    pub start: u64,
+    pub sectors: u64,
+    /// The disk and the partition's start (0 on a whole disk).
+    pub disk: DevId,
+    pub offset: u64,
+    /// The whole-disk sector the next piece of the streak starts at.
+    pub cursor: u64,
+    /// The submitter's pages, and where the root starts in them (bytes).
+    pub bvecs: BioVecs,
+    pub base: u64,
+    pub errors_at_start: u64,
+}
+
+impl Streak {
+    /// Is this leaf piece of `n` sectors the streak's next, of its op, on
+    /// its disk, at its own place (a data piece carrying the submitter's
+    /// pages there, as `Checker::check_placement` requires)? Then it is
+    /// counted.
+    #[inline(always)]
+    pub fn extend(&mut self, bio: &Bio, n: u64) -> bool {
+        let phys = bio.iter.sector;
+        if !(bio.dev == self.disk && bio.op == self.op && phys == self.cursor) {
+            return false;
+        }
+        if bio.op.has_data() && !(bio.bvecs.same_pages(&self.bvecs) && self.start + ((data_offset(&bio.bvecs, &bio.iter) - self.base) >> SECTOR_SHIFT) + self.offset == phys) {
+            return false;
+        }
+        self.cursor += n;
+        true
+    }
+
+    /// Did the streak reach the root's end?
+    pub fn complete(&self) -> bool {
+        self.cursor == self.start + self.offset + self.sectors
+    }
+
+}
