@@ -772,6 +772,8 @@ def _workload_job(w: Dict[str, Any], names: Sequence[str], warnings: List[str],
             for f in flags:
                 if f in _FLAG_RWF and op in ("read", "write"):
                     rwf.append(_FLAG_RWF[f])
+                elif f == "syscall":
+                    pass  # the model gives the bio the flags of the system call the guest makes
                 elif f == "sync" and (op == "write" or waited):
                     pass  # O_DIRECT writes are REQ_SYNC; submit_bio_wait adds it to the others
                 elif f == "idle" and op == "write":
@@ -781,13 +783,14 @@ def _workload_job(w: Dict[str, Any], names: Sequence[str], warnings: List[str],
                 else:
                     warnings.append(f"workload.bio[{i}].flags: '{f}' on a {op} cannot be requested from user space "
                                     f"{'through AIO ' if op == 'read' else ''}; the guest's bio goes without it")
-            if op == "write" and "sync" not in flags:
-                warnings.append(f"workload.bio[{i}]: an O_DIRECT write is always REQ_SYNC; add flags = [\"sync\"] "
+            said = "sync" in flags or "syscall" in flags
+            if op == "write" and not said:
+                warnings.append(f"workload.bio[{i}]: an O_DIRECT write is always REQ_SYNC; add flags = [\"syscall\"] "
                                 "for the model to match")
-            if waited and "sync" not in flags:
+            if waited and not said:
                 how = "a synchronous O_DIRECT read" if op == "read" else f"the {op} ioctl" if op != "flush" else "fsync"
-                warnings.append(f"workload.bio[{i}]: {how} ends in submit_bio_wait, which sets REQ_SYNC; "
-                                "add flags = [\"sync\"] for the model to match")
+                warnings.append(f"workload.bio[{i}]: {how} ends in submit_bio_wait, which sets REQ_SYNC (a read: "
+                                "from 5.16); add flags = [\"syscall\"] for the model to match")
             if op in ("discard", "secure_erase"):
                 dname = _strip_dev(str(e.get("device", default_dev)))
                 gran = int(((limits.get(dname) or {}).get("discard_granularity")) or 0) // 512
