@@ -332,3 +332,37 @@ def test_plan_loads_kyber_and_writes_its_iosched_files(tmp_path):
     assert "for m in virtio_blk kyber_iosched; do load $m; done" in job
     assert job.index("queue/scheduler") < job.index("echo 1000000 > /sys/block/$n/queue/iosched/read_lat_nsec")
     assert not plan.warnings
+
+
+def test_plan_takes_syscall_flags_and_asks_for_them(tmp_path):
+    # 'syscall' stands for what the guest's preadv2/pwritev2/BLKDISCARD give
+    # their bios: no warning. An entry without it (or sync) gets one naming it.
+    text = """
+        [disks.vda]
+        kind = "virtio"
+        size = "256MiB"
+        [workload]
+        type = "bios"
+        device = "vda"
+        iodepth = 1
+        [[workload.bio]]
+        op = "read"
+        FLAGS
+        sector = 0
+        size = "4KiB"
+        [[workload.bio]]
+        op = "write"
+        FLAGS
+        sector = 8
+        size = "4KiB"
+        [[workload.bio]]
+        op = "discard"
+        FLAGS
+        sector = 2048
+        size = "1MiB"
+    """
+    plan = _plan(tmp_path, text.replace("FLAGS", 'flags = ["syscall"]'))
+    assert not plan.warnings
+    plan = _plan(tmp_path, text.replace("FLAGS", ""))
+    assert len(plan.warnings) == 3
+    assert all('add flags = ["syscall"]' in w for w in plan.warnings)
