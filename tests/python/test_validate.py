@@ -366,3 +366,29 @@ def test_plan_takes_syscall_flags_and_asks_for_them(tmp_path):
     plan = _plan(tmp_path, text.replace("FLAGS", ""))
     assert len(plan.warnings) == 3
     assert all('add flags = ["syscall"]' in w for w in plan.warnings)
+
+
+def test_multipath_job_records_the_guests_list_head_as_the_models(tmp_path):
+    # The guest's path list is in probe order, which varies; one numa read
+    # before the scenario's policy finds its head, recorded under the name
+    # the model puts first (the last: nvme0c1n1).
+    plan = _plan(tmp_path, """
+        [disks.nvme0n1]
+        kind = "nvme"
+        size = "256MiB"
+        [disks.nvme0n1.multipath]
+        paths = 2
+        iopolicy = "round-robin"
+        [workload]
+        type = "dd"
+        if = "/dev/nvme0n1"
+        of = "/dev/null"
+        bs = "128k"
+        count = 2
+        iflag = "direct"
+    """)
+    job = plan.job
+    probe = job.index("echo numa > /sys/block/$n/device/iopolicy")
+    assert probe < job.index("blkio dd if=/dev/$n of=/dev/null bs=4096 count=1 iflag=direct") \
+        < job.index("echo round-robin > /sys/block/$n/device/iopolicy") < job.index("echo 1 > $T/tracing_on")
+    assert 'then name=nvme0c1n1; else' in job and "set -- nvme0c0n1\n" in job

@@ -519,6 +519,13 @@ def build_plan(path: str, kernel: str, workdir: str, resolved: Dict[str, Any]) -
     job.append("echo 0 > $T/tracing_on; echo 65536 > $T/buffer_size_kb; echo > $T/trace")
     job.append(f"for e in {' '.join(TRACE_EVENTS)}; do echo 1 > $T/events/block/$e/enable || fail \"cannot enable $e\"; done")
     job.append("sync; echo 3 > /proc/sys/vm/drop_caches")
+    # No periodic (kupdate) writeback: the model has none. Its timer, armed
+    # when a device's first page is dirtied (wb_wakeup_delayed), fires after
+    # dirty_writeback_centisecs (5 s), and a buffered writer slower than that
+    # under TCG saw the flusher start background writeback of a device with
+    # no writeout history (wb_over_bg_thresh: its share of the threshold is
+    # near 0). An hour keeps it out of any run; 0 would wake it at once.
+    job.append("echo 360000 > /proc/sys/vm/dirty_writeback_centisecs")
     job.append("echo 1 > $T/tracing_on")
     workload = doc.get("workload") or {}
     files: Dict[str, str] = {}
@@ -636,14 +643,27 @@ def _qemu_multipath(d: Disk, index: int, common: List[str]) -> List[str]:
 
 def _multipath_job(d: Disk) -> List[str]:
     """Find the multipath head (``nvmeSnN``, not a path ``nvmeScCnN``) by the
-    subsystem's serial, set the subsystem's iopolicy, and record each path
-    (hidden from ``/sys/block``, but in ``/sys/class/block``, without a
-    ``dev`` attribute) under the model's path names, numbered with the
-    minors below the head's in controller order, as the guests' traces show,
-    with the disk's sysfs values written to it (the head is bio-based)."""
+    subsystem's serial, find which path heads its path list, set the
+    subsystem's iopolicy, and record each path (hidden from ``/sys/block``,
+    but in ``/sys/class/block``, without a ``dev`` attribute) under the
+    model's path names, with the disk's sysfs values written to it (the
+    head is bio-based). A path's number is a minor below the head's, in
+    controller order, as the guests' traces show.
+
+    The model's list holds the paths in the reverse of their names
+    (``nvme0c1n1`` first); the guest's holds them in the order their
+    namespaces joined the head while the controllers were probed, which
+    varies from boot to boot (docs/validation.md, P). So the guest's list
+    head is found and recorded as the model's: one 4 KiB O_DIRECT read
+    under the numa policy goes to the first path of the list
+    (``__nvme_find_path``, or the current path, which the head's partition
+    scan took from the list head), and its path's read count grows. The
+    other paths keep the model's order. Writing the scenario's policy
+    afterwards leaves the current path as it was (6.1) or clears it (6.12),
+    as it would have without the read."""
     mp = d.multipath or {}
     policy = str(mp.get("iopolicy", "numa"))
-    paths = " ".join(shlex.quote(p) for p in _path_names(d.name, int(mp.get("paths", 2))))
+    names = _path_names(d.name, int(mp.get("paths", 2)))
     lines = [
         "n=; i=0",
         "while [ -z \"$n\" ] && [ $i -lt 200 ]; do",
@@ -652,16 +672,22 @@ def _multipath_job(d: Disk) -> List[str]:
         "done",
         f"[ -n \"$n\" ] || fail 'multipath disk {d.name} (serial {d.serial}) did not appear'",
         f"record {shlex.quote(d.name)} $n",
-        f"echo {shlex.quote(policy)} > /sys/block/$n/device/iopolicy || fail 'setting iopolicy {policy} failed'",
         "h=${n#nvme}; s=${h%%n*}; ns=${h#*n}",
-        f"set -- {paths}",
+        "reads() { for p in /sys/class/block/nvme${s}c*n${ns}; do echo \"${p##*/} $(awk '{print $1}' $p/stat)\"; done; }",
+        "echo numa > /sys/block/$n/device/iopolicy || fail 'setting iopolicy numa failed'",
+        "before=$(reads); blkio dd if=/dev/$n of=/dev/null bs=4096 count=1 iflag=direct >/dev/null 2>&1",
+        "first=$(reads | while read p c; do echo \"$before\" | grep -qx \"$p $c\" || echo $p; done)",
+        "[ -n \"$first\" ] || fail 'multipath disk {d.name}: no path took the probe read'".replace("{d.name}", d.name),
+        f"echo {shlex.quote(policy)} > /sys/block/$n/device/iopolicy || fail 'setting iopolicy {policy} failed'",
         # Hidden disks show no dev attribute; their numbers are the minors
         # below the head's, in controller order (both guests' traces).
         "mj=$(cut -d: -f1 /sys/block/$n/dev); mn=$(cut -d: -f2 /sys/block/$n/dev)",
-        f"i=$((mn - {int(mp.get('paths', 2))}))",
+        f"i=$((mn - {len(names)}))",
+        # The list head is the model's last name; the others keep theirs in order.
+        f"set -- {' '.join(shlex.quote(p) for p in names[:-1])}",
         "for p in /sys/class/block/nvme${s}c*n${ns}; do",
-        "    [ $# -gt 0 ] || break",
-        "    echo \"$1 ${p##*/} $mj:$i\" >> /out/devices.txt; shift; i=$((i + 1))",
+        f"    if [ \"${{p##*/}}\" = \"$first\" ]; then name={shlex.quote(names[-1])}; else [ $# -gt 0 ] || break; name=$1; shift; fi",
+        "    echo \"$name ${p##*/} $mj:$i\" >> /out/devices.txt; i=$((i + 1))",
         "    echo 0 > $p/queue/wbt_lat_usec 2>/dev/null",
     ]
     for key in SYSFS_WRITES:
