@@ -542,6 +542,9 @@ def build_plan(path: str, kernel: str, workdir: str, resolved: Dict[str, Any]) -
     job.append("rc=$?")
     job.append("echo 0 > $T/tracing_on")
     job.append("cat $T/trace > /out/trace.txt")
+    for d in disks:
+        if d.multipath is not None:
+            job += _multipath_post(d)
     job.append("cat $T/per_cpu/cpu0/stats > /out/trace.stats 2>/dev/null")
     job.append("cat /proc/diskstats > /out/diskstats.txt")
     job.append("[ $rc -eq 0 ] || fail \"the workload failed (status $rc)\"")
@@ -644,23 +647,23 @@ def _qemu_multipath(d: Disk, index: int, common: List[str]) -> List[str]:
 def _multipath_job(d: Disk) -> List[str]:
     """Find the multipath head (``nvmeSnN``, not a path ``nvmeScCnN``) by the
     subsystem's serial, find which path heads its path list, set the
-    subsystem's iopolicy, and record each path (hidden from ``/sys/block``,
-    but in ``/sys/class/block``, without a ``dev`` attribute) under the
-    model's path names, with the disk's sysfs values written to it (the
-    head is bio-based). A path's number is a minor below the head's, in
-    controller order, as the guests' traces show.
+    subsystem's iopolicy, and write the disk's sysfs values to each path
+    (hidden from ``/sys/block``, but in ``/sys/class/block``; the head is
+    bio-based).
 
     The model's list holds the paths in the reverse of their names
     (``nvme0c1n1`` first); the guest's holds them in the order their
     namespaces joined the head while the controllers were probed, which
-    varies from boot to boot (docs/validation.md, P). So the guest's list
-    head is found and recorded as the model's: one 4 KiB O_DIRECT read
-    under the numa policy goes to the first path of the list
-    (``__nvme_find_path``, or the current path, which the head's partition
-    scan took from the list head), and its path's read count grows. The
-    other paths keep the model's order. Writing the scenario's policy
+    varies from boot to boot, and so do the paths' device numbers (a hidden
+    disk has no ``dev`` attribute; its minor, and the head's, come in the
+    order the disks were added). So the guest's list head is found and
+    recorded under the model's first name: one 4 KiB O_DIRECT read under the
+    numa policy goes to the first path of the list (``__nvme_find_path``, or
+    the current path, which the head's partition scan took from the list
+    head), traced for its device number. The other paths are recorded after
+    the workload (``_multipath_post``). Writing the scenario's policy
     afterwards leaves the current path as it was (6.1) or clears it (6.12),
-    as it would have without the read."""
+    as it would have without the read (docs/validation.md, P)."""
     mp = d.multipath or {}
     policy = str(mp.get("iopolicy", "numa"))
     names = _path_names(d.name, int(mp.get("paths", 2)))
@@ -672,22 +675,17 @@ def _multipath_job(d: Disk) -> List[str]:
         "done",
         f"[ -n \"$n\" ] || fail 'multipath disk {d.name} (serial {d.serial}) did not appear'",
         f"record {shlex.quote(d.name)} $n",
-        "h=${n#nvme}; s=${h%%n*}; ns=${h#*n}",
-        "reads() { for p in /sys/class/block/nvme${s}c*n${ns}; do echo \"${p##*/} $(awk '{print $1}' $p/stat)\"; done; }",
         "echo numa > /sys/block/$n/device/iopolicy || fail 'setting iopolicy numa failed'",
-        "before=$(reads); blkio dd if=/dev/$n of=/dev/null bs=4096 count=1 iflag=direct >/dev/null 2>&1",
-        "first=$(reads | while read p c; do echo \"$before\" | grep -qx \"$p $c\" || echo $p; done)",
-        "[ -n \"$first\" ] || fail 'multipath disk {d.name}: no path took the probe read'".replace("{d.name}", d.name),
+        "echo 0 > $T/tracing_on; echo > $T/trace; echo 1 > $T/events/block/block_rq_issue/enable; echo 1 > $T/tracing_on",
+        "blkio dd if=/dev/$n of=/dev/null bs=4096 count=1 iflag=direct >/dev/null 2>&1",
+        "echo 0 > $T/tracing_on; echo 0 > $T/events/block/block_rq_issue/enable",
+        "first=$(grep -o 'block_rq_issue: [0-9]*,[0-9]*' $T/trace | head -1 | sed 's/.* //; s/,/:/')",
+        f"[ -n \"$first\" ] || fail 'multipath disk {d.name}: no path took the probe read'",
+        f"echo \"{names[-1]} list-head $first\" >> /out/devices.txt",
         f"echo {shlex.quote(policy)} > /sys/block/$n/device/iopolicy || fail 'setting iopolicy {policy} failed'",
-        # Hidden disks show no dev attribute; their numbers are the minors
-        # below the head's, in controller order (both guests' traces).
-        "mj=$(cut -d: -f1 /sys/block/$n/dev); mn=$(cut -d: -f2 /sys/block/$n/dev)",
-        f"i=$((mn - {len(names)}))",
-        # The list head is the model's last name; the others keep theirs in order.
-        f"set -- {' '.join(shlex.quote(p) for p in names[:-1])}",
+        "h=${n#nvme}; s=${h%%n*}; ns=${h#*n}",
+        f"mp_{_shell_id(d.name)}=\"$(cat /sys/block/$n/dev) $first\"",
         "for p in /sys/class/block/nvme${s}c*n${ns}; do",
-        f"    if [ \"${{p##*/}}\" = \"$first\" ]; then name={shlex.quote(names[-1])}; else [ $# -gt 0 ] || break; name=$1; shift; fi",
-        "    echo \"$name ${p##*/} $mj:$i\" >> /out/devices.txt; i=$((i + 1))",
         "    echo 0 > $p/queue/wbt_lat_usec 2>/dev/null",
     ]
     for key in SYSFS_WRITES:
@@ -696,8 +694,27 @@ def _multipath_job(d: Disk) -> List[str]:
             v = int(v) if isinstance(v, bool) else v
             lines.append(f"    echo {shlex.quote(str(v))} > $p/queue/{key} || fail 'writing {v} to a path of {d.name}: {key} failed'")
     lines.append("done")
-    lines.append(f"[ $# -eq 0 ] || fail 'multipath disk {d.name}: fewer paths than the scenario has'")
     return lines
+
+
+def _multipath_post(d: Disk) -> List[str]:
+    """After the workload: the multipath disk's other paths are the other
+    devices of the head's major in the trace (the head and the list head
+    excluded), recorded under the model's other names in number order."""
+    names = _path_names(d.name, int((d.multipath or {}).get("paths", 2)))
+    return [
+        f"set -- {' '.join(shlex.quote(p) for p in names[:-1])}",
+        f"known=$mp_{_shell_id(d.name)}; mj=${{known%%:*}}",
+        "for dv in $(grep -o \"block_rq_issue: $mj,[0-9]*\" /out/trace.txt | sed 's/.* //; s/,/:/' | sort -t: -k2 -n -u); do",
+        "    case \" $known \" in *\" $dv \"*) continue;; esac",
+        "    [ $# -gt 0 ] || break",
+        "    echo \"$1 path $dv\" >> /out/devices.txt; shift",
+        "done",
+    ]
+
+
+def _shell_id(name: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_]", "_", name)
 
 
 def _path_names(head: str, paths: int) -> List[str]:
