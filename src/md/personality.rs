@@ -97,12 +97,17 @@ pub struct Mddev {
     pub(crate) plug_writes: bool,
     /// raid456: the stripe_heads of writes raid5d handles.
     pub(crate) stripes: super::raid5_stripe::StripeCache,
+    /// raid1/raid10: the array's reads in flight on each member (the reads
+    /// in `rdev->nr_pending`), and which member each array bio went to.
+    pub(crate) reads_pending: Vec<u64>,
+    pub(crate) read_member: Vec<(BioId, u32)>,
 }
 
 impl Mddev {
     pub fn new(pers: Personality, members: Vec<MdMember>) -> Mddev {
         let mirrors = vec![Mirror::default(); members.len()];
-        Mddev { pers, members, mirrors, copies: Vec::new(), raid5d: Default::default(), plug_writes: false, stripes: Default::default() }
+        let reads_pending = vec![0; members.len()];
+        Mddev { pers, members, mirrors, copies: Vec::new(), raid5d: Default::default(), plug_writes: false, stripes: Default::default(), reads_pending, read_member: Vec::new() }
     }
 
     /// With `md_plug_writes`: raid1/raid10 have a thread that submits their writes.
@@ -158,11 +163,33 @@ impl Mddev {
         false
     }
 
-    /// `rdev->nr_pending` as the model sees it: the I/O in flight on the
-    /// member's disk (md's own reads and writes are what is in flight there).
+    /// `rdev->nr_pending`: the array's reads sent to the member and not yet
+    /// completed, one per array bio whatever the requests they merged into
+    /// (`read_balance` takes a reference for each), and the writes in
+    /// flight on the member's disk.
     pub(crate) fn pending(&self, core: &BlockCore, disk: u32) -> u64 {
         let dev = self.members[disk as usize].dev;
-        core.stats[core.topo.dev(dev).whole as usize].disk.inflight()
+        self.reads_pending[disk as usize] + core.stats[core.topo.dev(dev).whole as usize].disk.in_flight[1]
+    }
+
+    /// `read_balance` chose member `disk` for the array read `bio`: it holds
+    /// a reference on the member until the read completes
+    /// (`rdev_dec_pending` in `raid1_end_read_request` /
+    /// `raid10_end_read_request`), which the array hears of as the bio's
+    /// deferred end.
+    pub(crate) fn read_sent(&mut self, core: &mut BlockCore, bio: BioId, disk: u32) {
+        self.reads_pending[disk as usize] += 1;
+        self.read_member.push((bio, disk));
+        core.bio_mut(bio).flags |= req::DEFER_END;
+    }
+
+    /// The array read `bio` completed: its member's reference goes. False
+    /// when it was not such a read.
+    fn read_done(&mut self, bio: BioId) -> bool {
+        let Some(i) = self.read_member.iter().position(|&(b, _)| b == bio) else { return false };
+        let (_, disk) = self.read_member.swap_remove(i);
+        self.reads_pending[disk as usize] -= 1;
+        true
     }
 
     /// `head_position` of member `disk` as of now (see [`Mirror::sent_head`]).
@@ -234,10 +261,10 @@ impl BioDriver for Mddev {
         }
     }
 
-    /// The pre-reads of a raid5 stripe_head completed (its hold bio's
-    /// deferred end): it goes back to raid5d.
+    /// A raid1/raid10 read completed, or the pre-reads of a raid5
+    /// stripe_head did (its hold bio's deferred end): it goes back to raid5d.
     fn bio_deferred_end(&mut self, core: &mut BlockCore, bio: BioId, status: i32) {
-        if self.raid5_reads_done(core, bio).is_none() {
+        if self.read_done(bio) || self.raid5_reads_done(core, bio).is_none() {
             core.bio_endio(bio, status);
         }
     }

@@ -111,6 +111,7 @@ impl Mddev {
         let slot = self.raid10_read_balance(core);
         let c = self.copies[slot];
         self.sent(c.devnum, c.addr + sectors);
+        self.read_sent(core, bio, c.devnum);
         let at = self.copy_sector(&c);
         md_remap(core, bio, self.members[c.devnum as usize].dev, at, flags & req::SYNC, sector);
     }

@@ -63,6 +63,7 @@ impl Mddev {
         let (sector, sectors, flags) = (b.iter.sector, b.sectors(), b.flags);
         let disk = self.raid1_read_balance(core, sector, sectors);
         self.sent(disk, sector + sectors as u64);
+        self.read_sent(core, bio, disk);
         let m = self.members[disk as usize];
         md_remap(core, bio, m.dev, sector + m.data_offset, flags & req::SYNC, sector);
     }

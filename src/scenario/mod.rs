@@ -29,7 +29,7 @@ use crate::engine::{Engine, EngineBuilder};
 use crate::genhd::DevId;
 use crate::submit::SimEvent;
 use crate::profile::{self, Behaviour, Profile, SWITCHES};
-use crate::source::bios::{BioList, WritePlug};
+use crate::source::bios::{syscall_flags, BioList, WritePlug};
 use crate::source::BioSpec;
 
 pub use disks::{DiskSpec, PartSpec};
@@ -277,7 +277,8 @@ fn add_workload(engine: &mut Engine, w: &Workload, beh: &Behaviour, seed: u64) {
             let specs = bios
                 .iter()
                 .map(|e| {
-                    let spec = BioSpec { dev: dev(engine, &e.device), op: e.op, flags: e.flags, sector: e.sector, bvecs: e.bvecs.clone(), size: e.size };
+                    let flags = e.flags | if e.syscall { syscall_flags(e.op, e.flags, e.size, *iodepth, beh) } else { 0 };
+                    let spec = BioSpec { dev: dev(engine, &e.device), op: e.op, flags, sector: e.sector, bvecs: e.bvecs.clone(), size: e.size };
                     (spec, e.repeat, e.stride)
                 })
                 .collect();

@@ -114,7 +114,14 @@ pub struct BioEntry {
     /// Submitted this many times, `stride` sectors apart.
     pub repeat: u64,
     pub stride: u64,
+    /// The `syscall` flag: the flags of the system call the entry stands
+    /// for are added when the profile is known
+    /// ([`crate::source::bios::syscall_flags`]).
+    pub syscall: bool,
 }
+
+/// The flag name of [`BioEntry::syscall`]: not a `REQ_*` flag.
+pub const SYSCALL_FLAG: &str = "syscall";
 
 #[derive(Clone, Debug)]
 pub enum WorkloadKind {
@@ -447,13 +454,21 @@ fn read_bio(b: &Obj, default_dev: Option<&str>, disks: &[DiskSpec]) -> Result<Bi
     let op = Op::from_name(&op_s).ok_or_else(|| b.err("op", &opn.at, format!("unknown op '{op_s}' (one of {})", Op::NAMES.join(", "))))?;
     let (sector, secn) = b.opt_u64("sector")?.ok_or_else(|| b.err("sector", &b.at, "missing"))?;
     let mut flags = 0;
+    let mut syscall = false;
     if let Some((arr, fnode)) = b.opt_array("flags")? {
         for f in arr {
             let name = match &f.value {
                 Value::Str(s) => s.as_str(),
                 v => return Err(b.err("flags", &fnode.at, format!("expected flag names, found {}", tree::describe(v)))),
             };
-            let names: Vec<&str> = req::NAMES.iter().map(|x| x.0).collect();
+            if name == SYSCALL_FLAG {
+                if op == Op::ZoneAppend {
+                    return Err(b.err("flags", &f.at, "'syscall': no system call submits a zone append"));
+                }
+                syscall = true;
+                continue;
+            }
+            let names: Vec<&str> = req::NAMES.iter().map(|x| x.0).chain([SYSCALL_FLAG]).collect();
             flags |= req::from_name(name).ok_or_else(|| b.err("flags", &f.at, format!("unknown flag '{name}' (one of {})", names.join(", "))))?;
         }
     }
@@ -524,13 +539,13 @@ fn read_bio(b: &Obj, default_dev: Option<&str>, disks: &[DiskSpec]) -> Result<Bi
     }
     if op == Op::Flush {
         // A flush is an empty REQ_OP_WRITE | REQ_PREFLUSH bio.
-        return Ok(BioEntry { device, op: Op::Write, flags: flags | req::PREFLUSH, sector, size: 0, bvecs: Vec::new(), repeat, stride });
+        return Ok(BioEntry { device, op: Op::Write, flags: flags | req::PREFLUSH, sector, size: 0, bvecs: Vec::new(), repeat, stride, syscall });
     }
     if op.has_data() && bvecs.is_empty() && size > 0 {
         let mut builder = BvecBuilder::new(BIO_MAX_VECS);
         builder.add(DEFAULT_BIO_PHYS + sector * 512, size as u32);
         bvecs = builder.bvecs;
     }
-    Ok(BioEntry { device, op, flags, sector, size: size as u32, bvecs, repeat, stride })
+    Ok(BioEntry { device, op, flags, sector, size: size as u32, bvecs, repeat, stride, syscall })
 }
 

@@ -7,9 +7,11 @@
 
 use std::collections::VecDeque;
 
+use super::dio::{dio_simple_wait_flags, DIO_WRITE_FLAGS};
 use super::BioSpec;
 use super::{IoUnit, Source};
-use crate::bio::{Op, SECTOR_SIZE};
+use crate::bio::{req, Op, PAGE_SIZE, SECTOR_SIZE};
+use crate::profile::Behaviour;
 
 pub struct BioList {
     /// (bio, times left, stride in sectors).
@@ -36,6 +38,30 @@ pub enum WritePlug {
     /// In a plug the task sleeps in (a synchronous `pwritev2`): flushed
     /// from the scheduler.
     Sleeps,
+}
+
+/// The `REQ_*` flags the system call an entry stands for gives its bio
+/// (the entry's `syscall` flag), under `beh`'s rules; `op` and `flags` are
+/// the entry's as read (a flush is an empty `REQ_PREFLUSH` write), `iodepth`
+/// the workload's:
+///
+/// * a read at `iodepth = 1` is a synchronous O_DIRECT `preadv2`: what its
+///   wait adds ([`dio_simple_wait_flags`]: `REQ_SYNC` from 5.16, none on
+///   5.10); above it an AIO read, which adds nothing;
+/// * a data write is `pwritev2`/an AIO write: `REQ_SYNC | REQ_IDLE`
+///   (`dio_bio_write_op`);
+/// * a flush (`fsync`, `blkdev_issue_flush`), a discard, secure erase or
+///   write-zeroes (`BLKDISCARD`, `BLKSECDISCARD`, `BLKZEROOUT`) ends in
+///   `submit_bio_wait`: `REQ_SYNC`, and `BLKZEROOUT` passes
+///   `BLKDEV_ZERO_NOUNMAP` (`REQ_NOUNMAP`).
+pub fn syscall_flags(op: Op, flags: u32, size: u32, iodepth: u32, beh: &Behaviour) -> u32 {
+    match op {
+        Op::Read if iodepth == 1 => dio_simple_wait_flags((size as u64).div_ceil(PAGE_SIZE), beh.dio_simple_sync),
+        Op::Read => 0,
+        Op::Write if flags & req::PREFLUSH == 0 => DIO_WRITE_FLAGS,
+        Op::WriteZeroes => req::SYNC | req::NOUNMAP,
+        _ => req::SYNC,
+    }
 }
 
 impl BioList {

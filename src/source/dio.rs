@@ -312,6 +312,26 @@ fn align_to_max_io(mut bio: BvecBuilder, align: u64, more_follows: bool) -> Bvec
     bio
 }
 
+/// `dio_bio_write_op`: an O_DIRECT write is `REQ_SYNC | REQ_IDLE`, whatever
+/// path submits it (traces show the `S`; `REQ_IDLE` keeps writeback
+/// throttling off it).
+pub const DIO_WRITE_FLAGS: u32 = req::SYNC | req::IDLE;
+
+/// What how a synchronous O_DIRECT I/O of `nr_pages` pages waits adds to
+/// its bios' flags. The simple path (`__blkdev_direct_IO_simple`, at most
+/// `BIO_MAX_VECS` pages) submits its bio with `submit_bio_wait`, which sets
+/// `REQ_SYNC` (block/bio.c, 5.16+), so such a read is "RS"; up to 5.15 it
+/// called `submit_bio` and slept itself (`simple_sync` off: "R"). The
+/// multi-bio path (`__blkdev_direct_IO`) waits on its own and adds nothing
+/// (writes are `REQ_SYNC` already, [`DIO_WRITE_FLAGS`]).
+pub fn dio_simple_wait_flags(nr_pages: u64, simple_sync: bool) -> u32 {
+    if simple_sync && nr_pages <= BIO_MAX_VECS as u64 {
+        req::SYNC
+    } else {
+        0
+    }
+}
+
 /// The bios one `pread`/`pwrite` with O_DIRECT submits (`blkdev_direct_IO`)
 /// under `rules`, and whether they are submitted inside a plug. `pos` is the
 /// byte offset on the device, `buf` the user buffer (the I/O uses its first
@@ -325,12 +345,7 @@ pub fn blkdev_direct_io_with(dev: DevId, op: Op, flags: u32, pos: u64, len: u64,
     // at most BIO_MAX_VECS pages; __blkdev_direct_IO (a plug around a loop of
     // bios) otherwise. Asynchronous small I/O is one bio, no plug of its own.
     let multi = nr_pages > BIO_MAX_VECS as u64;
-    // The simple path submits its bio with submit_bio_wait, which sets
-    // REQ_SYNC (block/bio.c, 5.16+): a synchronous O_DIRECT read of up to
-    // 256 pages is "RS"; up to 5.15 it called submit_bio and slept itself
-    // (`dio_simple_sync`). The other two paths leave a read's flags alone
-    // (writes are REQ_SYNC already, dio_bio_write_op).
-    let flags = if sync && !multi && rules.simple_sync { flags | req::SYNC } else { flags };
+    let flags = if sync { flags | dio_simple_wait_flags(nr_pages, rules.simple_sync) } else { flags };
     while done < len {
         let vecs = buf.pages_spanned(done, len - done).min(BIO_MAX_VECS as u64) as usize;
         let mut b = bio_iov_iter_get_pages_with(buf, done, len - done, vecs, rules);

@@ -332,3 +332,65 @@ def test_plan_loads_kyber_and_writes_its_iosched_files(tmp_path):
     assert "for m in virtio_blk kyber_iosched; do load $m; done" in job
     assert job.index("queue/scheduler") < job.index("echo 1000000 > /sys/block/$n/queue/iosched/read_lat_nsec")
     assert not plan.warnings
+
+
+def test_plan_takes_syscall_flags_and_asks_for_them(tmp_path):
+    # 'syscall' stands for what the guest's preadv2/pwritev2/BLKDISCARD give
+    # their bios: no warning. An entry without it (or sync) gets one naming it.
+    text = """
+        [disks.vda]
+        kind = "virtio"
+        size = "256MiB"
+        [workload]
+        type = "bios"
+        device = "vda"
+        iodepth = 1
+        [[workload.bio]]
+        op = "read"
+        FLAGS
+        sector = 0
+        size = "4KiB"
+        [[workload.bio]]
+        op = "write"
+        FLAGS
+        sector = 8
+        size = "4KiB"
+        [[workload.bio]]
+        op = "discard"
+        FLAGS
+        sector = 2048
+        size = "1MiB"
+    """
+    plan = _plan(tmp_path, text.replace("FLAGS", 'flags = ["syscall"]'))
+    assert not plan.warnings
+    plan = _plan(tmp_path, text.replace("FLAGS", ""))
+    assert len(plan.warnings) == 3
+    assert all('add flags = ["syscall"]' in w for w in plan.warnings)
+
+
+def test_multipath_job_records_the_guests_list_head_as_the_models(tmp_path):
+    # The guest's path list is in probe order, which varies; one numa read
+    # before the scenario's policy finds its head, recorded under the name
+    # the model puts first (the last: nvme0c1n1).
+    plan = _plan(tmp_path, """
+        [disks.nvme0n1]
+        kind = "nvme"
+        size = "256MiB"
+        [disks.nvme0n1.multipath]
+        paths = 2
+        iopolicy = "round-robin"
+        [workload]
+        type = "dd"
+        if = "/dev/nvme0n1"
+        of = "/dev/null"
+        bs = "128k"
+        count = 2
+        iflag = "direct"
+    """)
+    job = plan.job
+    probe = job.index("echo numa > /sys/block/$n/device/iopolicy")
+    assert probe < job.index("blkio dd if=/dev/$n of=/dev/null bs=4096 count=1 iflag=direct") \
+        < job.index('echo "nvme0c1n1 list-head $first" >> /out/devices.txt') \
+        < job.index("echo round-robin > /sys/block/$n/device/iopolicy") < job.rindex("echo 1 > $T/tracing_on")
+    # The other path's number is the one the workload's trace shows.
+    assert job.index("cat $T/trace > /out/trace.txt") < job.index("set -- nvme0c0n1\n")

@@ -521,6 +521,13 @@ def build_plan(path: str, kernel: str, workdir: str, resolved: Dict[str, Any], b
     job.append("echo 0 > $T/tracing_on; echo 65536 > $T/buffer_size_kb; echo > $T/trace")
     job.append(f"for e in {' '.join(TRACE_EVENTS)}; do echo 1 > $T/events/block/$e/enable || fail \"cannot enable $e\"; done")
     job.append("sync; echo 3 > /proc/sys/vm/drop_caches")
+    # No periodic (kupdate) writeback: the model has none. Its timer, armed
+    # when a device's first page is dirtied (wb_wakeup_delayed), fires after
+    # dirty_writeback_centisecs (5 s), and a buffered writer slower than that
+    # under TCG saw the flusher start background writeback of a device with
+    # no writeout history (wb_over_bg_thresh: its share of the threshold is
+    # near 0). An hour keeps it out of any run; 0 would wake it at once.
+    job.append("echo 360000 > /proc/sys/vm/dirty_writeback_centisecs")
     job.append("echo 1 > $T/tracing_on")
     workload = doc.get("workload") or {}
     files: Dict[str, str] = {}
@@ -539,6 +546,9 @@ def build_plan(path: str, kernel: str, workdir: str, resolved: Dict[str, Any], b
         job += BLKTRACE_STOP
     job.append("echo 0 > $T/tracing_on")
     job.append("cat $T/trace > /out/trace.txt")
+    for d in disks:
+        if d.multipath is not None:
+            job += _multipath_post(d)
     job.append("cat $T/per_cpu/cpu0/stats > /out/trace.stats 2>/dev/null")
     job.append("cat /proc/diskstats > /out/diskstats.txt")
     job.append("[ $rc -eq 0 ] || fail \"the workload failed (status $rc)\"")
@@ -660,14 +670,27 @@ def _qemu_multipath(d: Disk, index: int, common: List[str]) -> List[str]:
 
 def _multipath_job(d: Disk) -> List[str]:
     """Find the multipath head (``nvmeSnN``, not a path ``nvmeScCnN``) by the
-    subsystem's serial, set the subsystem's iopolicy, and record each path
-    (hidden from ``/sys/block``, but in ``/sys/class/block``, without a
-    ``dev`` attribute) under the model's path names, numbered with the
-    minors below the head's in controller order, as the guests' traces show,
-    with the disk's sysfs values written to it (the head is bio-based)."""
+    subsystem's serial, find which path heads its path list, set the
+    subsystem's iopolicy, and write the disk's sysfs values to each path
+    (hidden from ``/sys/block``, but in ``/sys/class/block``; the head is
+    bio-based).
+
+    The model's list holds the paths in the reverse of their names
+    (``nvme0c1n1`` first); the guest's holds them in the order their
+    namespaces joined the head while the controllers were probed, which
+    varies from boot to boot, and so do the paths' device numbers (a hidden
+    disk has no ``dev`` attribute; its minor, and the head's, come in the
+    order the disks were added). So the guest's list head is found and
+    recorded under the model's first name: one 4 KiB O_DIRECT read under the
+    numa policy goes to the first path of the list (``__nvme_find_path``, or
+    the current path, which the head's partition scan took from the list
+    head), traced for its device number. The other paths are recorded after
+    the workload (``_multipath_post``). Writing the scenario's policy
+    afterwards leaves the current path as it was (6.1) or clears it (6.12),
+    as it would have without the read (docs/validation.md, P)."""
     mp = d.multipath or {}
     policy = str(mp.get("iopolicy", "numa"))
-    paths = " ".join(shlex.quote(p) for p in _path_names(d.name, int(mp.get("paths", 2))))
+    names = _path_names(d.name, int(mp.get("paths", 2)))
     lines = [
         "n=; i=0",
         "while [ -z \"$n\" ] && [ $i -lt 200 ]; do",
@@ -676,16 +699,17 @@ def _multipath_job(d: Disk) -> List[str]:
         "done",
         f"[ -n \"$n\" ] || fail 'multipath disk {d.name} (serial {d.serial}) did not appear'",
         f"record {shlex.quote(d.name)} $n",
+        "echo numa > /sys/block/$n/device/iopolicy || fail 'setting iopolicy numa failed'",
+        "echo 0 > $T/tracing_on; echo > $T/trace; echo 1 > $T/events/block/block_rq_issue/enable; echo 1 > $T/tracing_on",
+        "blkio dd if=/dev/$n of=/dev/null bs=4096 count=1 iflag=direct >/dev/null 2>&1",
+        "echo 0 > $T/tracing_on; echo 0 > $T/events/block/block_rq_issue/enable",
+        "first=$(grep -o 'block_rq_issue: [0-9]*,[0-9]*' $T/trace | head -1 | sed 's/.* //; s/,/:/')",
+        f"[ -n \"$first\" ] || fail 'multipath disk {d.name}: no path took the probe read'",
+        f"echo \"{names[-1]} list-head $first\" >> /out/devices.txt",
         f"echo {shlex.quote(policy)} > /sys/block/$n/device/iopolicy || fail 'setting iopolicy {policy} failed'",
         "h=${n#nvme}; s=${h%%n*}; ns=${h#*n}",
-        f"set -- {paths}",
-        # Hidden disks show no dev attribute; their numbers are the minors
-        # below the head's, in controller order (both guests' traces).
-        "mj=$(cut -d: -f1 /sys/block/$n/dev); mn=$(cut -d: -f2 /sys/block/$n/dev)",
-        f"i=$((mn - {int(mp.get('paths', 2))}))",
+        f"mp_{_shell_id(d.name)}=\"$(cat /sys/block/$n/dev) $first\"",
         "for p in /sys/class/block/nvme${s}c*n${ns}; do",
-        "    [ $# -gt 0 ] || break",
-        "    echo \"$1 ${p##*/} $mj:$i\" >> /out/devices.txt; shift; i=$((i + 1))",
         "    echo 0 > $p/queue/wbt_lat_usec 2>/dev/null",
     ]
     for key in SYSFS_WRITES:
@@ -694,8 +718,27 @@ def _multipath_job(d: Disk) -> List[str]:
             v = int(v) if isinstance(v, bool) else v
             lines.append(f"    echo {shlex.quote(str(v))} > $p/queue/{key} || fail 'writing {v} to a path of {d.name}: {key} failed'")
     lines.append("done")
-    lines.append(f"[ $# -eq 0 ] || fail 'multipath disk {d.name}: fewer paths than the scenario has'")
     return lines
+
+
+def _multipath_post(d: Disk) -> List[str]:
+    """After the workload: the multipath disk's other paths are the other
+    devices of the head's major in the trace (the head and the list head
+    excluded), recorded under the model's other names in number order."""
+    names = _path_names(d.name, int((d.multipath or {}).get("paths", 2)))
+    return [
+        f"set -- {' '.join(shlex.quote(p) for p in names[:-1])}",
+        f"known=$mp_{_shell_id(d.name)}; mj=${{known%%:*}}",
+        "for dv in $(grep -o \"block_rq_issue: $mj,[0-9]*\" /out/trace.txt | sed 's/.* //; s/,/:/' | sort -t: -k2 -n -u); do",
+        "    case \" $known \" in *\" $dv \"*) continue;; esac",
+        "    [ $# -gt 0 ] || break",
+        "    echo \"$1 path $dv\" >> /out/devices.txt; shift",
+        "done",
+    ]
+
+
+def _shell_id(name: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_]", "_", name)
 
 
 def _path_names(head: str, paths: int) -> List[str]:
@@ -796,6 +839,8 @@ def _workload_job(w: Dict[str, Any], names: Sequence[str], warnings: List[str],
             for f in flags:
                 if f in _FLAG_RWF and op in ("read", "write"):
                     rwf.append(_FLAG_RWF[f])
+                elif f == "syscall":
+                    pass  # the model gives the bio the flags of the system call the guest makes
                 elif f == "sync" and (op == "write" or waited):
                     pass  # O_DIRECT writes are REQ_SYNC; submit_bio_wait adds it to the others
                 elif f == "idle" and op == "write":
@@ -805,13 +850,14 @@ def _workload_job(w: Dict[str, Any], names: Sequence[str], warnings: List[str],
                 else:
                     warnings.append(f"workload.bio[{i}].flags: '{f}' on a {op} cannot be requested from user space "
                                     f"{'through AIO ' if op == 'read' else ''}; the guest's bio goes without it")
-            if op == "write" and "sync" not in flags:
-                warnings.append(f"workload.bio[{i}]: an O_DIRECT write is always REQ_SYNC; add flags = [\"sync\"] "
+            said = "sync" in flags or "syscall" in flags
+            if op == "write" and not said:
+                warnings.append(f"workload.bio[{i}]: an O_DIRECT write is always REQ_SYNC; add flags = [\"syscall\"] "
                                 "for the model to match")
-            if waited and "sync" not in flags:
+            if waited and not said:
                 how = "a synchronous O_DIRECT read" if op == "read" else f"the {op} ioctl" if op != "flush" else "fsync"
-                warnings.append(f"workload.bio[{i}]: {how} ends in submit_bio_wait, which sets REQ_SYNC; "
-                                "add flags = [\"sync\"] for the model to match")
+                warnings.append(f"workload.bio[{i}]: {how} ends in submit_bio_wait, which sets REQ_SYNC (a read: "
+                                "from 5.16); add flags = [\"syscall\"] for the model to match")
             if op in ("discard", "secure_erase"):
                 dname = _strip_dev(str(e.get("device", default_dev)))
                 gran = int(((limits.get(dname) or {}).get("discard_granularity")) or 0) // 512

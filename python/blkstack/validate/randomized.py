@@ -156,7 +156,7 @@ def draw_workload(rng: random.Random, target: str, size: int) -> Doc:
         for _ in range(rng.randint(1, 4)):
             nbytes = rng.choice((4, 8, 32, 128, 512, 1024)) * 1024
             sector = rng.randrange(0, (size - nbytes) // 512 + 1, 8)
-            entries.append({"op": rng.choice(("read", "write")), "sector": sector, "size": nbytes, "flags": ["sync"]})
+            entries.append({"op": rng.choice(("read", "write")), "sector": sector, "size": nbytes, "flags": ["syscall"]})
         return {"type": "bios", "device": target, "iodepth": 1, "bio": entries}
     bs = rng.choice((4, 8, 16, 64, 128, 256)) * 1024
     region = min(size, rng.choice((1, 2, 4, 8)) * MIB) // bs * bs
