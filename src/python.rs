@@ -269,8 +269,10 @@ fn tables_dict<'py>(py: Python<'py>, devices: Vec<(String, u32, u32)>, tasks: Ve
 /// issued requests only).
 /// `btt`: also btt's report. `blktrace`, `blktrace_dump`: write the trace
 /// as blktrace's binary files into that directory, or as one dump file.
+/// `requests`: without `events`, keep the issued requests (false: keep no
+/// event, for a caller that shows only the summary).
 #[pyfunction]
-#[pyo3(signature = (path, interval=None, events=false, btt=false, blktrace=None, blktrace_dump=None, names=Vec::new()))]
+#[pyo3(signature = (path, interval=None, events=false, btt=false, blktrace=None, blktrace_dump=None, names=Vec::new(), requests=true))]
 #[allow(clippy::type_complexity, clippy::too_many_arguments)]
 fn trace_stats<'py>(
     py: Python<'py>,
@@ -281,11 +283,12 @@ fn trace_stats<'py>(
     blktrace: Option<String>,
     blktrace_dump: Option<String>,
     names: Vec<String>,
+    requests: bool,
 ) -> PyResult<(String, Events, Bound<'py, PyDict>)> {
     use crate::stats::dev_names;
     let names = names.iter().map(|s| dev_names::parse_name(s)).collect::<Result<Vec<_>, _>>().map_err(|e| PyValueError::new_err(format!("--name {e}")))?;
     let every = crate::run::interval_ns(interval).map_err(to_py)?;
-    let keep = crate::stats::trace::Keep { events: events || blktrace.is_some() || blktrace_dump.is_some(), btt };
+    let keep = crate::stats::trace::Keep { events: events || blktrace.is_some() || blktrace_dump.is_some(), requests, btt };
     let st = py
         .detach(|| {
             let mut st = crate::stats::trace::analyse_file(&path, every, keep)?;

@@ -165,6 +165,7 @@ def trace_stats(
     blktrace: str | None = None,
     blktrace_dump: str | None = None,
     names: list[str] = ...,
+    requests: bool = True,
 ) -> tuple[str, Events, dict[str, list]]:
     """Analyse a block trace -- blkparse's default text or the kernel's
     ftrace text of the ``block_*`` tracepoints -- through the analysis a

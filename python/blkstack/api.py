@@ -423,7 +423,7 @@ def run(scenario: Union[PathLike, Scenario], kernel: Optional[str] = None, *,
 
 def load_trace(path: PathLike, *, interval: Optional[float] = None, events: bool = True, btt: bool = False,
                blktrace: Optional[PathLike] = None, blktrace_dump: Optional[PathLike] = None,
-               names: Sequence[str] = ()) -> Result:
+               names: Sequence[str] = (), requests: bool = True) -> Result:
     """Analyse a block trace from a real machine -- blkparse's default text
     or the kernel's ftrace text of the ``block_*`` tracepoints (6.1 and
     6.12 layouts) -- as a simulated run is analysed, and return a
@@ -452,6 +452,9 @@ def load_trace(path: PathLike, *, interval: Optional[float] = None, events: bool
         one time-ordered stream, as ``blkparse -d`` dumps them (for ``btt
         -i``).
     :param names: ``MAJ:MIN=NAME`` mappings (``"254:0=vda"``) naming devices.
+    :param requests: with ``events=False``, keep the issued requests for
+        :attr:`Result.requests` (``False``: no table of events or requests,
+        and memory that does not grow with the trace).
     :raises OSError: the file cannot be read.
     :raises ValueError: a mapping in ``names`` is malformed.
     :raises blkstack.TraceFormatError: the file is binary data, and not
@@ -462,7 +465,7 @@ def load_trace(path: PathLike, *, interval: Optional[float] = None, events: bool
     summary, columns, tables = _core.trace_stats(os.fspath(path), interval, events, btt,
                                                  None if blktrace is None else os.fspath(blktrace),
                                                  None if blktrace_dump is None else os.fspath(blktrace_dump),
-                                                 list(names))
+                                                 list(names), requests)
     return Result(json.loads(summary), columns, tables)
 
 

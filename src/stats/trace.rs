@@ -249,6 +249,8 @@ pub struct OddRwbs {
 struct Survey {
     devices: Vec<DevNo>,
     ids: FastMap<DevNo, u32>,
+    /// The device last interned (most records are on the one before theirs).
+    last: Option<(DevNo, u32)>,
     request_based: Vec<bool>,
     origin_ns: Option<u64>,
     previous_ns: Option<u64>,
@@ -261,12 +263,19 @@ struct Survey {
 
 impl Survey {
     fn intern(&mut self, d: DevNo) -> u32 {
+        if let Some((last, id)) = self.last {
+            if last == d {
+                return id;
+            }
+        }
         let next = self.devices.len() as u32;
-        *self.ids.entry(d).or_insert_with(|| {
+        let id = *self.ids.entry(d).or_insert_with(|| {
             self.devices.push(d);
             self.request_based.push(false);
             next
-        })
+        });
+        self.last = Some((d, id));
+        id
     }
 
     fn record(&mut self, r: &TraceRecord) {
@@ -328,6 +337,12 @@ pub struct TraceStats {
     /// btt's report of the trace, when asked for ([`Keep::btt`]).
     pub btt: Option<Btt>,
     acct: Vec<Acct>,
+    /// Per device, while a one-pass reading does not know it is
+    /// request-based: its accounting as a bio-based device
+    /// ([`TraceStats::learn`]), and each snapshot's fields of it as one
+    /// (snapshot, device, fields).
+    shadow: Vec<Option<Acct>>,
+    shadow_samples: Vec<(usize, usize, [u64; 17])>,
     /// How many records of each kind the model has no event for.
     pub other: Vec<(String, usize)>,
     /// Records that name no device (ftrace's plug and unplug).
@@ -344,11 +359,16 @@ pub struct TraceStats {
     count: usize,
     seen: Vec<bool>,
     ids: FastMap<DevNo, u32>,
+    /// The device and the task of the record before (most records are on
+    /// the same ones as the record before them).
+    last_dev: Option<(DevNo, u32)>,
+    last_task: Option<(u32, u32)>,
     /// Tasks by pid, then name: their ids.
     task_ids: FastMap<u32, Vec<(String, u32)>>,
     rwbs_ids: FastMap<String, u32>,
     rwbs_codes: Vec<RwbsCode>,
     keep_events: bool,
+    keep_requests: bool,
     interval_ns: Option<u64>,
     next_sample: Option<u64>,
     last_ns: u64,
@@ -361,6 +381,10 @@ pub struct Keep {
     /// (without it, the issued requests ('D') alone are kept: the requests
     /// table is built from them).
     pub events: bool,
+    /// Without `events`, the issued requests for the requests table
+    /// (`blkstack stats`, which shows none, keeps nothing: its memory does
+    /// not grow with the trace).
+    pub requests: bool,
     /// btt's bookkeeping, for its report.
     pub btt: bool,
 }
@@ -381,7 +405,7 @@ fn other_name(a: TraceAction) -> &'static str {
 /// Analyse a parsed trace. With `interval_ns`, diskstats are also
 /// snapshotted every interval of trace time (iostat per interval).
 pub fn analyse(parse: TraceParse, interval_ns: Option<u64>) -> TraceStats {
-    analyse_records(parse, interval_ns, Keep { events: true, btt: false })
+    analyse_records(parse, interval_ns, Keep { events: true, requests: true, btt: false })
 }
 
 /// [`analyse`] of records in memory: sorted by time (stably), then fed.
@@ -400,21 +424,30 @@ fn analyse_records(parse: TraceParse, interval_ns: Option<u64>, keep: Keep) -> T
 }
 
 /// Analyse the trace at `path` as [`analyse`] does, holding in memory what
-/// is in flight rather than the whole trace: a text trace is read twice,
-/// once to learn its devices and where its time starts, once to analyse it
-/// line by line (records out of time order, from a joined or edited file,
-/// are sorted in memory first). Binary blktrace files, whose per-CPU
-/// records interleave, are read whole ([`crate::trace::blktrace::read_trace_lines`]).
+/// is in flight rather than the whole trace: a text trace is read line by
+/// line, its devices learnt as they come ([`TraceStats::learn`]); records
+/// out of time order, from a joined or edited file, are read again and
+/// sorted in memory first. Binary blktrace files, whose per-CPU records
+/// interleave, are read whole ([`crate::trace::blktrace::read_trace_lines`]).
 pub fn analyse_file(path: &str, interval_ns: Option<u64>, keep: Keep) -> std::io::Result<TraceStats> {
     use crate::trace::blktrace::read_trace_lines;
     let mut survey = Survey::default();
-    read_trace_lines(path, |line| {
-        if let Line::Record(r) = line {
-            survey.record(r);
-        }
-    })?;
+    let mut st = TraceStats::new(Survey::default(), interval_ns, keep);
     let mut parse = TraceParse::default();
+    read_trace_lines(path, |line| match line {
+        _ if survey.backwards.0 > 0 => {}
+        Line::Record(r) => {
+            survey.record(r);
+            if survey.backwards.0 == 0 {
+                st.learn(&survey, r);
+                st.record(r);
+            }
+        }
+        Line::Skipped => parse.skipped += 1,
+        Line::Bad(b) => parse.bad.push(b),
+    })?;
     if survey.backwards.0 > 0 {
+        let mut parse = TraceParse::default();
         read_trace_lines(path, |line| match line {
             Line::Record(r) => parse.records.push(r.clone()),
             Line::Skipped => parse.skipped += 1,
@@ -422,12 +455,7 @@ pub fn analyse_file(path: &str, interval_ns: Option<u64>, keep: Keep) -> std::io
         })?;
         return Ok(analyse_records(parse, interval_ns, keep));
     }
-    let mut st = TraceStats::new(survey, interval_ns, keep);
-    read_trace_lines(path, |line| match line {
-        Line::Record(r) => st.record(r),
-        Line::Skipped => parse.skipped += 1,
-        Line::Bad(b) => parse.bad.push(b),
-    })?;
+    st.settle(&survey);
     st.finish(parse.bad, parse.skipped);
     Ok(st)
 }
@@ -450,6 +478,8 @@ impl TraceStats {
             analysis: Analysis::default(),
             btt,
             acct,
+            shadow: (0..n).map(|_| None).collect(),
+            shadow_samples: Vec::new(),
             other: Vec::new(),
             no_device: 0,
             odd_rwbs: Vec::new(),
@@ -460,11 +490,14 @@ impl TraceStats {
             count: 0,
             seen: vec![false; n],
             ids: survey.ids,
+            last_dev: None,
+            last_task: None,
             devices: survey.devices,
             task_ids: FastMap::default(),
             rwbs_ids: FastMap::default(),
             rwbs_codes: Vec::new(),
             keep_events: keep.events,
+            keep_requests: keep.requests,
             interval_ns,
             next_sample: interval_ns,
             last_ns: 0,
@@ -473,8 +506,76 @@ impl TraceStats {
         st
     }
 
+    /// What a record read in one pass ([`analyse_file`]) adds to what is
+    /// known of the trace, `survey` having just read it: where time starts
+    /// (its first record, time never running backwards in such a pass), the
+    /// devices it names first, and whether its device is request-based. A
+    /// device is accounted as request-based and, until a G, I or D shows
+    /// it is, also as bio-based ([`TraceStats::shadow`]).
+    fn learn(&mut self, survey: &Survey, r: &TraceRecord) {
+        self.origin_ns = survey.origin_ns.unwrap_or(0);
+        while self.devices.len() < survey.devices.len() {
+            let d = survey.devices[self.devices.len()];
+            self.ids.insert(d, self.devices.len() as u32);
+            self.devices.push(d);
+            self.names.push(device_name(d));
+            self.acct.push(Acct { request_based: true, ..Default::default() });
+            self.shadow.push(Some(Acct::default()));
+            self.seen.push(false);
+            if let Some(b) = &mut self.btt {
+                b.add_device((d.major, d.minor));
+            }
+            let fresh = DiskStats::default().fields(0);
+            self.samples.iter_mut().for_each(|s| s.1.push(fresh));
+        }
+        if let (Some(d), Some(_)) = (r.dev, r.action.model()) {
+            let id = self.dev_id(d) as usize;
+            if survey.request_based[id] {
+                self.shadow[id] = None;
+            }
+        }
+    }
+
+    /// After a pass: a device that showed no G, I or D is bio-based, its
+    /// accounting and snapshots those of [`TraceStats::shadow`].
+    fn settle(&mut self, survey: &Survey) {
+        self.format = survey.format();
+        for (i, shadow) in self.shadow.iter_mut().enumerate() {
+            if let Some(a) = shadow.take() {
+                self.acct[i] = a;
+                for &(s, _, fields) in self.shadow_samples.iter().filter(|x| x.1 == i) {
+                    self.samples[s].1[i] = fields;
+                }
+            }
+        }
+        self.shadow_samples.clear();
+    }
+
+    /// The id of device `d`, as [`Survey::intern`] gave it.
+    fn dev_id(&mut self, d: DevNo) -> u32 {
+        match self.last_dev {
+            Some((last, id)) if last == d => id,
+            _ => {
+                let id = self.ids[&d];
+                self.last_dev = Some((d, id));
+                id
+            }
+        }
+    }
+
     /// The id of `r`'s task, interned; the CPU of its first record is its own.
     fn task_id(&mut self, pid: u32, comm: &str, cpu: u32) -> u32 {
+        if let Some((last, id)) = self.last_task {
+            if last == pid && self.tasks[id as usize].comm == comm {
+                return id;
+            }
+        }
+        let id = self.find_task(pid, comm, cpu);
+        self.last_task = Some((pid, id));
+        id
+    }
+
+    fn find_task(&mut self, pid: u32, comm: &str, cpu: u32) -> u32 {
         let same_pid = self.task_ids.entry(pid).or_default();
         if let Some(&(_, id)) = same_pid.iter().find(|(c, _)| c == comm) {
             return id;
@@ -517,7 +618,7 @@ impl TraceStats {
             self.no_device += 1;
             return;
         };
-        let id = self.ids[&dev];
+        let id = self.dev_id(dev);
         self.cpus = self.cpus.max(r.cpu.saturating_add(1));
         let task = self.task_id(r.pid, r.comm.as_deref().unwrap_or_default(), r.cpu);
         let code = self.rwbs_id(&r.rwbs);
@@ -527,7 +628,7 @@ impl TraceStats {
         }
         let (arg, from_dev) = match &r.extra {
             Extra::Split { new_sector } => (*new_sector, 0),
-            Extra::Remap { from, from_sector, .. } => (*from_sector, self.ids[from]),
+            Extra::Remap { from, from_sector, .. } => (*from_sector, self.dev_id(*from)),
             Extra::Unplug { depth } => (*depth as u64, 0),
             _ => (0, 0),
         };
@@ -546,7 +647,7 @@ impl TraceStats {
             from_dev: from_dev as DevId,
         };
         self.event(&ev);
-        if self.keep_events || ev.action == Action::Issue {
+        if self.keep_events || (self.keep_requests && ev.action == Action::Issue) {
             self.events.push(ev);
             self.rwbs.push(code as u16);
         }
@@ -561,6 +662,9 @@ impl TraceStats {
         }
         self.analysis.add(ev);
         self.acct[ev.dev as usize].event(ev);
+        if let Some(a) = &mut self.shadow[ev.dev as usize] {
+            a.event(ev);
+        }
         if let Some(b) = &mut self.btt {
             b.add(ev, &self.tasks[ev.task as usize]);
         }
@@ -610,6 +714,9 @@ impl TraceStats {
 
     fn snapshot(&mut self, at: u64) {
         let all = self.acct.iter().map(|a| a.disk.fields(a.disk.inflight())).collect();
+        let s = self.samples.len();
+        let shadows = self.shadow.iter().enumerate().filter_map(|(i, a)| a.as_ref().map(|a| (s, i, a.disk.fields(a.disk.inflight()))));
+        self.shadow_samples.extend(shadows);
         self.samples.push((at, all));
     }
 

@@ -108,7 +108,8 @@ def cmd_stats(args: argparse.Namespace) -> int:
         if not chosen and not tools:
             chosen = ["iostat", "btt", "histograms"]
         result = load_trace(args.trace, interval=args.interval, events=bool(tools), btt="btt" in chosen,
-                            blktrace=args.blktrace, blktrace_dump=args.blktrace_dump, names=args.name)
+                            blktrace=args.blktrace, blktrace_dump=args.blktrace_dump, names=args.name,
+                            requests=False)
     except ValueError as exc:  # --interval refused by the engine, or a binary file
         raise UsageError(str(exc)) from None
     s = result.summary

@@ -17,6 +17,7 @@ mod rbtree;
 mod seek;
 
 use std::collections::{BTreeMap, HashMap};
+use std::hash::BuildHasherDefault;
 
 use rbtree::{RbTree, NIL};
 
@@ -24,6 +25,10 @@ use crate::genhd::DevId;
 use crate::trace::{Action, Event, Task};
 use live::Lives;
 use seek::Seeki;
+
+/// Maps looked up for every event (devices, pids, seek distances): hashed
+/// with the analysis's cheap hasher, not SipHash.
+type FastMap<K, V> = HashMap<K, V, BuildHasherDefault<crate::stats::analysis::SectorHasher>>;
 
 /// btt's `avg_info`: min, max, total and count of a figure, in ns (or
 /// sectors for `BLKS`).
@@ -177,15 +182,17 @@ pub struct Btt {
     /// Device numbers by device id.
     devnos: Vec<(u32, u32)>,
     dips: Vec<Dip>,
-    dip_of: HashMap<DevId, usize>,
+    dip_of: FastMap<DevId, usize>,
     procs: Vec<Proc>,
-    proc_by_pid: HashMap<u32, usize>,
+    proc_by_pid: FastMap<u32, usize>,
     proc_by_name: BTreeMap<String, usize>,
     all: Avgs,
     all_regions: Regions,
     all_lives: Lives,
     last_q: Option<u64>,
     origin: Option<u64>,
+    /// What [`covered`] found and its stack, kept between events.
+    covered: (Vec<u32>, Vec<u32>),
 }
 
 impl Btt {
@@ -194,16 +201,23 @@ impl Btt {
         Btt {
             devnos,
             dips: Vec::new(),
-            dip_of: HashMap::new(),
+            dip_of: FastMap::default(),
             procs: Vec::new(),
-            proc_by_pid: HashMap::new(),
+            proc_by_pid: FastMap::default(),
             proc_by_name: BTreeMap::new(),
             all: Avgs::default(),
             all_regions: Regions::default(),
             all_lives: Lives::default(),
             last_q: None,
             origin: None,
+            covered: Default::default(),
         }
+    }
+
+    /// Device id `devnos.len()` is `devno` (major, minor): for a trace
+    /// whose devices are learnt as they come.
+    pub fn add_device(&mut self, devno: (u32, u32)) {
+        self.devnos.push(devno);
     }
 
     /// `add_trace`: one event by `task`. Times are taken from the first
@@ -362,7 +376,9 @@ impl Btt {
         dip.n_act_q = dip.n_act_q.saturating_sub(1);
         dip.d2d_seek.add(ev.sector, end);
         dip.n_ds += 1;
-        for n in covered(&dip.qs, ev.sector, end) {
+        let mut nodes = std::mem::take(&mut self.covered);
+        covered(&dip.qs, ev.sector, end, &mut nodes);
+        for &n in &nodes.0 {
             let q = *self.dips[d].qs.val(n);
             if let Some(i) = q.i_time {
                 self.update(I2D, d, q.proc_, tdelta(i, t));
@@ -373,6 +389,7 @@ impl Btt {
             dip.qs.val_mut(n).d_time = Some(t);
             dip.q2d[q2d_bucket(t.wrapping_sub(q.time))] += 1;
         }
+        self.covered = nodes;
     }
 
     /// `handle_complete`: Q2C and D2C of every Q the completion covers,
@@ -385,7 +402,9 @@ impl Btt {
         self.dips[d].regions.c.update(t);
         self.procs[p].regions.c.update(t);
         let end = ev.sector + blks;
-        for n in covered(&self.dips[d].qs, ev.sector, end) {
+        let mut nodes = std::mem::take(&mut self.covered);
+        covered(&self.dips[d].qs, ev.sector, end, &mut nodes);
+        for &n in &nodes.0 {
             let q = *self.dips[d].qs.val(n);
             self.dips[d].qs.erase(n);
             let which = if remapper(self.dips[d].major) { Q2C_DM } else { Q2C };
@@ -396,6 +415,7 @@ impl Btt {
                 self.update(D2C, d, q.proc_, tdelta(dt, t));
             }
         }
+        self.covered = nodes;
     }
 
     fn dip_plug(&mut self, dev: DevId, t: u64) {
@@ -475,9 +495,12 @@ fn find_sec(qs: &RbTree<QIop>, sector: u64) -> Option<u32> {
 /// `rb_foreach`: the pending Qs inside [start, end], visiting a node, then
 /// its left subtree only when `start` lies left of it and its right one
 /// only when it ends before `end` (so a Q overlapped by a longer one above
-/// it can be missed, as btt misses it).
-fn covered(qs: &RbTree<QIop>, start: u64, end: u64) -> Vec<u32> {
-    let (mut out, mut stack) = (Vec::new(), vec![qs.root()]);
+/// it can be missed, as btt misses it), into the first of `scratch`.
+fn covered(qs: &RbTree<QIop>, start: u64, end: u64, scratch: &mut (Vec<u32>, Vec<u32>)) {
+    let (out, stack) = scratch;
+    out.clear();
+    stack.clear();
+    stack.push(qs.root());
     while let Some(n) = stack.pop() {
         if n == NIL {
             continue;
@@ -493,7 +516,6 @@ fn covered(qs: &RbTree<QIop>, start: u64, end: u64) -> Vec<u32> {
             stack.push(qs.left(n));
         }
     }
-    out
 }
 
 /// `update_lq`: the time since the previous Q (at least 1 ns).

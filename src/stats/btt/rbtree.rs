@@ -81,23 +81,6 @@ impl<V> RbTree<V> {
         self.link(key, val, parent, left)
     }
 
-    /// The node of `key`, or a new one holding `val()` where the binary
-    /// search ended: one walk down the tree where [`RbTree::find`] then
-    /// [`RbTree::insert`] take two, and the same tree. Whether it is new.
-    pub fn find_or_insert(&mut self, key: u64, val: impl FnOnce() -> V) -> (u32, bool) {
-        let (mut parent, mut cur, mut left) = (NIL, self.root, false);
-        while cur != NIL {
-            let k = self.key(cur);
-            if key == k {
-                return (cur, false);
-            }
-            parent = cur;
-            left = key < k;
-            cur = if left { self.left(cur) } else { self.right(cur) };
-        }
-        (self.link(key, val(), parent, left), true)
-    }
-
     /// A new red node under `parent` (on its left or right), then rebalance.
     fn link(&mut self, key: u64, val: V, parent: u32, left: bool) -> u32 {
         let node = Node { key, val, left: NIL, right: NIL, parent, red: true };
