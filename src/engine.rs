@@ -146,6 +146,9 @@ struct TaskState {
     blkcg: u16,
     /// The kworker running blk-throttle's dispatch work.
     throtl_worker: bool,
+    /// A driver's thread already ran at one of this submission's plug
+    /// ends ([`Engine::thread_runs_at_unplug`]).
+    woke_thread: bool,
 }
 
 /// Builds the device stack before a run.
@@ -310,7 +313,10 @@ impl Stack for Engine {
             }
         };
         match (own_plug, status) {
-            (true, Submit::Done) => mq::blk_finish_plug(&mut self.queues, &mut self.core, task),
+            (true, Submit::Done) => {
+                mq::blk_finish_plug(&mut self.queues, &mut self.core, task);
+                self.thread_runs_at_unplug(task, dev);
+            }
             (true, Submit::Blocked) => self.tasks[task as usize].own_plug = true,
             _ => {}
         }
@@ -421,6 +427,7 @@ impl Engine {
         let spec = spec.borrow();
         // bio_associate_blkg: the bio belongs to its submitter's cgroup.
         let blkcg = self.tasks[task as usize].blkcg;
+        self.tasks[task as usize].woke_thread = false;
         let id = self.core.alloc_root_bio(spec.dev, spec.op, spec.flags, spec.sector, spec.size, &spec.bvecs, owner, cookie, blkcg);
         self.core.current = task;
         // submit_bio: the checks follow the submitter's bio (also one the
@@ -435,6 +442,28 @@ impl Engine {
             None => true,
             Some(s) => self.sleeps(task, s),
         }
+    }
+
+    /// The plug of one `__submit_bio` ended (6.12, `submit_bio_plug`): md's
+    /// plug callback (`raid5_unplug`) released the stripe_heads this piece
+    /// of the bio attached and woke raid5d. Asleep until then, raid5d
+    /// preempts the submitter at the first such wake-up of a submission
+    /// and runs until it waits for its pre-reads; at the later ones it is
+    /// runnable already and runs when the submitter sleeps. (How the
+    /// guests' scheduler treats a thread waking from a long sleep, not a
+    /// block-layer rule: docs/validation.md, R.)
+    fn thread_runs_at_unplug(&mut self, task: u32, dev: DevId) {
+        let Some(d) = self.bio_driver_index(dev) else { return };
+        let ts = &self.tasks[task as usize];
+        if ts.woke_thread || ts.thread.is_some() || !self.drivers[d].as_ref().is_some_and(|drv| drv.unplug_wakes_thread()) {
+            return;
+        }
+        let Some(&t) = self.threads.iter().find(|&&t| self.tasks[t as usize].thread == Some(d)) else { return };
+        if self.tasks[t as usize].blocked {
+            return;
+        }
+        self.tasks[task as usize].woke_thread = true;
+        self.run_thread(d, t);
     }
 
     /// The task went to sleep inside a submission: it resumes by itself.

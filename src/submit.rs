@@ -56,6 +56,12 @@ pub trait BioDriver {
         None
     }
 
+    /// The submitter's plug callback (md's `raid5_unplug`) has handed the
+    /// thread work as the plug ended, and woken it.
+    fn unplug_wakes_thread(&self) -> bool {
+        false
+    }
+
     /// The name of a workqueue worker the driver submits from, if it has
     /// timed work ([`SimEvent::DriverWork`]).
     fn worker_name(&self) -> Option<String> {

@@ -261,6 +261,11 @@ impl BioDriver for Mddev {
         }
     }
 
+    /// `raid5_unplug` released stripe_heads to raid5d's handle list.
+    fn unplug_wakes_thread(&self) -> bool {
+        matches!(self.pers, Personality::Raid456 { .. }) && !self.stripes.handle_list.is_empty()
+    }
+
     /// A raid1/raid10 read completed, or the pre-reads of a raid5
     /// stripe_head did (its hold bio's deferred end): it goes back to raid5d.
     fn bio_deferred_end(&mut self, core: &mut BlockCore, bio: BioId, status: i32) {

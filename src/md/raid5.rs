@@ -407,7 +407,7 @@ impl R5Conf {
     /// `handle_stripe_dirtying` on a stripe_head with nothing cached: count
     /// the reads rmw needs (written units + parity) and rcw needs (data units
     /// not overwritten), pick one, and fill `reads`/`writes`.
-    fn handle_stripe_dirtying(&self, sh: &mut StripeHeadWrite, rmw_level: RmwLevel, force_rcw: bool) {
+    pub(crate) fn handle_stripe_dirtying(&self, sh: &mut StripeHeadWrite, rmw_level: RmwLevel, force_rcw: bool) {
         let parity: Vec<u32> = std::iter::once(sh.pd_idx).chain(sh.qd_idx).collect();
         let not_overwritten: Vec<u32> = (0..self.raid_disks).filter(|d| !parity.contains(d) && !sh.overwrite.contains(d)).collect();
         let rmw = sh.towrite.len() + parity.len();

@@ -17,7 +17,7 @@ use crate::bio::{req, BioId, Op};
 use crate::submit::{BlockCore, EOPNOTSUPP};
 
 use super::personality::{alloc_bio, alloc_bio_at, clone_part, md_account_bio, md_remap, md_split, member_discards, Mddev, Personality};
-use super::raid5::{R5Conf, RmwLevel, StripeHeadWrite, StripeWriteMode, STRIPE_SECTORS};
+use super::raid5::{R5Conf, RmwLevel, StripeHeadWrite, STRIPE_SECTORS};
 
 /// Where the model puts stripe-cache pages: far above any buffer a
 /// workload uses, one page per (member, stripe_head).
@@ -29,41 +29,8 @@ fn stripe_page(disk: u32, sh_sector: u64) -> u64 {
     STRIPE_CACHE_BASE + ((disk as u64) << 40) + (sh_sector << 9)
 }
 
-/// Which stripe_heads of `plan` raid5d handles together, as indices into
-/// `plan`, in the order it handles them (`stripe_add_to_batch_list`): a
-/// full-stripe write joins the batch of the stripe_head just below it (the
-/// search only goes back) when that one is a full-stripe write seen
-/// earlier and both lie in one chunk row (same parity members); the batch
-/// head is handled in its place, the members with it. Every other
-/// stripe_head is handled alone.
-pub(crate) fn stripe_batches(plan: &[StripeHeadWrite], chunk_sectors: u64) -> Vec<Vec<usize>> {
-    let mut batches: Vec<Vec<usize>> = Vec::new();
-    // Full-stripe stripe_heads seen so far: sector → their batch.
-    let mut full: Vec<(u64, usize)> = Vec::new();
-    for (i, sh) in plan.iter().enumerate() {
-        let is_full = sh.mode == StripeWriteMode::FullStripe;
-        let below = (is_full && sh.sector % chunk_sectors != 0)
-            .then(|| full.iter().find(|&&(s, _)| s + STRIPE_SECTORS == sh.sector).map(|&(_, b)| b))
-            .flatten();
-        let b = match below {
-            Some(b) => {
-                batches[b].push(i);
-                b
-            }
-            None => {
-                batches.push(vec![i]);
-                batches.len() - 1
-            }
-        };
-        if is_full {
-            full.push((sh.sector, b));
-        }
-    }
-    batches
-}
-
 impl Mddev {
-    fn r5conf(&self) -> (&R5Conf, RmwLevel) {
+    pub(crate) fn r5conf(&self) -> (&R5Conf, RmwLevel) {
         match &self.pers {
             Personality::Raid456 { conf, rmw_level, .. } => (conf, *rmw_level),
             _ => unreachable!("raid456 path on another personality"),
@@ -114,12 +81,10 @@ impl Mddev {
         let b = core.bio(bio);
         let (start, sectors, flags) = (b.iter.sector, b.sectors() as u64, b.flags & (req::FUA | req::SYNC));
         let (conf, rmw) = self.r5conf();
-        let chunk = conf.chunk_sectors as u64;
         let mut plan = Vec::new();
         conf.raid5_make_request_write(start, sectors, rmw, None, &mut plan);
-        for batch in stripe_batches(&plan, chunk) {
-            let shs = batch.iter().map(|&i| plan[i].clone()).collect();
-            self.raid5_add_stripe(core, bio, start, flags, shs);
+        for sh in plan {
+            self.raid5_add_stripe_bio(core, bio, start, flags, sh);
         }
         core.bio_endio(bio, 0);
     }
@@ -202,30 +167,5 @@ impl Mddev {
             }
         }
         core.bio_endio(bio, 0);
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn sh(sector: u64, full: bool) -> StripeHeadWrite {
-        let mode = if full { StripeWriteMode::FullStripe } else { StripeWriteMode::Rcw };
-        StripeHeadWrite { sector, pd_idx: 3, qd_idx: None, towrite: vec![], overwrite: vec![], mode, reads: vec![], writes: vec![] }
-    }
-
-    #[test]
-    fn full_stripe_writes_batch_backwards_within_a_chunk_row() {
-        // 16-sector chunks: stripe_heads at 0 and 8 in row 0, 16 and 24 in
-        // row 1. A plan that starts at 8 (the bio's lowest chunk offset)
-        // and wraps: 8 finds nothing below it yet, 0 cannot join 8 (the
-        // search only goes back), 16 starts a row (sector % chunk == 0),
-        // 24 joins 16; 32 is partial, alone; 40 finds 32 below it, not a
-        // full-stripe write: alone.
-        let plan = [sh(8, true), sh(0, true), sh(16, true), sh(24, true), sh(32, false), sh(40, true)];
-        assert_eq!(stripe_batches(&plan, 16), [vec![0], vec![1], vec![2, 3], vec![4], vec![5]]);
-        // In order, a full row of four is one batch, headed by its lowest.
-        let row = [sh(0, true), sh(8, true), sh(16, true), sh(24, true)];
-        assert_eq!(stripe_batches(&row, 32), [vec![0, 1, 2, 3]]);
     }
 }

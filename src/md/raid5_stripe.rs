@@ -32,7 +32,7 @@ use crate::profile::PlugAdd;
 use crate::submit::BlockCore;
 
 use super::personality::{alloc_bio, Mddev};
-use super::raid5::StripeHeadWrite;
+use super::raid5::{RmwLevel, StripeHeadWrite, StripeWriteMode};
 
 /// `MAX_STRIPE_BATCH`: stripe_heads `handle_active_stripes` takes at a time.
 pub(crate) const MAX_STRIPE_BATCH: usize = 8;
@@ -48,21 +48,66 @@ pub(crate) enum StripeStep {
     Computed,
 }
 
+/// A bio attached to a handle-list entry: the md bio it keeps open until
+/// the writes are chained (`hold`) and the units it writes.
+#[derive(Debug)]
+pub(crate) struct Attached {
+    /// The array's bio.
+    pub bio: BioId,
+    /// An md bio (no data) chained to `bio` that keeps it open until the
+    /// writes are chained. The first attached bio's hold also carries the
+    /// pre-reads, and its end is deferred ([`req::DEFER_END`]) to tell md
+    /// they are all done.
+    pub hold: BioId,
+    /// The bio's start sector.
+    pub start: u64,
+    /// (stripe_head sector, member) of the data units it writes.
+    pub units: Vec<(u64, u32)>,
+}
+
 /// One handle-list entry: a stripe_head, or a batch by its head.
 #[derive(Debug)]
 pub(crate) struct StripeWork {
-    /// The array's bio the writes belong to.
-    pub bio: BioId,
-    /// An md bio (no data) chained to `bio` that keeps it open until the
-    /// writes are chained; the pre-reads are chained to it, and its end is
-    /// deferred ([`req::DEFER_END`]) to tell md they are all done.
-    pub hold: BioId,
-    /// The bio's start and its `REQ_SYNC`/`REQ_FUA` for the writes.
-    pub start: u64,
+    /// The bios attached (`add_stripe_bio`), first the one that set it up;
+    /// a later bio joins stripe_heads raid5d has not handled yet
+    /// (`raid5_get_active_stripe` finds them in the stripe cache).
+    pub bios: Vec<Attached>,
+    /// The bios' `REQ_SYNC`/`REQ_FUA` for the writes.
     pub flags: u32,
     /// The head first, then the batch's members.
     pub shs: Vec<StripeHeadWrite>,
     pub step: StripeStep,
+}
+
+impl StripeWork {
+    /// The bio, and its start, whose data member `d` of stripe_head
+    /// `sector` writes (the last one attached there).
+    fn writer(&self, sector: u64, d: u32) -> (BioId, u64) {
+        let a = self.bios.iter().rev().find(|a| a.units.contains(&(sector, d))).unwrap_or(&self.bios[0]);
+        (a.bio, a.start)
+    }
+
+    /// Where the stripe_head at `sector` is, if raid5d has not handled it.
+    fn unhandled(&self, sector: u64) -> Option<usize> {
+        (self.step == StripeStep::New).then(|| self.shs.iter().position(|sh| sh.sector == sector)).flatten()
+    }
+}
+
+/// `stripe_add_to_batch_list`'s back search for a full-stripe write at
+/// `sector` (`flags` its bio's): the entry and the position of the
+/// stripe_head just below it, when both lie in one chunk row (same parity
+/// members) and that one is a full-stripe write of the same flags raid5d has
+/// not handled yet (`stripe_can_batch`: `STRIPE_BATCH_READY` is cleared by
+/// its first `handle_stripe`). `entries` are the handle list's.
+pub(crate) fn batch_below<'a>(entries: impl Iterator<Item = (bool, u32, &'a [StripeHeadWrite])>, sector: u64, chunk: u64, flags: u32) -> Option<(usize, usize)> {
+    if sector % chunk == 0 {
+        return None;
+    }
+    let below = sector - super::raid5::STRIPE_SECTORS;
+    entries.enumerate().find_map(|(e, (unhandled, f, shs))| {
+        let k = shs.iter().position(|sh| sh.sector == below)?;
+        (unhandled && f == flags && shs[k].mode == StripeWriteMode::FullStripe).then_some((e, k))
+    })
 }
 
 /// The stripe_heads of writes raid5d has to handle.
@@ -111,13 +156,95 @@ pub(crate) fn handle_active_stripes<T>(list: &mut VecDeque<T>, mut handle: impl 
 }
 
 impl Mddev {
-    /// Attach a write's stripe_heads (a batch head with its members, or one
-    /// stripe_head) to the handle list, as `raid5_unplug` releases them.
-    pub(crate) fn raid5_add_stripe(&mut self, core: &mut BlockCore, bio: BioId, start: u64, flags: u32, shs: Vec<StripeHeadWrite>) {
+    /// `add_stripe_bio` of one stripe_head `sh` of the write `bio` (the
+    /// units this bio writes, with its rmw/rcw plan alone) as
+    /// `raid5_make_request` attaches it and `raid5_unplug` releases it to the
+    /// handle list: it joins the same stripe_head when raid5d has not
+    /// handled that yet (a bio split at md's `max_sectors` reaches a row in
+    /// pieces; parity is then planned for what all of them write); a
+    /// full-stripe write joins the batch below it ([`batch_below`]); anything
+    /// else is an entry of its own at the tail.
+    pub(crate) fn raid5_add_stripe_bio(&mut self, core: &mut BlockCore, bio: BioId, start: u64, flags: u32, sh: StripeHeadWrite) {
+        let units: Vec<(u64, u32)> = sh.towrite.iter().map(|&d| (sh.sector, d)).collect();
+        let found = self.stripes.handle_list.iter().enumerate().find_map(|(e, w)| Some((e, w.unhandled(sh.sector)?)));
+        let (e, k) = match found {
+            Some((e, k)) => {
+                self.stripe_join(e, k, &sh);
+                (e, k)
+            }
+            None => {
+                let hold = self.stripe_hold(core, bio, sh.sector);
+                let a = Attached { bio, hold, start, units: Vec::new() };
+                self.stripes.handle_list.push_back(StripeWork { bios: vec![a], flags, shs: vec![sh], step: StripeStep::New });
+                (self.stripes.handle_list.len() - 1, 0)
+            }
+        };
+        self.stripe_attach(core, e, bio, start, units);
+        self.stripe_add_to_batch_list(core, e, k);
+    }
+
+    /// A further bio's units join the unhandled stripe_head `k` of entry
+    /// `e`: `handle_stripe_dirtying` will see the units of every bio.
+    fn stripe_join(&mut self, e: usize, k: usize, sh: &StripeHeadWrite) {
+        let (conf, rmw) = self.r5conf();
+        let mut merged = self.stripes.handle_list[e].shs[k].clone();
+        for (have, add) in [(&mut merged.towrite, &sh.towrite), (&mut merged.overwrite, &sh.overwrite)] {
+            have.extend(add.iter().filter(|d| !have.contains(d)).copied().collect::<Vec<_>>());
+            have.sort_unstable();
+        }
+        conf.handle_stripe_dirtying(&mut merged, rmw, rmw == RmwLevel::Disable);
+        self.stripes.handle_list[e].shs[k] = merged;
+    }
+
+    /// Record that `bio` writes `units` of entry `e` (a hold of its own the
+    /// first time the bio reaches the entry).
+    fn stripe_attach(&mut self, core: &mut BlockCore, e: usize, bio: BioId, start: u64, units: Vec<(u64, u32)>) {
+        if let Some(a) = self.stripes.handle_list[e].bios.iter_mut().find(|a| a.bio == bio) {
+            a.units.extend(units);
+            return;
+        }
+        let sector = units.first().map_or(0, |u| u.0);
+        let hold = self.stripe_hold(core, bio, sector);
+        self.stripes.handle_list[e].bios.push(Attached { bio, hold, start, units });
+    }
+
+    /// An md bio chained to `bio` that keeps it open until raid5d has
+    /// chained the writes.
+    fn stripe_hold(&self, core: &mut BlockCore, bio: BioId, sector: u64) -> BioId {
         let md = core.bio(bio).dev;
-        let hold = alloc_bio(core, bio, md, Op::Write, 0, shs[0].sector, 0);
+        let hold = alloc_bio(core, bio, md, Op::Write, 0, sector, 0);
         core.bio_chain(hold, bio);
-        self.stripes.handle_list.push_back(StripeWork { bio, hold, start, flags, shs, step: StripeStep::New });
+        hold
+    }
+
+    /// `stripe_add_to_batch_list`: entry `e`, if it is the lone stripe_head
+    /// `k` = 0 and now a full-stripe write, moves into the batch of the
+    /// stripe_head below it, right after that one (`list_add` after it in
+    /// the batch list), bios and all.
+    fn stripe_add_to_batch_list(&mut self, core: &mut BlockCore, e: usize, k: usize) {
+        let w = &self.stripes.handle_list[e];
+        if k != 0 || w.shs.len() != 1 || w.shs[0].mode != StripeWriteMode::FullStripe {
+            return;
+        }
+        let (sector, flags) = (w.shs[0].sector, w.flags);
+        let chunk = self.r5conf().0.chunk_sectors as u64;
+        let list = &self.stripes.handle_list;
+        let entries = list.iter().enumerate().map(|(i, w)| (i != e && w.step == StripeStep::New, w.flags, w.shs.as_slice()));
+        let Some((to, at)) = batch_below(entries, sector, chunk, flags) else { return };
+        let w = self.stripes.handle_list.remove(e).expect("entry e is on the list");
+        let to = if to > e { to - 1 } else { to };
+        let head = &mut self.stripes.handle_list[to];
+        head.shs.insert(at + 1, w.shs.into_iter().next().expect("one stripe_head"));
+        for a in w.bios {
+            match head.bios.iter_mut().find(|b| b.bio == a.bio) {
+                // The bio has a hold there already: this one goes.
+                Some(b) => {
+                    b.units.extend(a.units);
+                    core.bio_endio(a.hold, 0);
+                }
+                None => head.bios.push(a),
+            }
+        }
     }
 
     /// One `handle_active_stripes` call of raid5d; false if nothing was on the list.
@@ -136,10 +263,11 @@ impl Mddev {
         match handle_stripe_visit(w.step, !w.shs[0].reads.is_empty()) {
             StripeVisit::Read => {
                 let head = w.shs[0].clone();
-                self.stripe_reads(core, w.hold, &head);
+                let hold = w.bios[0].hold;
+                self.stripe_reads(core, hold, &head);
                 // The hold's own reference goes: its end now waits for the reads.
-                core.bio_mut(w.hold).flags |= req::DEFER_END;
-                core.bio_endio(w.hold, 0);
+                core.bio_mut(hold).flags |= req::DEFER_END;
+                core.bio_endio(hold, 0);
                 self.stripes.reading.push(w);
                 None
             }
@@ -150,10 +278,13 @@ impl Mddev {
             StripeVisit::Write => {
                 for &d in &w.shs[0].writes {
                     for sh in &w.shs {
-                        self.stripe_write(core, w.bio, sh, d, w.start, w.flags);
+                        let (bio, start) = w.writer(sh.sector, d);
+                        self.stripe_write(core, bio, sh, d, start, w.flags);
                     }
                 }
-                core.bio_endio(w.hold, 0);
+                for a in &w.bios {
+                    core.bio_endio(a.hold, 0);
+                }
                 None
             }
         }
@@ -165,7 +296,7 @@ impl Mddev {
     /// dispatched ([`ready_order`]); `Some(true)`: raid5d has work. `None`
     /// if `hold` is no stripe_head's.
     pub(crate) fn raid5_reads_done(&mut self, core: &BlockCore, hold: BioId) -> Option<bool> {
-        let w = self.stripes.reading.iter_mut().find(|w| w.hold == hold)?;
+        let w = self.stripes.reading.iter_mut().find(|w| w.bios[0].hold == hold)?;
         w.step = StripeStep::ReadsDone;
         if self.stripes.reading.iter().any(|w| w.step != StripeStep::ReadsDone) {
             return Some(false);
@@ -240,6 +371,45 @@ mod tests {
         let both = vec![vec![1, 2]; 3];
         assert_eq!(ready_order(&both, PlugAdd::Head), [0, 1, 2]);
         assert_eq!(ready_order(&both, PlugAdd::Tail), [0, 1, 2]);
+    }
+
+    fn sh(sector: u64, full: bool) -> StripeHeadWrite {
+        let mode = if full { StripeWriteMode::FullStripe } else { StripeWriteMode::Rcw };
+        StripeHeadWrite { sector, pd_idx: 3, qd_idx: None, towrite: vec![], overwrite: vec![], mode, reads: vec![], writes: vec![] }
+    }
+
+    /// The sectors of each handle-list entry after attaching `shs` in order
+    /// (all unhandled, one bio): joined to the batch below, else alone.
+    fn attach(shs: &[StripeHeadWrite], chunk: u64) -> Vec<Vec<u64>> {
+        let mut list: Vec<Vec<StripeHeadWrite>> = Vec::new();
+        for s in shs {
+            let below = (s.mode == StripeWriteMode::FullStripe).then(|| batch_below(list.iter().map(|e| (true, 0, e.as_slice())), s.sector, chunk, 0)).flatten();
+            match below {
+                Some((e, k)) => list[e].insert(k + 1, s.clone()),
+                None => list.push(vec![s.clone()]),
+            }
+        }
+        list.iter().map(|e| e.iter().map(|s| s.sector).collect()).collect()
+    }
+
+    #[test]
+    fn full_stripe_writes_batch_backwards_within_a_chunk_row() {
+        // 16-sector chunks: stripe_heads at 0 and 8 in row 0, 16 and 24 in
+        // row 1. A plan that starts at 8 (the bio's lowest chunk offset)
+        // and wraps: 8 finds nothing below it yet, 0 cannot join 8 (the
+        // search only goes back), 16 starts a row (sector % chunk == 0),
+        // 24 joins 16; 32 is partial, alone; 40 finds 32 below it, not a
+        // full-stripe write: alone.
+        let plan = [sh(8, true), sh(0, true), sh(16, true), sh(24, true), sh(32, false), sh(40, true)];
+        assert_eq!(attach(&plan, 16), [vec![8], vec![0], vec![16, 24], vec![32], vec![40]]);
+        // In order, a full row of four is one batch, headed by its lowest.
+        let row = [sh(0, true), sh(8, true), sh(16, true), sh(24, true)];
+        assert_eq!(attach(&row, 32), [vec![0, 8, 16, 24]]);
+        // A handled stripe_head below (its batch no longer ready) or one of
+        // other flags takes no new member.
+        assert_eq!(batch_below([(false, 0, &row[..1])].into_iter(), 8, 32, 0), None);
+        assert_eq!(batch_below([(true, 1, &row[..1])].into_iter(), 8, 32, 0), None);
+        assert_eq!(batch_below([(true, 0, &row[..1])].into_iter(), 8, 32, 0), Some((0, 0)));
     }
 
     #[test]
