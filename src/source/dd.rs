@@ -19,7 +19,7 @@ use std::collections::VecDeque;
 use crate::bio::{req, Op};
 use crate::genhd::DevId;
 
-use super::dio::{direct_io_unit, DioRules, UserBuffer};
+use super::dio::{direct_io_unit, DioRules, UserBuffer, DIO_WRITE_FLAGS};
 use super::pagecache::{fsync_units, SharedCache, WbRange};
 use super::{IoUnit, Source};
 
@@ -136,7 +136,7 @@ impl Source for Dd {
         // do not show the latter; wbt leaves such writes alone); reads start
         // with no flag, and dd's pread is synchronous, so blkdev_direct_io
         // adds REQ_SYNC on the simple path.
-        let flags = side.flags | if op == Op::Read { 0 } else { req::SYNC | req::IDLE };
+        let flags = side.flags | if op == Op::Read { 0 } else { DIO_WRITE_FLAGS };
         if op == Op::Write && side.flags & req::FUA != 0 {
             // O_SYNC/O_DSYNC: generic_write_sync after the write, i.e.
             // blkdev_fsync — nothing to write back, then the flush.

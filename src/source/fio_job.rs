@@ -41,10 +41,10 @@
 
 use std::collections::VecDeque;
 
-use crate::bio::{req, Op};
+use crate::bio::Op;
 use crate::genhd::DevId;
 
-use super::dio::{direct_io_unit, fio_counted, BufferLayout, DioRules, UserBuffer};
+use super::dio::{direct_io_unit, fio_counted, BufferLayout, DioRules, UserBuffer, DIO_WRITE_FLAGS};
 use super::discard_tool::DiscardTarget;
 use super::fio::{Ddir, FioJob, IoEngine, ReadWrite};
 use super::fio_io_u::{FioSeeds, IoUGen};
@@ -357,7 +357,7 @@ impl FioJobSource {
                 let (op, kind, flags) = match d {
                     Ddir::Read => (Op::Read, UnitKind::Read, 0),
                     // dio_bio_write_op: REQ_SYNC | REQ_IDLE.
-                    _ => (Op::Write, UnitKind::Write, req::SYNC | req::IDLE),
+                    _ => (Op::Write, UnitKind::Write, DIO_WRITE_FLAGS),
                 };
                 let buf = &self.buffers[self.next_buf];
                 self.next_buf = (self.next_buf + 1) % self.buffers.len();
