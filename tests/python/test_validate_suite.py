@@ -41,12 +41,16 @@ CI_SUBSET = [
 TIMEOUT_S = float(os.environ.get("BLKSTACK_VALIDATE_TIMEOUT", "300" if MODE == "ci" else "900"))
 
 
+def _kernels():
+    """The kernels of a full run: all four, or those BLKSTACK_VALIDATE_KERNELS names."""
+    return [k for k in os.environ.get("BLKSTACK_VALIDATE_KERNELS", " ".join(KERNELS)).split() if k]
+
+
 def _runs():
     if MODE == "ci":
         return CI_SUBSET
     names = sorted(f for f in os.listdir(SUITE) if f.endswith(".toml"))
-    kernels = [k for k in os.environ.get("BLKSTACK_VALIDATE_KERNELS", " ".join(KERNELS)).split() if k]
-    return [(n, k) for n in names for k in kernels]
+    return [(n, k) for n in names for k in _kernels()]
 
 
 pytestmark = pytest.mark.skipif(
@@ -73,7 +77,7 @@ def test_scenario_meets_its_expectation(name, kernel):
 # Randomized differential testing (docs/validation.md): in CI the first
 # four scenarios of seed 1 in one 6.12 boot (sata, virtio and nvme disks, an md array, dd;
 # no fio, so CI downloads no tools); `make validate` runs 16 per kernel.
-RANDOM_RUNS = {"ci": [("6.12", 4)], "full": [(k, 16) for k in KERNELS]}
+RANDOM_RUNS = {"ci": [("6.12", 4)], "full": [(k, 16) for k in _kernels()]}
 
 
 @pytest.mark.parametrize("kernel,count", RANDOM_RUNS.get(MODE, [("-", 0)]))
