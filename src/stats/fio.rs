@@ -538,7 +538,9 @@ fn thread_json(ts: &ThreadStat, rs: &GroupStat, elapsed_s: u64, plus: bool) -> F
     let f = &ts.fio;
     let rw_ios: u64 = f.total_io_u[..3].iter().sum();
     let (r, (usr, sys)) = (&ts.rusage, ts.rusage.cpu_pct());
-    m.add("job_runtime", ts.runtime_ms).add("usr_cpu", usr).add("sys_cpu", sys).add("ctx", r.ctx).add("majf", r.majf).add("minf", r.minf);
+    // job_runtime is `total_run_time`, summed over a group's jobs
+    // (`sum_thread_stats`), where each direction's runtime is the longest.
+    m.add("job_runtime", r.run_ms).add("usr_cpu", usr).add("sys_cpu", sys).add("ctx", r.ctx).add("majf", r.majf).add("minf", r.minf);
     let levels = ["1", "2", "4", "8", "16", "32", ">=64"];
     let maps = ["0", "4", "8", "16", "32", "64", ">=64"];
     m.add("iodepth_level", dist_json(&dist(&f.depth, rw_ios), &levels));

@@ -167,6 +167,11 @@ def test_normal_then_json_order(tmp_path):
     assert key_paths(mj) == key_paths(rj)
     assert kinds(mt) == kinds(rt)
     assert "grp: (groupid=0, jobs=2)" in mt
+    # fio sums total_run_time over the group's jobs (job_runtime: 2010 ms
+    # for two 1 s clones in the recording) but takes the longest run for a
+    # direction's runtime (1008 ms there).
+    job = mj["jobs"][0]
+    assert 1000 <= job["write"]["runtime"] < 1100 and 2000 <= job["job_runtime"] <= 2 * job["write"]["runtime"]
 
 
 def test_report_time_follows_source_date_epoch(tmp_path):
