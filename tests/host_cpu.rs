@@ -60,6 +60,22 @@ fn psync_reads_pay_submission_and_completion_in_turn() {
 }
 
 #[test]
+fn psync_reads_under_tcg_take_the_guests_gaps() {
+    let (_, ev) = run(&scenario("[host]\ncpu = \"tcg\"", PSYNC_4K));
+    // The `tcg` class (a qemu TCG vCPU): the first pread's system call
+    // (26 µs), unit (12), bio and page (10 + 1), submit_bio (7): Q at 56 µs;
+    // no merge attempt (empty plug and queue); the request (7): G at 63;
+    // the plug flushed (5) and queue_rq (8): D at 76. null_blk completes at
+    // once: the interrupt (5), the request (4) and the bio (2) ended: C at
+    // 87. The next pread reaps the event (10): each later read comes
+    // 87 + 10 = 97 µs after the one before.
+    let (q, g, d, c) = (times(&ev, Action::Queue), times(&ev, Action::GetRq), times(&ev, Action::Issue), times(&ev, Action::Complete));
+    assert_eq!((q[0], g[0], d[0], c[0]), (56_000, 63_000, 76_000, 87_000));
+    assert_eq!((q[1], g[1], d[1], c[1]), (97_000 + 56_000, 97_000 + 63_000, 97_000 + 76_000, 97_000 + 87_000));
+    assert_eq!(c[9], 87_000 + 9 * 97_000);
+}
+
+#[test]
 fn request_stream_is_the_same_with_and_without_the_model() {
     let w = "[workload]\ntype = \"fio\"\nargs = [\"--name=r\", \"--rw=randread\", \"--bs=64k\", \"--ioengine=libaio\", \
              \"--iodepth=8\", \"--direct=1\", \"--number_ios=200\", \"--filename=/dev/nullb0\"]\n";
@@ -85,7 +101,7 @@ fn two_jobs_on_two_cpus_run_in_parallel_and_share_one_cpu() {
 #[test]
 fn host_errors_name_the_key() {
     let bad = scenario::load("h.toml", &scenario("[host]\ncpu = \"laptop\"", PSYNC_4K), None, &[]).unwrap_err().to_string();
-    assert!(bad.contains("host.cpu") && bad.contains("laptop") && bad.contains("server, vm"), "{bad}");
+    assert!(bad.contains("host.cpu") && bad.contains("laptop") && bad.contains("server, vm, tcg"), "{bad}");
     let no_class = scenario::load("h.toml", &scenario("[host]\nirq_ns = 5", PSYNC_4K), None, &[]).unwrap_err().to_string();
     assert!(no_class.contains("host.irq_ns"), "{no_class}");
     let unknown = scenario::load("h.toml", &scenario("[host]\ncpu = \"vm\"\nirqs_ns = 5", PSYNC_4K), None, &[]).unwrap_err().to_string();
