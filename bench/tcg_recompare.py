@@ -35,6 +35,7 @@ from typing import Dict, List, Optional, Tuple
 HERE = os.path.dirname(os.path.abspath(__file__))
 SUITE = os.path.join(os.path.dirname(HERE), "validate", "scenarios")
 KERNELS = ("5.10", "6.1", "6.12", "7.2")
+GUEST_FIO = "3.33"  # the guests' fio (bookworm's), as docs/validation.md says
 
 
 def scenario_of(d: str) -> Tuple[Optional[str], Optional[str]]:
@@ -98,7 +99,7 @@ def compare(d: str, scenario: str, kernel: str, extra: List[str], work: str) -> 
     plan = build_plan(scenario, kernel, tempfile.mkdtemp(dir=work), resolve(scenario, kernel))
     w = load_toml(scenario).get("workload") or {}
     if w.get("type") == "fio":
-        plan.sim_sets += fio_version_sets(w, "3.33", plan.warnings)
+        plan.sim_sets += fio_version_sets(w, GUEST_FIO, plan.warnings)
     plan.sim_sets += extra
     v = compare_run(scenario, kernel, plan, copy, "saved", 0.0, lambda m: None)
     return [(s.real_name or s.real_dev, s.identical, 100.0 * s.matched / max(len(s.real), len(s.sim), 1))
@@ -113,6 +114,7 @@ def random_streams(n: int, seed: int, kernel: str, host_cpu: str, work: str) -> 
     from blkstack import _core
     from blkstack.diff import Trace, diff_traces
     from blkstack.validate import guest_sets
+    from blkstack.validate.plan import fio_version_sets
     from blkstack.validate.randomized import BATCH, draw_disk_set, generate
     rng = random.Random(seed)
     scen = os.path.join(work, f"seed{seed}-{kernel}")
@@ -125,7 +127,8 @@ def random_streams(n: int, seed: int, kernel: str, host_cpu: str, work: str) -> 
             name = f"random-{seed}-{i:03d}"
             doc = generate(rng, base, kernel, scen, name)
             path = os.path.join(scen, name + ".toml")
-            sets = guest_sets(path) + (["workload.fio_version=3.33"] if doc["workload"]["type"] == "fio" else [])
+            fio = fio_version_sets(doc["workload"], GUEST_FIO, []) if doc["workload"]["type"] == "fio" else []
+            sets = guest_sets(path) + fio
             out = []
             for extra in ([], [f"host.cpu={host_cpu}"]):
                 t = os.path.join(scen, f"{name}-{len(extra)}.txt")
