@@ -40,9 +40,21 @@ fn without_a_host_section_submission_takes_no_time() {
     assert_eq!(ev.iter().map(|e| (e.time, e.action, e.sector)).collect::<Vec<_>>(), none.iter().map(|e| (e.time, e.action, e.sector)).collect::<Vec<_>>());
 }
 
+/// The ten 4 KiB preads of [`PSYNC_4K`] under CPU class `class`: the
+/// first read's Q, G, D and C at `first`, each later read `step` after the
+/// one before.
+fn assert_psync_times(class: &str, first: (u64, u64, u64, u64), step: u64) {
+    let (_, ev) = run(&scenario(&format!("[host]\ncpu = \"{class}\""), PSYNC_4K));
+    let (q, g, d, c) = (times(&ev, Action::Queue), times(&ev, Action::GetRq), times(&ev, Action::Issue), times(&ev, Action::Complete));
+    assert_eq!(q.len(), 10);
+    for i in 0..10 {
+        let at = i as u64 * step;
+        assert_eq!((q[i], g[i], d[i], c[i]), (first.0 + at, first.1 + at, first.2 + at, first.3 + at), "read {i}");
+    }
+}
+
 #[test]
 fn psync_reads_pay_submission_and_completion_in_turn() {
-    let (_, ev) = run(&scenario("[host]\ncpu = \"server\"", PSYNC_4K));
     // First pread: one system call (100), the unit (60), the bio and its
     // page (40 + 15), submit_bio (30): Q at 245. 6.12 plugs the bio's
     // __submit_bio; the plug is empty and so is the software queue, so no
@@ -52,11 +64,19 @@ fn psync_reads_pay_submission_and_completion_in_turn() {
     // the request (60) and its bio (20): C at 1475. The next pread also
     // reaps the event (50): every later step is 1475 + 50 = 1525 ns after
     // the previous one.
-    let (q, g, d, c) = (times(&ev, Action::Queue), times(&ev, Action::GetRq), times(&ev, Action::Issue), times(&ev, Action::Complete));
-    assert_eq!((q[0], g[0], d[0], c[0]), (245, 285, 395, 1475));
-    assert_eq!((q[1], g[1], d[1], c[1]), (1525 + 245, 1525 + 285, 1525 + 395, 1525 + 1475));
-    assert_eq!(q.len(), 10);
-    assert_eq!(c[9], 1475 + 9 * 1525);
+    assert_psync_times("server", (245, 285, 395, 1475), 1525);
+}
+
+#[test]
+fn psync_reads_under_tcg_take_the_guests_gaps() {
+    // The `tcg` class (a qemu TCG vCPU): the first pread's system call
+    // (26 µs), unit (12), bio and page (10 + 1), submit_bio (7): Q at 56 µs;
+    // no merge attempt (empty plug and queue); the request (7): G at 63;
+    // the plug flushed (5) and queue_rq (8): D at 76. null_blk completes at
+    // once: the interrupt (5), the request (4) and the bio (2) ended: C at
+    // 87. The next pread reaps the event (10): each later read comes
+    // 87 + 10 = 97 µs after the one before.
+    assert_psync_times("tcg", (56_000, 63_000, 76_000, 87_000), 97_000);
 }
 
 #[test]
@@ -85,7 +105,7 @@ fn two_jobs_on_two_cpus_run_in_parallel_and_share_one_cpu() {
 #[test]
 fn host_errors_name_the_key() {
     let bad = scenario::load("h.toml", &scenario("[host]\ncpu = \"laptop\"", PSYNC_4K), None, &[]).unwrap_err().to_string();
-    assert!(bad.contains("host.cpu") && bad.contains("laptop") && bad.contains("server, vm"), "{bad}");
+    assert!(bad.contains("host.cpu") && bad.contains("laptop") && bad.contains("server, vm, tcg"), "{bad}");
     let no_class = scenario::load("h.toml", &scenario("[host]\nirq_ns = 5", PSYNC_4K), None, &[]).unwrap_err().to_string();
     assert!(no_class.contains("host.irq_ns"), "{no_class}");
     let unknown = scenario::load("h.toml", &scenario("[host]\ncpu = \"vm\"\nirqs_ns = 5", PSYNC_4K), None, &[]).unwrap_err().to_string();

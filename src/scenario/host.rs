@@ -31,7 +31,7 @@ const COST_KEYS: &[(&str, Field)] = &[
     ("unit_complete_ns", |c| &mut c.unit_complete),
 ];
 
-/// `[host]`: `cpu = "none" | "server" | "vm"`, then any cost overridden in
+/// `[host]`: `cpu = "none" | "server" | "vm" | "tcg"`, then any cost overridden in
 /// nanoseconds (`irq_ns = 500`); a cost key needs a class to start from.
 pub fn read_host(o: &Obj, cpus: Option<u32>) -> Result<HostSpec, ScenarioError> {
     let Some(t) = o.table("host")? else { return Ok(HostSpec { costs: None, cpus }) };
@@ -46,7 +46,7 @@ pub fn read_host(o: &Obj, cpus: Option<u32>) -> Result<HostSpec, ScenarioError> 
     for &(key, field) in COST_KEYS {
         let Some((v, n)) = t.opt_u64(key)? else { continue };
         let Some(c) = costs.as_mut() else {
-            return Err(t.err(key, &n.at, "a cost needs `cpu` set to a CPU class (server, vm) to start from"));
+            return Err(t.err(key, &n.at, "a cost needs `cpu` set to a CPU class (server, vm, tcg) to start from"));
         };
         *field(c) = u32::try_from(v).map_err(|_| t.err(key, &n.at, format!("{v} ns is more than a CPU cost can be")))?;
     }

@@ -258,3 +258,30 @@ def test_blktrace_records_each_disk_around_the_workload(tmp_path):
     off = lines.index("echo 0 > $T/tracing_on")
     assert on < starts[0] < stop < off
     assert lines[stop + 1] == "cp /tmp/blktrace/* /out/blktrace/"
+
+
+def test_host_cpu_gives_the_model_the_guests_cpu_class(tmp_path):
+    from blkstack.validate.plan import HOST_CPU_CLASSES, host_cpu_sets
+    warnings = []
+    assert host_cpu_sets({"disks": {}}, None, warnings) == []
+    assert host_cpu_sets({"disks": {}}, "tcg", warnings) == ["host.cpu=tcg"] and not warnings
+    # A scenario's own [host] table is kept, and the run says so.
+    assert host_cpu_sets({"host": {"cpu": "vm"}}, "tcg", warnings) == []
+    assert warnings == ["--host-cpu tcg: the scenario's own [host] table is used"]
+    # The classes validate accepts are the engine's (its error lists them).
+    p = tmp_path / "s.toml"
+    p.write_text('[disks.vda]\nkind = "virtio"\nsize = "1GiB"\n')
+    for name in HOST_CPU_CLASSES:
+        _core.check(str(p), "6.12", [f"host.cpu={name}"])
+    with pytest.raises(Exception) as err:
+        _core.check(str(p), "6.12", ["host.cpu=laptop"])
+    assert str(err.value).rstrip().endswith("expected one of none, " + ", ".join(HOST_CPU_CLASSES))
+
+
+def test_host_cpu_option_refuses_an_unknown_class(tmp_path, capsys):
+    from blkstack import cli
+    p = tmp_path / "s.toml"
+    p.write_text('[disks.vda]\nkind = "virtio"\nsize = "1GiB"\n')
+    assert cli.main(["validate", str(p), "--kernel", "6.12", "--host-cpu", "laptop"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "--host-cpu laptop: unknown CPU class; expected one of server, vm, tcg" in err

@@ -82,7 +82,7 @@ def cmd_validate_random(args: argparse.Namespace) -> int:
         out_root = os.path.abspath(args.out or os.path.join(cache, "random", f"seed{args.seed}-{k}"))
         try:
             r = random_validate(args.random, args.seed, k, cache, out_root, os.path.abspath(args.found), V._stderr,
-                                timeout=args.timeout, shrink=not args.no_shrink)
+                                timeout=args.timeout, shrink=not args.no_shrink, host_cpu=args.host_cpu)
         except (V.ValidationError, V.GuestError, V.DebianError, V.PlanError) as exc:
             raise UsageError(one_line(str(exc)))
         sys.stdout.write(r.text())
@@ -93,8 +93,16 @@ def cmd_validate_random(args: argparse.Namespace) -> int:
     return EXIT_OK if exact or not args.check else 1
 
 
+def check_host_cpu(value: Optional[str]) -> None:
+    """``--host-cpu``: a CPU class of ``[host] cpu``."""
+    from blkstack.validate.plan import HOST_CPU_CLASSES
+    if value is not None and value not in HOST_CPU_CLASSES:
+        raise UsageError(f"--host-cpu {value}: unknown CPU class; expected one of {', '.join(HOST_CPU_CLASSES)}")
+
+
 def cmd_validate(args: argparse.Namespace) -> int:
     from blkstack import validate as V
+    check_host_cpu(args.host_cpu)
     if args.random is not None:
         return cmd_validate_random(args)
     if not args.scenario:
@@ -126,7 +134,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
         try:
             v = V.validate(scenario, kernel, cache=args.cache, out_dir=out_dir, timeout=args.timeout,
                            events=events, rebuild=args.rebuild, ignore_flags=args.ignore_flags,
-                           blktrace=args.blktrace)
+                           blktrace=args.blktrace, host_cpu=args.host_cpu)
         except V.ValidationError as exc:
             if single:
                 raise UsageError(str(exc))
@@ -192,6 +200,9 @@ def register(sub: Any, kernels: List[str]) -> None:
     p.add_argument("--rebuild", action="store_true", help="rebuild the cached guest")
     p.add_argument("--blktrace", action="store_true",
                    help="also run blktrace on each disk in the guest; its per-CPU files go to OUT/blktrace/")
+    p.add_argument("--host-cpu", metavar="CLASS",
+                   help="the model charges CPU time per kernel operation with this [host] cpu class (tcg: the "
+                        "guest's vCPU under qemu TCG, docs/validation.md C); default none")
     p.add_argument("--check", action="store_true",
                    help="exit with status 1 when a result does not meet its scenario's '# expect' line")
     p.add_argument("--summary", action="store_true", help="print only the summary table")

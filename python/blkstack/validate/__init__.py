@@ -28,7 +28,8 @@ from blkstack import _core
 from blkstack.diff import DiffReport, Trace, diff_traces, read_sysfs_snapshot
 from blkstack.validate.debian import KERNEL_META, DebianError
 from blkstack.validate.guest import GuestError, boot, build_guest, build_tools, find_qemu, kernel_append
-from blkstack.validate.plan import Plan, PlanError, build_plan, fio_version_sets, load_toml, make_image, read_devices
+from blkstack.validate.plan import (Plan, PlanError, build_plan, fio_version_sets, host_cpu_sets, load_toml, make_image,
+                                    read_devices)
 
 __all__ = ["KERNELS", "ValidationError", "Validation", "Expectation", "default_cache", "read_expectations", "validate"]
 
@@ -196,10 +197,12 @@ def _add_tools(plan: Plan, scenario: str, cache: str, progress: Progress, rebuil
 def validate(scenario: str, kernel: Optional[str] = None, cache: Optional[str] = None,
              out_dir: Optional[str] = None, timeout: float = 900.0, progress: Progress = _stderr,
              events: Sequence[str] = ("D",), rebuild: bool = False, keep_images: bool = False,
-             ignore_flags: bool = False, blktrace: bool = False) -> Validation:
+             ignore_flags: bool = False, blktrace: bool = False, host_cpu: Optional[str] = None) -> Validation:
     """Run *scenario* on a real kernel and in blkstack and compare them.
     *blktrace*: the guest also runs blktrace on each disk and leaves its
-    per-CPU binary files in ``OUT/blktrace/`` (for real blkparse and btt)."""
+    per-CPU binary files in ``OUT/blktrace/`` (for real blkparse and btt).
+    *host_cpu*: the model charges the guest's CPU time with this CPU class
+    (``tcg``; docs/validation.md C)."""
     cache = cache or default_cache()
     kernel = scenario_kernel(scenario, kernel)
     if kernel not in KERNELS:
@@ -230,6 +233,7 @@ def validate(scenario: str, kernel: Optional[str] = None, cache: Optional[str] =
         except PlanError as exc:
             raise ValidationError(f"{scenario}: {exc}")
         _add_tools(plan, scenario, cache, progress, rebuild)
+        plan.sim_sets += host_cpu_sets(load_toml(scenario), host_cpu, plan.warnings)
         for d in plan.disks:
             make_image(d)
         plan.save(out_dir)

@@ -1037,6 +1037,23 @@ def fio_randomness_warnings(text: str, warnings: List[str]) -> None:
                         "the scenario's seed, so random offsets differ")
 
 
+# The `[host] cpu` classes (src/host_cpu.rs CLASSES but "none"), for
+# `validate --host-cpu` to refuse another name before a guest boots.
+HOST_CPU_CLASSES = ("server", "vm", "tcg")
+
+
+def host_cpu_sets(doc: Dict[str, Any], host_cpu: Optional[str], warnings: List[str]) -> List[str]:
+    """``--set`` overrides that give the model the guest's CPU time
+    (``validate --host-cpu CLASS``, e.g. ``tcg``: ``[host] cpu``), unless
+    the scenario has a ``[host]`` table of its own, which is kept."""
+    if not host_cpu:
+        return []
+    if "host" in doc:
+        warnings.append(f"--host-cpu {host_cpu}: the scenario's own [host] table is used")
+        return []
+    return [f"host.cpu={host_cpu}"]
+
+
 def fio_version_sets(w: Dict[str, Any], guest_version: str, warnings: List[str]) -> List[str]:
     """``--set`` overrides that give the model the guest fio's seed rules:
     ``workload.fio_version`` when the scenario leaves it out, else a warning

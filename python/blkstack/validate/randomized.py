@@ -29,7 +29,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from blkstack import _core
 from blkstack.validate.guest import GuestError
-from blkstack.validate.plan import Plan, build_plan, fio_version_sets, load_toml, make_image
+from blkstack.validate.plan import Plan, build_plan, fio_version_sets, host_cpu_sets, load_toml, make_image
 
 Progress = Callable[[str], None]
 Doc = Dict[str, Any]
@@ -288,8 +288,9 @@ class Outcome:
 
 
 def run_batch(paths: Sequence[str], kernel: str, cache: str, out_dir: str, progress: Progress,
-              timeout: float = 900.0) -> List[Outcome]:
-    """Boot once and run every scenario in *paths* (one disk set)."""
+              timeout: float = 900.0, host_cpu: Optional[str] = None) -> List[Outcome]:
+    """Boot once and run every scenario in *paths* (one disk set); the
+    model with *host_cpu*'s CPU time (``validate --host-cpu``)."""
     from blkstack.validate import ValidationError, compare_run
     from blkstack.validate.guest import boot, build_guest, build_tools, kernel_append
     guest = build_guest(cache, kernel, progress)
@@ -298,6 +299,8 @@ def run_batch(paths: Sequence[str], kernel: str, cache: str, out_dir: str, progr
     os.makedirs(out_dir)
     try:
         plans = [build_plan(p, kernel, work, resolve(p, kernel)) for p in paths]
+        for p, path in zip(plans, paths):
+            p.sim_sets += host_cpu_sets(load_toml(path), host_cpu, p.warnings)
         lead = plans[0]
         if any(p.tools for p in plans):
             tools = build_tools(cache, progress)
@@ -419,7 +422,7 @@ class RandomReport:
 
 def random_validate(n: int, seed: int, kernel: str, cache: str, out_root: str, found_dir: str,
                     progress: Progress, timeout: float = 900.0, batch: int = BATCH,
-                    shrink: bool = True) -> RandomReport:
+                    shrink: bool = True, host_cpu: Optional[str] = None) -> RandomReport:
     """Draw *n* scenarios from *seed*, run them *batch* per boot on
     *kernel*, shrink and save those that differ."""
     start = time.monotonic()
@@ -439,19 +442,21 @@ def random_validate(n: int, seed: int, kernel: str, cache: str, out_root: str, f
             i += 1
         progress(f"batch of {len(paths)} ({i}/{n}), {len(base['disks'])} disk(s)")
         try:
-            results = run_batch(paths, kernel, cache, os.path.join(out_root, f"boot-{i:03d}"), progress, timeout)
+            results = run_batch(paths, kernel, cache, os.path.join(out_root, f"boot-{i:03d}"), progress, timeout,
+                                host_cpu)
         except GuestError as exc:  # a guest that hangs or dies fails its batch, not the run
             results = [Outcome(p, "", error=str(exc)) for p in paths]
         progress(f"  {sum(1 for o in results if o.exact)} of {len(results)} exact")
         outcomes += results
         for o in results:
             if not o.exact and not o.error:
-                found.append(shrink_and_save(o, kernel, cache, out_root, found_dir, progress, timeout, shrink))
+                found.append(shrink_and_save(o, kernel, cache, out_root, found_dir, progress, timeout, shrink,
+                                             host_cpu))
     return RandomReport(kernel, seed, outcomes, found, time.monotonic() - start)
 
 
 def shrink_and_save(o: Outcome, kernel: str, cache: str, out_root: str, found_dir: str, progress: Progress,
-                    timeout: float, shrink: bool) -> str:
+                    timeout: float, shrink: bool, host_cpu: Optional[str] = None) -> str:
     """Shrink a differing scenario while it still differs; save the
     smallest with both traces under *found_dir*."""
     best, best_dir = load_toml(o.path), o.out_dir
@@ -470,7 +475,7 @@ def shrink_and_save(o: Outcome, kernel: str, cache: str, out_root: str, found_di
             paths.append(p)
         progress(f"shrinking {stem}: round {rnd + 1}, {len(paths)} candidate(s)")
         try:
-            results = run_batch(paths, kernel, cache, os.path.join(work, f"boot-{rnd}"), progress, timeout)
+            results = run_batch(paths, kernel, cache, os.path.join(work, f"boot-{rnd}"), progress, timeout, host_cpu)
         except Exception as exc:  # a candidate the guest cannot run ends the shrinking
             progress(f"shrinking {stem}: {exc}")
             break
