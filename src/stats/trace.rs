@@ -530,7 +530,9 @@ impl TraceStats {
         }
         if let (Some(d), Some(_)) = (r.dev, r.action.model()) {
             let id = self.dev_id(d) as usize;
-            if survey.request_based[id] {
+            // (Looked at first: writing a None over the large Acct
+            // copies all of it, for every record.)
+            if survey.request_based[id] && self.shadow[id].is_some() {
                 self.shadow[id] = None;
             }
         }
@@ -588,6 +590,11 @@ impl TraceStats {
 
     /// The id of an RWBS string, interned and decoded.
     fn rwbs_id(&mut self, rwbs: &str) -> u32 {
+        // A trace has a few distinct strings: the first are found by
+        // comparing, without hashing.
+        if let Some(id) = self.rwbs_names.iter().take(8).position(|n| n == rwbs) {
+            return id as u32;
+        }
         if let Some(&id) = self.rwbs_ids.get(rwbs) {
             return id;
         }

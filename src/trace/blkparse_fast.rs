@@ -27,6 +27,7 @@ struct Bytes<'a> {
 }
 
 impl<'a> Bytes<'a> {
+    #[inline(always)]
     fn spaces(&mut self) -> usize {
         let start = self.i;
         while self.s.get(self.i) == Some(&b' ') {
@@ -35,6 +36,7 @@ impl<'a> Bytes<'a> {
         self.i - start
     }
 
+    #[inline(always)]
     fn lit(&mut self, l: &[u8]) -> Option<()> {
         if self.s[self.i..].starts_with(l) {
             self.i += l.len();
@@ -45,20 +47,32 @@ impl<'a> Bytes<'a> {
     }
 
     /// Decimal digits as a number, `None` without any or past u64.
+    #[inline(always)]
     fn num(&mut self) -> Option<u64> {
-        let start = self.i;
-        let mut v: u64 = 0;
-        while let Some(&c) = self.s.get(self.i) {
-            if !c.is_ascii_digit() {
-                break;
-            }
-            v = v.checked_mul(10)?.checked_add((c - b'0') as u64)?;
+        let (v, n) = self.digits();
+        (n > 0).then_some(v?)
+    }
+
+    /// The decimal digits from here, as a number (`None` past u64), and
+    /// how many there were. Up to 19 digits cannot overflow a u64, so
+    /// only longer runs are checked at each step.
+    #[inline(always)]
+    fn digits(&mut self) -> (Option<u64>, usize) {
+        // One pass: a digit is a byte within 9 of b'0'.
+        let (start, mut v) = (self.i, 0u64);
+        while let Some(d) = self.s.get(self.i).map(|c| c.wrapping_sub(b'0')).filter(|&d| d <= 9) {
+            v = v.wrapping_mul(10).wrapping_add(d as u64);
             self.i += 1;
         }
-        (self.i > start).then_some(v)
+        let n = self.i - start;
+        if n <= 19 {
+            return (Some(v), n);
+        }
+        (self.s[start..self.i].iter().try_fold(0u64, |v, &c| v.checked_mul(10)?.checked_add((c - b'0') as u64)), n)
     }
 
     /// A number filling a whole column, then the spaces after it.
+    #[inline(always)]
     fn column(&mut self) -> Option<u64> {
         let v = self.num()?;
         self.end_of_column()?;
@@ -66,11 +80,13 @@ impl<'a> Bytes<'a> {
     }
 
     /// A column ends at spaces (at least one) or the line's end.
+    #[inline(always)]
     fn end_of_column(&mut self) -> Option<()> {
         (self.spaces() > 0 || self.i == self.s.len()).then_some(())
     }
 
     /// A word of printable ASCII up to the next space.
+    #[inline(always)]
     fn word(&mut self) -> Option<&'a [u8]> {
         let start = self.i;
         while let Some(&c) = self.s.get(self.i) {
@@ -87,6 +103,7 @@ impl<'a> Bytes<'a> {
         (!w.is_empty()).then_some(w)
     }
 
+    #[inline(always)]
     fn rest(&self) -> &'a [u8] {
         &self.s[self.i..]
     }
@@ -96,16 +113,18 @@ fn u32_of(v: u64) -> Option<u32> {
     u32::try_from(v).ok()
 }
 
-/// `SEC.NSEC` with one to nine fraction digits, in ns.
-fn time(w: &[u8]) -> Option<u64> {
-    let dot = w.iter().position(|&c| c == b'.')?;
-    let (sec, frac) = (&w[..dot], &w[dot + 1..]);
-    if sec.is_empty() || frac.is_empty() || frac.len() > 9 {
+/// The column `SEC.NSEC` with one to nine fraction digits, in ns.
+#[inline(always)]
+fn time(b: &mut Bytes) -> Option<u64> {
+    let sec = b.num()?;
+    b.lit(b".")?;
+    let (frac, n) = b.digits();
+    if n == 0 || n > 9 {
         return None;
     }
-    let digits = |d: &[u8]| d.iter().try_fold(0u64, |v, &c| if c.is_ascii_digit() { v.checked_mul(10)?.checked_add((c - b'0') as u64) } else { None });
-    let ns = digits(frac)? * 10u64.pow(9 - frac.len() as u32);
-    digits(sec)?.checked_mul(1_000_000_000)?.checked_add(ns)
+    b.end_of_column()?;
+    let ns = frac? * 10u64.pow(9 - n as u32);
+    sec.checked_mul(1_000_000_000)?.checked_add(ns)
 }
 
 fn action(w: &[u8]) -> Option<Action> {
@@ -127,13 +146,13 @@ fn action(w: &[u8]) -> Option<Action> {
     })
 }
 
-/// `[text]` making up all of `rest`, as UTF-8.
-fn bracketed(rest: &[u8]) -> Option<&str> {
-    let inner = rest.strip_prefix(b"[")?.strip_suffix(b"]")?;
-    std::str::from_utf8(inner).ok()
+/// `[text]` making up all of `rest` (UTF-8 is checked when it is kept).
+fn bracketed(rest: &[u8]) -> Option<&[u8]> {
+    rest.strip_prefix(b"[")?.strip_suffix(b"]")
 }
 
 /// `S + N ` (with its spaces) or nothing, when a number starts here.
+#[inline(always)]
 fn range(b: &mut Bytes, r: &mut TraceRecord) -> Option<()> {
     if let Some(s) = b.num() {
         r.sector = Some(s);
@@ -164,15 +183,18 @@ fn read(line: &[u8], r: &mut TraceRecord, spare: &mut Spare) -> Option<()> {
     let minor = u32_of(b.column()?)?;
     let cpu = u32_of(b.column()?)?;
     let seq = b.column()?;
-    let time_ns = time(b.word()?)?;
+    let time_ns = time(&mut b)?;
     let pid = u32_of(b.column()?)?;
     let act = action(b.word()?)?;
-    let rwbs = std::str::from_utf8(b.word()?).ok()?;
+    let rwbs = b.word()?;
     r.action = TraceAction::Model(act);
     r.dev = Some(DevNo { major, minor });
     (r.cpu, r.seq, r.time_ns, r.pid) = (cpu, Some(seq), time_ns, pid);
-    r.rwbs.clear();
-    r.rwbs.push_str(rwbs);
+    if r.rwbs.as_bytes() != rwbs {
+        // A word is printable ASCII: each byte is its own char.
+        r.rwbs.clear();
+        r.rwbs.extend(rwbs.iter().map(|&c| c as char));
+    }
     (r.sector, r.nr_sectors, r.error, r.bytes, r.cmd, r.ioprio, r.elapsed_ns, r.extra) = (None, 0, None, None, None, None, None, Extra::None);
     let comm = match act {
         Action::Complete | Action::Requeue => {
@@ -185,7 +207,7 @@ fn read(line: &[u8], r: &mut TraceRecord, spare: &mut Spare) -> Option<()> {
                 }
                 (b.spaces() > 0).then_some(())?;
             }
-            let e = error(bracketed(b.rest())?)?;
+            let e = error(std::str::from_utf8(bracketed(b.rest())?).ok()?)?;
             r.error = Some(if (32768..=65535).contains(&e) { e as u16 as i16 as i32 } else { e });
             None
         }
@@ -226,8 +248,7 @@ fn read(line: &[u8], r: &mut TraceRecord, spare: &mut Spare) -> Option<()> {
             Some(bracketed(b.rest())?)
         }
     };
-    set_comm(r, comm, spare);
-    Some(())
+    set_comm(r, comm, spare)
 }
 
 /// An error number: digits, with a minus sign or not.
@@ -239,9 +260,13 @@ fn error(s: &str) -> Option<i32> {
     s.parse().ok()
 }
 
-fn set_comm(r: &mut TraceRecord, comm: Option<&str>, spare: &mut Spare) {
+/// The record's task name, `None` when the bytes are not UTF-8. A name
+/// the same as the record before's (most are) is kept as it is.
+fn set_comm(r: &mut TraceRecord, comm: Option<&[u8]>, spare: &mut Spare) -> Option<()> {
     match comm {
+        Some(c) if r.comm.as_ref().is_some_and(|s| s.as_bytes() == c) => {}
         Some(c) => {
+            let c = std::str::from_utf8(c).ok()?;
             let mut s = r.comm.take().or_else(|| spare.0.take()).unwrap_or_default();
             s.clear();
             s.push_str(c);
@@ -253,6 +278,7 @@ fn set_comm(r: &mut TraceRecord, comm: Option<&str>, spare: &mut Spare) {
             }
         }
     }
+    Some(())
 }
 
 #[cfg(test)]

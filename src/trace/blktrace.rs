@@ -265,7 +265,7 @@ pub fn read_trace_file(path: &str) -> std::io::Result<TraceParse> {
 /// whole, since their per-CPU records interleave.
 pub fn read_trace_lines(path: &str, mut f: impl FnMut(Line<&TraceRecord>)) -> std::io::Result<()> {
     if !file_is_blktrace(path)? {
-        let mut lines = TraceLines::new(std::io::BufReader::with_capacity(1 << 16, std::fs::File::open(path)?));
+        let mut lines = TraceLines::new(std::io::BufReader::with_capacity(1 << 20, std::fs::File::open(path)?));
         while let Some(line) = lines.next_line() {
             f(line?);
         }

@@ -291,29 +291,35 @@ impl<R: std::io::BufRead> TraceLines<R> {
         }
     }
 
-    /// The next line; a record is lent until the next call.
+    /// The next line; a record is lent until the next call. A line in
+    /// blkparse's common shapes that lies whole in the reader's buffer is
+    /// read where it lies; any other is copied out first.
     pub fn next_line(&mut self) -> Option<std::io::Result<Line<&TraceRecord>>> {
-        self.buf.clear();
-        match self.src.read_until(b'\n', &mut self.buf) {
-            Ok(0) => return None,
-            Ok(_) => {}
+        let held = match self.src.fill_buf() {
+            Ok(b) => b,
             Err(e) => return Some(Err(e)),
+        };
+        if held.is_empty() {
+            return None;
         }
-        self.n += 1;
-        // As str::lines: without the "\n" or "\r\n" that ends the line.
-        let mut end = self.buf.len();
-        if self.buf[..end].ends_with(b"\n") {
-            end -= 1;
-            if self.buf[..end].ends_with(b"\r") {
-                end -= 1;
+        self.buf.clear();
+        if let Some(nl) = memchr::memchr(b'\n', held) {
+            if super::blkparse_fast::read_line(without_line_end(&held[..nl + 1]), &mut self.rec, &mut self.spare) {
+                self.src.consume(nl + 1);
+                return Some(Ok(self.fast_record()));
+            }
+            self.buf.extend_from_slice(&held[..nl + 1]);
+            self.src.consume(nl + 1);
+        } else {
+            if let Err(e) = self.src.read_until(b'\n', &mut self.buf) {
+                return Some(Err(e));
+            }
+            if super::blkparse_fast::read_line(without_line_end(&self.buf), &mut self.rec, &mut self.spare) {
+                return Some(Ok(self.fast_record()));
             }
         }
-        if super::blkparse_fast::read_line(&self.buf[..end], &mut self.rec, &mut self.spare) {
-            self.rec.line = self.n;
-            self.in_summary = false;
-            return Some(Ok(Line::Record(&self.rec)));
-        }
-        let raw = String::from_utf8_lossy(&self.buf[..end]);
+        self.n += 1;
+        let raw = String::from_utf8_lossy(without_line_end(&self.buf));
         Some(Ok(match classify(raw.trim_end(), self.n, &mut self.in_summary) {
             Ok(Some(r)) => {
                 self.rec = r;
@@ -322,6 +328,24 @@ impl<R: std::io::BufRead> TraceLines<R> {
             Ok(None) => Line::Skipped,
             Err(reason) => Line::Bad(BadLine { line: self.n, text: raw.into_owned(), reason }),
         }))
+    }
+}
+
+impl<R: std::io::BufRead> TraceLines<R> {
+    /// The record [`super::blkparse_fast`] has just read, as the next line.
+    fn fast_record(&mut self) -> Line<&TraceRecord> {
+        self.n += 1;
+        self.rec.line = self.n;
+        self.in_summary = false;
+        Line::Record(&self.rec)
+    }
+}
+
+/// As str::lines: without the "\n" or "\r\n" that ends the line.
+fn without_line_end(line: &[u8]) -> &[u8] {
+    match line.strip_suffix(b"\n") {
+        Some(l) => l.strip_suffix(b"\r").unwrap_or(l),
+        None => line,
     }
 }
 

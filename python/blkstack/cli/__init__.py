@@ -8,13 +8,15 @@ line ``blkstack: internal error: ...`` and exits with status 1 (set
 behind; a closed output pipe (``blkstack ... | head``) ends it quietly.
 
 Each command lives in a module of its own with a ``register(sub, kernels)``
-function that adds its parser; ``COMMANDS`` lists them in ``--help`` order.
+function that adds its parser; ``COMMANDS`` names them in ``--help`` order.
+A command run as ``blkstack COMMAND ...`` imports its own module alone.
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import importlib
 import os
 import select
 import signal
@@ -25,16 +27,14 @@ from typing import Any, List, Optional, Sequence
 from blkstack import ScenarioError, __version__
 from blkstack._core import CheckError
 from blkstack.tracefile import TraceFormatError
-from blkstack.cli import (calibrate, capture, compare, demo, diff, explain, fio, identify, plot, profiles, report, run,
-                          scenarios, seeds, stats, sweep, validate)
 from blkstack.cli.common import (EXIT_CHECK, EXIT_INTERNAL, EXIT_OK, EXIT_SIGINT, EXIT_SIGPIPE, EXIT_USAGE, PROG,
                                  ArgumentParser, UsageError, kernel_choices, one_line, os_error_message, say,
                                  write_atomic)
 
 __all__ = ["main", "build_parser", "UsageError", "write_atomic"]
 
-COMMANDS = [run, compare, seeds, fio, calibrate, sweep, stats, plot, report, capture, demo, profiles, explain, scenarios,
-            validate, diff, identify]
+COMMANDS = ["run", "compare", "seeds", "fio", "calibrate", "sweep", "stats", "plot", "report", "capture", "demo",
+            "profiles", "explain", "scenarios", "validate", "diff", "identify"]
 
 
 MAIN_DESCRIPTION = """\
@@ -115,8 +115,28 @@ def build_parser(command: Optional[str] = None) -> ArgumentParser:
 
     kernels = kernel_choices()
     registrar = sub if command is None else _ListOnly(sub, command)
-    for module in COMMANDS:
-        module.register(registrar, kernels)
+    for name in COMMANDS:
+        _module(name).register(registrar, kernels)
+    return parser
+
+
+def _module(name: str) -> Any:
+    """The module of command *name* (``blkstack.cli.NAME``)."""
+    return importlib.import_module(f"blkstack.cli.{name}")
+
+
+def _command_parser(command: str) -> ArgumentParser:
+    """The parser of ``blkstack COMMAND ...`` when COMMAND comes first: no
+    top-level option can follow, so the top level's help is never shown
+    and the other commands need only be known by name (their modules are
+    not imported)."""
+    parser = ArgumentParser(prog=PROG, description=MAIN_DESCRIPTION, epilog=MAIN_EPILOG,
+                            formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--version", action="version", version=f"{PROG} {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=ArgumentParser)
+    _module(command).register(_ListOnly(sub, command), kernel_choices())
+    for name in COMMANDS:
+        sub._name_parser_map.setdefault(name, _Unbuilt())
     return parser
 
 
@@ -142,7 +162,11 @@ def _stdout_is_broken() -> bool:
 
 
 def _dispatch(argv: Optional[Sequence[str]]) -> int:
-    parser = build_parser(_command_of(sys.argv[1:] if argv is None else argv))
+    args_given = sys.argv[1:] if argv is None else list(argv)
+    if args_given and args_given[0] in COMMANDS:
+        parser = _command_parser(args_given[0])
+    else:
+        parser = build_parser(_command_of(args_given))
     try:
         args, extras = parser.parse_known_args(argv)
     except SystemExit as exc:  # --help and --version

@@ -1,14 +1,14 @@
 //! btt's I/O active periods (btt/p_live.c): the union of the times
 //! between a request's issue and completion, touching spans joined.
 
-use std::collections::BTreeMap;
-
 use super::bit_time;
 
 #[derive(Clone, Debug, Default)]
 pub struct Lives {
-    /// Disjoint spans, start → end (ns).
-    spans: BTreeMap<u64, u64>,
+    /// Disjoint spans (start, end) in ns, in order: apart, since spans
+    /// that touch are joined, so their ends are in order too. Most new
+    /// spans join or follow the last one.
+    spans: Vec<(u64, u64)>,
 }
 
 /// `struct p_live_info`.
@@ -22,14 +22,15 @@ pub struct LiveInfo {
 impl Lives {
     /// `p_live_add`: join [dt, ct] with every span it overlaps or touches.
     pub fn add(&mut self, mut dt: u64, mut ct: u64) {
-        loop {
-            let hit = self.spans.range(..=ct).next_back().filter(|(_, &e)| e >= dt).map(|(&s, &e)| (s, e));
-            let Some((s, e)) = hit else { break };
-            self.spans.remove(&s);
-            dt = dt.min(s);
-            ct = ct.max(e);
+        // The spans it joins: those ending at dt or after and starting at
+        // ct or before, one run of the list.
+        let first = self.spans.partition_point(|&(_, e)| e < dt);
+        let last = first + self.spans[first..].partition_point(|&(s, _)| s <= ct);
+        if first < last {
+            dt = dt.min(self.spans[first].0);
+            ct = ct.max(self.spans[last - 1].1);
         }
-        self.spans.insert(dt, ct);
+        self.spans.splice(first..last, [(dt, ct)]);
     }
 
     /// `p_live_get`. btt measures the whole time from 0 (its start is
@@ -38,7 +39,7 @@ impl Lives {
     pub fn info(&self) -> LiveInfo {
         let nlives = self.spans.len() as u64;
         let tot: u64 = self.spans.iter().map(|(s, e)| e - s).sum();
-        let t_end = self.spans.values().copied().max().unwrap_or(0);
+        let t_end = self.spans.iter().map(|s| s.1).max().unwrap_or(0);
         match nlives {
             0 => LiveInfo { nlives, avg_live: 0.0, avg_lull: 0.0, p_live: 0.0 },
             1 => LiveInfo { nlives, avg_live: 0.0, avg_lull: 0.0, p_live: 100.0 },
@@ -64,6 +65,6 @@ mod tests {
         l.add(10, 12);
         assert_eq!(l.info().nlives, 2);
         l.add(2, 11);
-        assert_eq!(l.spans.iter().map(|(&a, &b)| (a, b)).collect::<Vec<_>>(), [(1, 12)]);
+        assert_eq!(l.spans, [(1, 12)]);
     }
 }

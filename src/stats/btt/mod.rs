@@ -176,15 +176,23 @@ struct Proc {
     last_q: Option<u64>,
 }
 
+/// What [`Btt::dip_of`] holds for a device without state.
+const NO_DIP: usize = usize::MAX;
+
 /// btt's state over one trace.
 #[derive(Clone, Debug)]
 pub struct Btt {
     /// Device numbers by device id.
     devnos: Vec<(u32, u32)>,
     dips: Vec<Dip>,
-    dip_of: FastMap<DevId, usize>,
+    /// Each device id's index into `dips` ([`NO_DIP`] before its first
+    /// event): a device's state is looked up for every event.
+    dip_of: Vec<usize>,
     procs: Vec<Proc>,
     proc_by_pid: FastMap<u32, usize>,
+    /// The pid of the event before and its process (most events are by
+    /// the same task as the one before them).
+    last_proc: Option<(u32, usize)>,
     proc_by_name: BTreeMap<String, usize>,
     all: Avgs,
     all_regions: Regions,
@@ -201,9 +209,10 @@ impl Btt {
         Btt {
             devnos,
             dips: Vec::new(),
-            dip_of: FastMap::default(),
+            dip_of: Vec::new(),
             procs: Vec::new(),
             proc_by_pid: FastMap::default(),
+            last_proc: None,
             proc_by_name: BTreeMap::new(),
             all: Avgs::default(),
             all_regions: Regions::default(),
@@ -243,7 +252,13 @@ impl Btt {
     /// `find_process`): pid 0 is "kernel"; processes of the same name are
     /// one.
     fn process(&mut self, task: &Task) -> usize {
+        if let Some((pid, p)) = self.last_proc {
+            if pid == task.pid {
+                return p;
+            }
+        }
         if let Some(&p) = self.proc_by_pid.get(&task.pid) {
+            self.last_proc = Some((task.pid, p));
             return p;
         }
         let name = if task.pid == 0 {
@@ -261,16 +276,26 @@ impl Btt {
         p
     }
 
+    /// The index of device `dev`'s state, once it has one.
+    fn dip(&self, dev: DevId) -> Option<usize> {
+        self.dip_of.get(dev as usize).copied().filter(|&i| i != NO_DIP)
+    }
+
     /// `dip_alloc`: the device's state, created at its first event; none
     /// while the device has seen no Q or A yet (`pre_culling`).
     fn dip_alloc(&mut self, dev: DevId, t: u64, q_or_a: bool) -> Option<usize> {
-        let devnos = &self.devnos;
-        let dips = &mut self.dips;
-        let i = *self.dip_of.entry(dev).or_insert_with(|| {
-            let (major, minor) = devnos.get(dev as usize).copied().unwrap_or((0, dev));
-            dips.push(Dip::new(major, minor, bit_time(t)));
-            dips.len() - 1
-        });
+        let i = match self.dip(dev) {
+            Some(i) => i,
+            None => {
+                let (major, minor) = self.devnos.get(dev as usize).copied().unwrap_or((0, dev));
+                self.dips.push(Dip::new(major, minor, bit_time(t)));
+                if self.dip_of.len() <= dev as usize {
+                    self.dip_of.resize(dev as usize + 1, NO_DIP);
+                }
+                self.dip_of[dev as usize] = self.dips.len() - 1;
+                self.dips.len() - 1
+            }
+        };
         let d = &mut self.dips[i];
         if d.pre_culling {
             if !q_or_a {
@@ -322,7 +347,7 @@ impl Btt {
         if self.dip_alloc(ev.dev, t, true).is_none() {
             return;
         }
-        let Some(&src) = self.dip_of.get(&ev.from_dev) else { return };
+        let Some(src) = self.dip(ev.from_dev) else { return };
         let Some(n) = find_sec(&self.dips[src].qs, ev.arg) else { return };
         let q = *self.dips[src].qs.val(n);
         let which = if remapper(self.dips[src].major) { Q2A_DM } else { Q2A };
@@ -419,7 +444,7 @@ impl Btt {
     }
 
     fn dip_plug(&mut self, dev: DevId, t: u64) {
-        let Some(&d) = self.dip_of.get(&dev) else { return };
+        let Some(d) = self.dip(dev) else { return };
         let dip = &mut self.dips[d];
         if !dip.is_plugged {
             dip.is_plugged = true;
@@ -429,7 +454,7 @@ impl Btt {
 
     /// `dip_unplug` and `dip_unplug_tm`: `nios` requests were unplugged.
     fn dip_unplug(&mut self, dev: DevId, t: u64, nios: u64, timer: bool) {
-        let Some(&d) = self.dip_of.get(&dev) else { return };
+        let Some(d) = self.dip(dev) else { return };
         let dip = &mut self.dips[d];
         if dip.is_plugged {
             if timer {
