@@ -764,12 +764,17 @@ impl Engine {
     /// Driver `d`'s thread, task `t`, submits its bios inside a plug of its
     /// own (raid5d's `blk_start_plug`), until it has none left or sleeps.
     fn run_thread(&mut self, d: usize, t: u32) {
-        self.run_kernel_thread(t, submit_bio_from_thread, |e| {
-            let mut drv = e.drivers[d].take().expect("driver not re-entered");
-            let next = drv.thread_next(&mut e.core);
-            e.drivers[d] = Some(drv);
-            next
-        });
+        loop {
+            self.run_kernel_thread(t, submit_bio_from_thread, |e| {
+                let mut drv = e.drivers[d].take().expect("driver not re-entered");
+                let next = drv.thread_next(&mut e.core);
+                e.drivers[d] = Some(drv);
+                next
+            });
+            if self.tasks[t as usize].blocked || !self.drivers[d].as_ref().is_some_and(|drv| drv.thread_runs_again()) {
+                return;
+            }
+        }
     }
 
     /// blk-throttle's dispatch work (`blk_throtl_dispatch_work_fn`) in its

@@ -62,6 +62,12 @@ pub trait BioDriver {
         false
     }
 
+    /// The thread's run ended (its plug finished) with work left that it
+    /// goes on with at once, in a new plug (md's raid5d after its first run).
+    fn thread_runs_again(&self) -> bool {
+        false
+    }
+
     /// The name of a workqueue worker the driver submits from, if it has
     /// timed work ([`SimEvent::DriverWork`]).
     fn worker_name(&self) -> Option<String> {

@@ -186,3 +186,68 @@ fn split_write_pieces_share_stripe_heads_and_raid5d_takes_the_first_alone() {
     let first_read = pos(&|x| x.action == Action::Queue && x.sector == 2176 && rwbs(x.op, x.flags, x.bytes) == "R");
     assert!(splits[0] < first_read && first_read < splits[1], "splits {splits:?}, first read {first_read}");
 }
+
+#[test]
+fn without_a_plug_raid5d_first_takes_the_stripe_heads_released_so_far() {
+    // 7.2's __submit_bio has no plug (switch submit_bio_plug) and a direct
+    // write none of its own, so release_stripe_plug finds no plug and
+    // releases each stripe_head as raid5_make_request sets it up. A
+    // full-stripe stripe_head is held as ctx->batch_last until the next one
+    // that can batch: stripe_head 2304 (row 2's first, a batch head) reaches
+    // the list when 2312 has joined its batch. raid5d, woken for the first
+    // time, runs then: it handles the batch {2304, 2312} (compute, then
+    // write, member by member: vdd, vdc, vdb, vda) and its plug ends:
+    // WS 2304+16 on each member. 2320 cannot join 2312 (its batch is no
+    // longer ready), so it heads a batch of the other fourteen, which
+    // raid5d writes when dd sleeps: WS 2320+112. The second write (row 3,
+    // member 2432) finds raid5d just back from a run: one batch of 16, as
+    // with a plug. (The 7.2 guest runs of earlier rounds issued exactly
+    // this; three later ones kept raid5d's plug open until dd had released
+    // the rest, one WS 2304+128: docs/validation.md, H.) 6.12 issues one
+    // request per row (its __submit_bio plug releases all 16 at once).
+    let dd = "bs = \"192k\"\ncount = 2\nseek = 2\n";
+    let (e, ev) = common::run_events(&scenario("7.2", dd), &[]);
+    assert_eq!(e.core.check.failure_report(), None);
+    for m in ["vda", "vdb", "vdc", "vdd"] {
+        let d = on(&e, &ev, m, Action::Issue);
+        assert_eq!(d.iter().map(|x| (x.0.as_str(), x.1, x.2)).collect::<Vec<_>>(), [("WS", 2304, 16), ("WS", 2320, 112), ("WS", 2432, 128)], "7.2 {m}");
+    }
+    let (e, ev) = common::run_events(&scenario("6.12", dd), &[]);
+    for m in ["vda", "vdb", "vdc", "vdd"] {
+        let d = on(&e, &ev, m, Action::Issue);
+        assert_eq!(d.iter().map(|x| (x.0.as_str(), x.1, x.2)).collect::<Vec<_>>(), [("WS", 2304, 128), ("WS", 2432, 128)], "6.12 {m}");
+    }
+}
+
+#[test]
+fn without_a_plug_raid5d_reads_the_first_stripe_head_alone() {
+    // partial_write on 7.2 (the first write of random-1-097's guests had
+    // this shape): stripe_head 123904 (rcw: read vda) is set up first and,
+    // not a full-stripe write, released at once; raid5d, woken for the
+    // first time, handles it alone: vda R 123904+8 in a plug of its own.
+    // Then 124104..124152 (rcw: read vdb) are released. raid5d's next run
+    // comes once its read is back (under TCG the submitter takes longer
+    // than the emulated disk), so 123904 is back on the list behind the
+    // seven: one batch of eight issues their reads (vdb R 124104+56) and
+    // computes 123904's parity; the next call writes it, parity first (vdc
+    // WS 123904+8, vdb WS 123904+8), in the same plug. With the seven's
+    // reads back: computed, then written, vdc and vda alternately, each
+    // request joining the first of its queue: vdc and vda WS 124104+56.
+    let (e, ev) = common::run_events(&partial_write("7.2"), &[]);
+    assert_eq!(e.core.check.failure_report(), None);
+    let d = |m: &str| on(&e, &ev, m, Action::Issue).iter().map(|x| (x.0.clone(), x.1, x.2)).collect::<Vec<_>>();
+    let r = |s: &str, a, n| (s.to_string(), a, n);
+    assert_eq!(d("vda"), [r("R", 123904, 8), r("WS", 124104, 56)]);
+    assert_eq!(d("vdb"), [r("R", 124104, 56), r("WS", 123904, 8)]);
+    assert_eq!(d("vdc"), [r("WS", 123904, 8), r("WS", 124104, 56)]);
+    // The first read is issued before any other I/O; 123904's writes
+    // follow the seven's reads in one plug.
+    let issues: Vec<(String, String, u64)> = ev
+        .iter()
+        .filter(|x| x.action == Action::Issue)
+        .map(|x| (e.core.topo.dev(x.dev).name.clone(), rwbs(x.op, x.flags, x.bytes), x.sector))
+        .collect();
+    let at = |m: &str, s: &str, a: u64| issues.iter().position(|x| (x.0.as_str(), x.1.as_str(), x.2) == (m, s, a)).unwrap();
+    assert_eq!(at("vda", "R", 123904), 0);
+    assert!(at("vdb", "R", 124104) < at("vdc", "WS", 123904));
+}

@@ -248,6 +248,9 @@ impl BioDriver for Mddev {
     /// handle list (`handle_active_stripes`).
     fn thread_next(&mut self, core: &mut BlockCore) -> Option<BioId> {
         loop {
+            if self.raid5d_sleeps() {
+                return None;
+            }
             if let Some((bio, from)) = self.raid5d.pop_front() {
                 if let Some(from) = from {
                     let md = core.bio(core.bio(bio).parent.expect("chained to the array's bio")).dev;
@@ -264,6 +267,11 @@ impl BioDriver for Mddev {
     /// `raid5_unplug` released stripe_heads to raid5d's handle list.
     fn unplug_wakes_thread(&self) -> bool {
         matches!(self.pers, Personality::Raid456 { .. }) && !self.stripes.handle_list.is_empty()
+    }
+
+    /// raid5d's first run ended its plug and nothing holds it back.
+    fn thread_runs_again(&self) -> bool {
+        self.raid5d_runs_again()
     }
 
     /// A raid1/raid10 read completed, or the pre-reads of a raid5

@@ -83,8 +83,19 @@ impl Mddev {
         let (conf, rmw) = self.r5conf();
         let mut plan = Vec::new();
         conf.raid5_make_request_write(start, sectors, rmw, None, &mut plan);
+        // blk_check_plugged: without a plug each stripe_head is released as
+        // it is set up, else raid5_unplug releases them all.
+        let unplugged = core.plugs[core.current as usize].is_none();
+        let mut batch_last = None;
         for sh in plan {
-            self.raid5_add_stripe_bio(core, bio, start, flags, sh);
+            let sector = sh.sector;
+            let batchable = self.raid5_add_stripe_bio(core, bio, start, flags, sh);
+            if unplugged {
+                self.release_stripe_unplugged(core, Some(sector), batchable, &mut batch_last);
+            }
+        }
+        if unplugged {
+            self.release_stripe_unplugged(core, None, false, &mut batch_last);
         }
         core.bio_endio(bio, 0);
     }

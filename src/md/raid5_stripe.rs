@@ -117,6 +117,34 @@ pub(crate) struct StripeCache {
     /// Pre-reads out (`New`) or done (`ReadsDone`), in the order they
     /// were issued.
     pub reading: Vec<StripeWork>,
+    /// raid5d's first run when a submitter without a plug woke it.
+    pub first_run: FirstRun,
+}
+
+/// raid5d's first wake-up of the run by a submitter that has no plug
+/// (7.x, where `__submit_bio` has none: switch `submit_bio_plug`):
+/// `release_stripe_plug` then releases each stripe_head as it is set up,
+/// and raid5d, a thread that has not run yet, preempts the submitter at
+/// the first release and handles what is on its list then, in a plug of
+/// its own. The guests showed it once per array, at its first write
+/// (random-1-081, -091, -097; raid5-full-stripe-write's first row); later
+/// wake-ups find raid5d just back from a run and leave it to run when the
+/// submitter sleeps (docs/validation.md, H).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) enum FirstRun {
+    /// raid5d has not been woken by a submitter without a plug.
+    #[default]
+    NotYet,
+    /// The first run's member bios wait for raid5d to submit them; its
+    /// plug ends after the last.
+    Queued,
+    /// raid5d's next run waits for the first run's pre-reads: under TCG
+    /// the submitter takes longer over the rest of its request than the
+    /// emulated disks take to answer, so those stripe_heads are back on the
+    /// list, behind everything the submitter released, when raid5d runs.
+    Waiting,
+    /// Every later run goes as with a plug.
+    Done,
 }
 
 /// What `handle_stripe` does on a visit to a write's stripe_head.
@@ -164,7 +192,11 @@ impl Mddev {
     /// pieces; parity is then planned for what all of them write); a
     /// full-stripe write joins the batch below it ([`batch_below`]); anything
     /// else is an entry of its own at the tail.
-    pub(crate) fn raid5_add_stripe_bio(&mut self, core: &mut BlockCore, bio: BioId, start: u64, flags: u32, sh: StripeHeadWrite) {
+    ///
+    /// Returns whether the stripe_head can batch now (`stripe_can_batch`:
+    /// a full-stripe write raid5d has not handled).
+    pub(crate) fn raid5_add_stripe_bio(&mut self, core: &mut BlockCore, bio: BioId, start: u64, flags: u32, sh: StripeHeadWrite) -> bool {
+        let sector = sh.sector;
         let units: Vec<(u64, u32)> = sh.towrite.iter().map(|&d| (sh.sector, d)).collect();
         let found = self.stripes.handle_list.iter().enumerate().find_map(|(e, w)| Some((e, w.unhandled(sh.sector)?)));
         let (e, k) = match found {
@@ -181,6 +213,65 @@ impl Mddev {
         };
         self.stripe_attach(core, e, bio, start, units);
         self.stripe_add_to_batch_list(core, e, k);
+        self.stripe_can_batch(sector)
+    }
+
+    /// `stripe_can_batch` of the stripe_head at `sector`: on the list,
+    /// not handled yet, and a full-stripe write.
+    fn stripe_can_batch(&self, sector: u64) -> bool {
+        self.stripes.handle_list.iter().any(|w| w.unhandled(sector).is_some_and(|k| w.shs[k].mode == StripeWriteMode::FullStripe))
+    }
+
+    /// `release_stripe_plug` with no plug (`raid5_release_stripe` at once)
+    /// for the stripe_head just set up at `sector`. One that can batch is
+    /// held by the request (`ctx->batch_last`) until the next one that can
+    /// batch is set up, or the request ends (`sector` `None`), so a batch
+    /// head reaches the list only then; any other is released at once.
+    /// The first release of the run wakes raid5d ([`FirstRun`]).
+    pub(crate) fn release_stripe_unplugged(&mut self, core: &mut BlockCore, sector: Option<u64>, batchable: bool, batch_last: &mut Option<u64>) {
+        let released = match sector {
+            Some(s) if batchable => batch_last.replace(s).is_some(),
+            Some(_) => true,
+            None => batch_last.take().is_some(),
+        };
+        if released && self.stripes.first_run == FirstRun::NotYet {
+            self.raid5d_first_run(core, *batch_last);
+        }
+    }
+
+    /// raid5d's first run, at the first release: it handles every
+    /// stripe_head on its list but a batch head the request still holds
+    /// (`held`), until the list is empty, and queues their member bios.
+    fn raid5d_first_run(&mut self, core: &mut BlockCore, held: Option<u64>) {
+        let held = held.and_then(|s| self.stripes.handle_list.iter().position(|w| w.step == StripeStep::New && w.shs[0].sector == s));
+        let kept = held.and_then(|e| self.stripes.handle_list.remove(e));
+        while self.raid5d_handle_active_stripes(core) {}
+        self.stripes.handle_list.extend(kept);
+        self.stripes.first_run = if self.raid5d.is_empty() { FirstRun::Done } else { FirstRun::Queued };
+    }
+
+    /// Whether raid5d's run ends before its next bio ([`FirstRun`]): after
+    /// the first run's bios (its plug ends), and while that run's pre-reads
+    /// are out.
+    pub(crate) fn raid5d_sleeps(&mut self) -> bool {
+        match self.stripes.first_run {
+            FirstRun::Queued if self.raid5d.is_empty() => {
+                self.stripes.first_run = FirstRun::Waiting;
+                true
+            }
+            FirstRun::Waiting if !self.stripes.reading.is_empty() => true,
+            FirstRun::Waiting => {
+                self.stripes.first_run = FirstRun::Done;
+                false
+            }
+            _ => false,
+        }
+    }
+
+    /// raid5d's first run ended its plug with no pre-read out: it goes on
+    /// with the rest of its list at once, in a new plug.
+    pub(crate) fn raid5d_runs_again(&self) -> bool {
+        self.stripes.first_run == FirstRun::Waiting && self.stripes.reading.is_empty()
     }
 
     /// A further bio's units join the unhandled stripe_head `k` of entry
