@@ -668,7 +668,9 @@ fn blk_mq_dispatch_plug_list(qs: &mut [RequestQueue], core: &mut BlockCore, list
 /// (`blk_mq_hctx_has_pending`) is not run: every completion asks, and a
 /// queue whose requests are issued directly is nearly always empty. An
 /// asynchronous run happens in a kworker.
-#[inline]
+/// (The test is inlined into every caller, each completion among them;
+/// the run itself stays out of line.)
+#[inline(always)]
 pub fn blk_mq_run_hw_queue(qs: &mut [RequestQueue], core: &mut BlockCore, qi: usize, run_async: bool) {
     if qs[qi].queued() == 0 {
         return;
@@ -680,6 +682,7 @@ pub fn blk_mq_run_hw_queue(qs: &mut [RequestQueue], core: &mut BlockCore, qi: us
 /// `blk_mq_sched_dispatch_requests`: move requests to the driver while it
 /// has tags: first `hctx->dispatch`, then the scheduler or the software
 /// queue.
+#[inline(never)]
 fn blk_mq_sched_dispatch_requests(q: &mut RequestQueue, core: &mut BlockCore, task: u32) {
     while let Some(&id) = q.dispatch_list.front() {
         if !q.get_driver_tag(id) {

@@ -22,7 +22,7 @@
 //! changes timing, not sectors: `md_flush_request` submits the data right
 //! after the member flushes instead of when they complete.
 
-use crate::bio::{req, Bio, BioId, BioVecs, Op, SECTOR_SHIFT};
+use crate::bio::{req, BioId, Op, SECTOR_SHIFT};
 use crate::genhd::DevId;
 use crate::profile::{MdAccounting, SplitRemainder};
 use crate::source::discard::{blkdev_issue_discard, blkdev_issue_discard_one, DiscardChopping, DiscardLimits};
@@ -369,11 +369,10 @@ pub(crate) fn alloc_bio_at(core: &mut BlockCore, like: BioId, dev: DevId, op: Op
     let l = core.bio(like);
     let (owner, cookie) = (l.owner, l.cookie);
     let size = sectors << SECTOR_SHIFT;
-    let bvecs = match phys {
-        Some(p) if size > 0 => BioVecs::new(&[crate::bio::Bvec { phys: p, len: size }]),
-        _ => BioVecs::default(),
-    };
-    core.alloc_bio(Bio { owner, cookie, ..Bio::new(dev, op, flags, sector, size, bvecs) })
+    let page = phys.filter(|_| size > 0).map(|p| crate::bio::Bvec { phys: p, len: size });
+    // Written into its slot in place (a whole bio built and moved in costs
+    // more: one per member discard); no cgroup, as Bio::new.
+    core.alloc_root_bio(dev, op, flags, sector, size, page.as_slice(), owner, cookie, 0)
 }
 
 /// Does the member's queue take discards (`bdev_max_discard_sectors`)?
