@@ -148,6 +148,8 @@ pub struct RequestQueue {
     ctx_list: VecDeque<u32>,
     /// `hctx->dispatch`: requests that bypass the scheduler.
     pub(crate) dispatch_list: VecDeque<u32>,
+    /// Scratch for one queue's requests taken from a plug being flushed.
+    plug_local: VecDeque<u32>,
     pub(crate) driver_tags: u32,
     sched_tags: u32,
     pub tag_waiters: VecDeque<Waiter>,
@@ -181,6 +183,7 @@ impl RequestQueue {
             sched,
             ctx_list: VecDeque::new(),
             dispatch_list: VecDeque::new(),
+            plug_local: VecDeque::new(),
             driver_tags: 0,
             sched_tags: 0,
             tag_waiters: VecDeque::new(),
@@ -542,6 +545,12 @@ pub fn blk_mq_flush_plug_list(qs: &mut [RequestQueue], core: &mut BlockCore, tas
     let depth = plug.rq_count as u64;
     plug.rq_count = 0;
     let (multi, elevator) = (plug.multiple_queues, plug.has_elevator);
+    if depth == 1 && plug.list.len() == 1 && !multi && !elevator && !from_schedule {
+        // Path A for a lone request (a plug flushed as each large request
+        // comes, BLK_PLUG_FLUSH_SIZE): the list stays in the plug.
+        let rq = plug.list.pop_front().expect("a plugged request");
+        return flush_plug_one(qs, core, rq, task);
+    }
     let mut list = std::mem::take(&mut plug.list);
     if core.beh.plug_sort && multi && depth > 2 {
         plug_rq_cmp_sort(qs, &mut list);
@@ -571,6 +580,17 @@ pub fn blk_mq_flush_plug_list(qs: &mut [RequestQueue], core: &mut BlockCore, tas
             plug.list = list;
         }
     }
+}
+
+/// Path A of `blk_mq_flush_plug_list` for one request: 'U' (per version)
+/// and its issue, which `->queue_rqs` and `->queue_rq` do alike for one.
+fn flush_plug_one(qs: &mut [RequestQueue], core: &mut BlockCore, (qi, id): RqRef, task: u32) {
+    core.cpu_charge(|c| c.flush_plug as u64);
+    let qi = qi as usize;
+    if core.beh.unplug_trace_direct {
+        trace_plug(core, qs[qi].dev, Action::Unplug, 1, task);
+    }
+    blk_mq_start_request(&mut qs[qi], core, id, task);
 }
 
 /// Up to 5.15 `blk_mq_flush_plug_list` sorts a plug of several queues
@@ -603,38 +623,43 @@ fn queue_rqs(q: &mut RequestQueue, core: &mut BlockCore, list: &VecDeque<RqRef>,
 fn blk_mq_dispatch_plug_list(qs: &mut [RequestQueue], core: &mut BlockCore, list: &mut VecDeque<RqRef>, from_schedule: bool, task: u32) {
     let first = list.pop_front().expect("non-empty");
     let qi = first.0 as usize;
-    let mut local = VecDeque::from([first.1]);
-    let mut requeue = VecDeque::new();
+    // The queue's own buffer (no allocation per flush); the others'
+    // requests stay in `list`, in their order.
+    let mut local = std::mem::take(&mut qs[qi].plug_local);
+    local.clear();
+    local.push_back(first.1);
     let path = core.beh.plug_list_path;
-    for r in list.drain(..) {
-        match (r.0 as usize == qi, path) {
-            (true, PlugListPath::ListAdd) => local.push_front(r.1),
-            (true, PlugListPath::ListAddTail) => local.push_back(r.1),
-            (false, _) => requeue.push_back(r),
+    for r in list.iter().filter(|r| r.0 as usize == qi) {
+        match path {
+            PlugListPath::ListAdd => local.push_front(r.1),
+            PlugListPath::ListAddTail => local.push_back(r.1),
         }
     }
-    *list = requeue;
+    list.retain(|r| r.0 as usize != qi);
     let action = if from_schedule { Action::UnplugTimer } else { Action::Unplug };
     trace_plug(core, qs[qi].dev, action, local.len() as u64, task);
     let q = &mut qs[qi];
+    // blk_mq_try_issue_list_directly issues them; otherwise the queue runs.
+    let direct = q.sched.is_none() && !from_schedule;
     if q.sched.is_some() {
-        for id in local {
+        for &id in &local {
             sched::insert_requests(q, core, id, task);
         }
-    } else if !from_schedule {
-        // blk_mq_try_issue_list_directly
-        for id in local {
+    } else if direct {
+        for &id in &local {
             blk_mq_start_request(q, core, id, task);
         }
-        return;
     } else {
-        for id in local {
+        for &id in &local {
             core.stats[q.dev as usize].inserts += 1;
             trace_rq(core, Action::Insert, q.rqs.get(id), task);
             q.ctx_list.push_back(id);
         }
     }
-    blk_mq_run_hw_queue(qs, core, qi, from_schedule);
+    q.plug_local = local;
+    if !direct {
+        blk_mq_run_hw_queue(qs, core, qi, from_schedule);
+    }
 }
 
 // ---- dispatch and completion ---------------------------------------------
@@ -643,7 +668,9 @@ fn blk_mq_dispatch_plug_list(qs: &mut [RequestQueue], core: &mut BlockCore, list
 /// (`blk_mq_hctx_has_pending`) is not run: every completion asks, and a
 /// queue whose requests are issued directly is nearly always empty. An
 /// asynchronous run happens in a kworker.
-#[inline]
+/// (The test is inlined into every caller, each completion among them;
+/// the run itself stays out of line.)
+#[inline(always)]
 pub fn blk_mq_run_hw_queue(qs: &mut [RequestQueue], core: &mut BlockCore, qi: usize, run_async: bool) {
     if qs[qi].queued() == 0 {
         return;
@@ -655,6 +682,7 @@ pub fn blk_mq_run_hw_queue(qs: &mut [RequestQueue], core: &mut BlockCore, qi: us
 /// `blk_mq_sched_dispatch_requests`: move requests to the driver while it
 /// has tags: first `hctx->dispatch`, then the scheduler or the software
 /// queue.
+#[inline(never)]
 fn blk_mq_sched_dispatch_requests(q: &mut RequestQueue, core: &mut BlockCore, task: u32) {
     while let Some(&id) = q.dispatch_list.front() {
         if !q.get_driver_tag(id) {

@@ -22,10 +22,10 @@
 //! changes timing, not sectors: `md_flush_request` submits the data right
 //! after the member flushes instead of when they complete.
 
-use crate::bio::{req, Bio, BioId, BioVecs, Op, SECTOR_SHIFT};
+use crate::bio::{req, BioId, Op, SECTOR_SHIFT};
 use crate::genhd::DevId;
 use crate::profile::{MdAccounting, SplitRemainder};
-use crate::source::discard::{blkdev_issue_discard, DiscardChopping, DiscardLimits};
+use crate::source::discard::{blkdev_issue_discard, blkdev_issue_discard_one, DiscardChopping, DiscardLimits};
 use crate::submit::{BioDriver, BlockCore};
 use crate::trace::Action;
 
@@ -89,6 +89,8 @@ pub struct Mddev {
     pub(crate) mirrors: Vec<Mirror>,
     /// Scratch for the copies of a raid10 bio (kept to avoid an allocation per bio).
     pub(crate) copies: Vec<super::raid10::R10Copy>,
+    /// Scratch for the member ranges of a raid0/raid10 discard (no allocation per discard).
+    pub(crate) discard_ranges: Vec<super::MemberRange>,
     /// Member bios the array's thread (raid5d; raid1d/raid10d with
     /// `md_plug_writes`) submits when it runs next, each with the array
     /// sector its remap is traced from (`None`: traced already).
@@ -107,7 +109,7 @@ impl Mddev {
     pub fn new(pers: Personality, members: Vec<MdMember>) -> Mddev {
         let mirrors = vec![Mirror::default(); members.len()];
         let reads_pending = vec![0; members.len()];
-        Mddev { pers, members, mirrors, copies: Vec::new(), raid5d: Default::default(), plug_writes: false, stripes: Default::default(), reads_pending, read_member: Vec::new() }
+        Mddev { pers, members, mirrors, copies: Vec::new(), discard_ranges: Vec::new(), raid5d: Default::default(), plug_writes: false, stripes: Default::default(), reads_pending, read_member: Vec::new() }
     }
 
     /// With `md_plug_writes`: raid1/raid10 have a thread that submits their writes.
@@ -375,11 +377,10 @@ pub(crate) fn alloc_bio_at(core: &mut BlockCore, like: BioId, dev: DevId, op: Op
     let l = core.bio(like);
     let (owner, cookie) = (l.owner, l.cookie);
     let size = sectors << SECTOR_SHIFT;
-    let bvecs = match phys {
-        Some(p) if size > 0 => BioVecs::new(&[crate::bio::Bvec { phys: p, len: size }]),
-        _ => BioVecs::default(),
-    };
-    core.alloc_bio(Bio { owner, cookie, ..Bio::new(dev, op, flags, sector, size, bvecs) })
+    let page = phys.filter(|_| size > 0).map(|p| crate::bio::Bvec { phys: p, len: size });
+    // Written into its slot in place (a whole bio built and moved in costs
+    // more: one per member discard); no cgroup, as Bio::new.
+    core.alloc_root_bio(dev, op, flags, sector, size, page.as_slice(), owner, cookie, 0)
 }
 
 /// Does the member's queue take discards (`bdev_max_discard_sectors`)?
@@ -402,10 +403,28 @@ pub(crate) fn md_submit_discard_bio(core: &mut BlockCore, bio: BioId, member: De
         max_discard_sectors: lim.max_discard_sectors,
         start_sect: d.start_sect,
     };
-    let Ok(pieces) = blkdev_issue_discard(DiscardChopping::BioDiscardLimit, &dl, start, sectors) else { return };
+    let chop = DiscardChopping::BioDiscardLimit;
+    let last = match blkdev_issue_discard_one(chop, &dl, start, sectors) {
+        // Nearly always one bio for the whole range: no list, nothing to chain.
+        Some((sector, n)) => alloc_bio(core, bio, member, Op::Discard, 0, sector, n),
+        None => {
+            let Ok(pieces) = blkdev_issue_discard(chop, &dl, start, sectors) else { return };
+            let Some(last) = discard_chain(core, bio, member, &pieces) else { return };
+            last
+        }
+    };
+    let from = core.bio(bio).iter.sector;
+    submit_remapped(core, bio, last, from);
+}
+
+/// `__blkdev_issue_discard`'s loop over several `pieces`: each bio but the
+/// last is chained to the next and submitted as the next is made; the last
+/// is returned, not yet submitted.
+#[cold]
+fn discard_chain(core: &mut BlockCore, like: BioId, member: DevId, pieces: &[(u64, u32)]) -> Option<BioId> {
     let mut prev: Option<BioId> = None;
-    for (sector, n) in pieces {
-        let next = alloc_bio(core, bio, member, Op::Discard, 0, sector, n);
+    for &(sector, n) in pieces {
+        let next = alloc_bio(core, like, member, Op::Discard, 0, sector, n);
         if let Some(p) = prev {
             // blk_next_bio: chain the previous one to the new one and submit it.
             core.bio_chain(p, next);
@@ -413,8 +432,5 @@ pub(crate) fn md_submit_discard_bio(core: &mut BlockCore, bio: BioId, member: De
         }
         prev = Some(next);
     }
-    if let Some(last) = prev {
-        let from = core.bio(bio).iter.sector;
-        submit_remapped(core, bio, last, from);
-    }
+    prev
 }

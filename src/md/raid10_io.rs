@@ -9,6 +9,7 @@ use crate::submit::BlockCore;
 
 use super::personality::{md_account_bio, md_clone, md_remap, md_split, md_split_front, md_submit_discard_bio, member_discards, Mddev, Personality};
 use super::raid10::{R10Conf, R10Copy, Raid10DiscardVersion};
+use super::MemberRange;
 
 impl Mddev {
     fn r10conf(&self) -> &R10Conf {
@@ -142,10 +143,21 @@ impl Mddev {
     /// (both with `submit_bio_noacct`, in every version), and each member
     /// gets one discard per far-copy region of the stripe-aligned middle.
     #[inline(never)]
-    fn raid10_handle_discard(&self, core: &mut BlockCore, bio: BioId, version: Raid10DiscardVersion) -> bool {
+    fn raid10_handle_discard(&mut self, core: &mut BlockCore, bio: BioId, version: Raid10DiscardVersion) -> bool {
         let (start, sectors) = (core.bio(bio).iter.sector, core.bio(bio).sectors() as u64);
-        let mut ranges = Vec::new();
-        let Some(d) = self.r10conf().raid10_handle_discard(start, sectors, version, &mut ranges) else { return false };
+        let mut ranges = std::mem::take(&mut self.discard_ranges);
+        ranges.clear();
+        let handled = self.r10conf().raid10_handle_discard(start, sectors, version, &mut ranges);
+        if let Some(d) = handled {
+            self.raid10_discard_ranges(core, bio, d, &ranges);
+        }
+        self.discard_ranges = ranges;
+        handled.is_some()
+    }
+
+    /// The rest of `raid10_handle_discard` once the discard is handled:
+    /// head and tail resubmitted, one discard per member range.
+    fn raid10_discard_ranges(&self, core: &mut BlockCore, bio: BioId, d: super::raid10::Raid10Discard, ranges: &[MemberRange]) {
         if let Some(head) = d.head {
             // "Resend the fist split part": the head goes back, the rest stays here.
             let head = md_split_front(core, bio, head.sectors as u32);
@@ -163,6 +175,5 @@ impl Mddev {
             md_submit_discard_bio(core, bio, self.members[r.disk as usize].dev, r.start, r.sectors);
         }
         core.bio_endio(bio, 0);
-        true
     }
 }

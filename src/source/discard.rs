@@ -84,6 +84,24 @@ pub fn blkdev_issue_discard(chop: DiscardChopping, lim: &DiscardLimits, sector: 
     }
 }
 
+/// The one bio `__blkdev_issue_discard(bdev, sector, nr_sects)` builds when
+/// the range fits in a single bio, without building a list: `Some` exactly
+/// when [`blkdev_issue_discard`] would return `Ok` with that one bio.
+/// `None` when it would build several or none, or refuse: ask it then.
+/// (md submits one discard per member range; nearly all fit in one bio.)
+pub fn blkdev_issue_discard_one(chop: DiscardChopping, lim: &DiscardLimits, sector: u64, nr_sects: u64) -> Option<DiscardBio> {
+    if nr_sects == 0 || check_discard(chop, lim, sector, nr_sects).is_err() {
+        return None;
+    }
+    // The first piece each era cuts: the whole range when this is at least it.
+    let first = match chop {
+        DiscardChopping::MaxDiscardAligned => (lim.max_discard_sectors as u64).min((UINT_MAX >> SECTOR_SHIFT) as u64),
+        DiscardChopping::AllowedMaxSectors => bio_allowed_max_sectors(lim.logical_block_size) as u64,
+        DiscardChopping::GranularityAligned | DiscardChopping::BioDiscardLimit => bio_discard_limit(lim, sector),
+    };
+    (nr_sects <= first).then_some((sector, nr_sects as u32))
+}
+
 fn check_discard(chop: DiscardChopping, lim: &DiscardLimits, sector: u64, nr: u64) -> Result<(), DiscardError> {
     if lim.max_discard_sectors == 0 {
         return Err(DiscardError::NotSupported);
@@ -273,6 +291,38 @@ mod tests {
         // Whole-disk sector 13 with 64 KiB (128-sector) granularity: up to 128 first.
         let l = lim(65536, NVME_MAX, 0);
         assert_eq!(blkdev_issue_discard(DiscardChopping::BioDiscardLimit, &l, 13, 1000), Ok(vec![(13, 115), (128, 885)]));
+    }
+
+    #[test]
+    fn one_bio_only_when_the_range_fits_the_first_piece() {
+        use DiscardChopping::*;
+        // 4 KiB granularity: the first piece is 8,388,600 sectors (above).
+        let l = lim(4096, NVME_MAX, 0);
+        assert_eq!(blkdev_issue_discard_one(BioDiscardLimit, &l, 0, 8_388_600), Some((0, 8_388_600)));
+        assert_eq!(blkdev_issue_discard_one(BioDiscardLimit, &l, 0, 8_388_601), None); // two bios
+        assert_eq!(blkdev_issue_discard_one(BioDiscardLimit, &l, 0, 0), None); // refused: empty
+        // 3..11 crosses the 8-sector grid point 8: a 5-sector head, then 3.
+        assert_eq!(blkdev_issue_discard_one(BioDiscardLimit, &l, 3, 8), None);
+        // Partition at 2047: the first piece ends at the grid point 2048.
+        let p = lim(4096, NVME_MAX, 2047);
+        assert_eq!(blkdev_issue_discard_one(BioDiscardLimit, &p, 0, 1), Some((0, 1)));
+        assert_eq!(blkdev_issue_discard_one(BioDiscardLimit, &p, 0, 2), None);
+        // 4.19-5.9 pieces are 8,388,607 sectors whatever max_discard (1024 here).
+        let m = lim(4096, 1024, 0);
+        assert_eq!(blkdev_issue_discard_one(AllowedMaxSectors, &m, 0, 8_388_607), Some((0, 8_388_607)));
+        // 4.x: max_discard_sectors (1024) bounds the first piece.
+        assert_eq!(blkdev_issue_discard_one(MaxDiscardAligned, &m, 0, 1024), Some((0, 1024)));
+        assert_eq!(blkdev_issue_discard_one(MaxDiscardAligned, &m, 0, 1025), None);
+        // No discard at all.
+        assert_eq!(blkdev_issue_discard_one(BioDiscardLimit, &lim(4096, 0, 0), 0, 8), None);
+        // Wherever it answers, it is the list's one bio.
+        for chop in [MaxDiscardAligned, AllowedMaxSectors, GranularityAligned, BioDiscardLimit] {
+            for (l, sector, nr) in [(&l, 0, 8), (&l, 13, 1000), (&p, 0, 1), (&p, 1, 100_000), (&m, 0, 1024), (&m, 8, 2048)] {
+                if let Some(one) = blkdev_issue_discard_one(chop, l, sector, nr) {
+                    assert_eq!(blkdev_issue_discard(chop, l, sector, nr), Ok(vec![one]), "{chop:?} {sector}+{nr}");
+                }
+            }
+        }
     }
 
     #[test]
