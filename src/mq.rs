@@ -200,10 +200,10 @@ impl RequestQueue {
     /// `blk_mq_get_tag` at allocation: a scheduler tag (as many as the
     /// elevator's `limit_depth` allows this op), or without a scheduler a
     /// driver tag out of `nr_requests`.
-    fn try_get_tag(&mut self, op: Op, flags: u32) -> Option<(bool, bool)> {
+    fn try_get_tag(&mut self, core: &BlockCore, task: u32, bio: BioId) -> Option<(bool, bool)> {
         let nr = self.attrs.nr_requests;
         if let Some(e) = &self.sched {
-            let limit = e.limit_depth(op, flags, nr);
+            let limit = e.limit_depth(core, task, bio, nr);
             (self.sched_tags < limit).then(|| {
                 self.sched_tags += 1;
                 (true, false)
@@ -318,8 +318,7 @@ pub(crate) fn blk_mq_new_request(qs: &mut [RequestQueue], core: &mut BlockCore, 
 /// `__blk_mq_alloc_requests`: a tag (or sleep for one), then the request.
 #[inline(always)]
 fn blk_mq_get_request(qs: &mut [RequestQueue], core: &mut BlockCore, qi: usize, bio: BioId, nsegs: u32) -> Submit {
-    let (op, flags) = (core.bio(bio).op, core.bio(bio).flags);
-    let Some((sched_tag, driver_tag)) = qs[qi].try_get_tag(op, flags) else {
+    let Some((sched_tag, driver_tag)) = qs[qi].try_get_tag(core, core.current, bio) else {
         // blk_mq_get_tag sleeps: io_schedule() flushes the plug first.
         let task = core.current;
         qs[qi].tag_waiters.push_back(Waiter { task, bio, nsegs });
@@ -825,8 +824,7 @@ fn end_bios_with_error(q: &mut RequestQueue, core: &mut BlockCore, first: BioId,
 #[inline(always)]
 pub fn wake_tag_waiters(q: &mut RequestQueue, core: &mut BlockCore) {
     while let Some(&w) = q.tag_waiters.front() {
-        let b = core.bio(w.bio);
-        let Some(tags) = q.try_get_tag(b.op, b.flags) else { return };
+        let Some(tags) = q.try_get_tag(core, w.task, w.bio) else { return };
         q.tag_waiters.pop_front();
         core.woken.push((q.index, w, Some(tags)));
     }
