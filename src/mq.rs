@@ -140,6 +140,9 @@ pub struct RequestQueue {
     pub attrs: QueueAttrs,
     /// nvme-pci and virtio-blk take plug batches through `->queue_rqs`.
     pub has_queue_rqs: bool,
+    /// sd's queues take a dispatch budget (`scsi_mq_get_budget`, the
+    /// device's queue depth) before asking the elevator for a request.
+    pub dispatch_budget: bool,
     pub disk: DiskModel,
     pub rqs: Rqs,
     /// The elevator (`q->elevator`), none for `none`.
@@ -176,6 +179,7 @@ impl RequestQueue {
             lim,
             attrs,
             has_queue_rqs: matches!(kind, DiskKind::Nvme | DiskKind::Virtio),
+            dispatch_budget: kind.is_sd(),
             disk,
             rqs: Rqs::default(),
             sched,
@@ -663,19 +667,33 @@ fn blk_mq_sched_dispatch_requests(q: &mut RequestQueue, core: &mut BlockCore, ta
         blk_mq_start_request(q, core, id, task);
     }
     if q.sched.is_some() {
-        // __blk_mq_do_dispatch_sched: stop when no driver tag is left.
-        while q.driver_tags < q.attrs.queue_depth {
-            let Some(id) = sched::dispatch_request(q, core) else { break };
-            if q.last_merge == Some(id) {
-                q.last_merge = None;
-            }
-            q.get_driver_tag(id);
-            blk_mq_start_request(q, core, id, task);
-        }
+        blk_mq_do_dispatch_sched(q, core, task);
     } else {
         while let Some(id) = q.ctx_list.pop_front() {
             blk_mq_start_request(q, core, id, task);
         }
+    }
+}
+
+/// `__blk_mq_do_dispatch_sched`: requests from the elevator while each
+/// gets a driver tag. With `sched_dispatch_ahead` (6.1+) the elevator is
+/// asked before the tag: a request that finds none waits in
+/// `hctx->dispatch`, issued first at the next run, so the elevator has
+/// handed out one request more than the driver holds; without it, or on a
+/// driver whose dispatch budget (sd's) runs out with its queue depth,
+/// taking stops when no driver tag is left.
+fn blk_mq_do_dispatch_sched(q: &mut RequestQueue, core: &mut BlockCore, task: u32) {
+    let ahead = core.beh.sched_dispatch_ahead && !q.dispatch_budget;
+    while ahead || q.driver_tags < q.attrs.queue_depth {
+        let Some(id) = sched::dispatch_request(q, core) else { break };
+        if q.last_merge == Some(id) {
+            q.last_merge = None;
+        }
+        if !q.get_driver_tag(id) {
+            q.dispatch_list.push_back(id);
+            break;
+        }
+        blk_mq_start_request(q, core, id, task);
     }
 }
 
