@@ -78,7 +78,7 @@ impl DiskKind {
     }
 
     /// Handled by sd, and so numbered on the SCSI disk majors.
-    fn is_sd(self) -> bool {
+    pub(crate) fn is_sd(self) -> bool {
         matches!(self, DiskKind::Sata | DiskKind::Hdd | DiskKind::Scsi | DiskKind::Ufs | DiskKind::Hyperv | DiskKind::VirtioScsi)
     }
 

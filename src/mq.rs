@@ -140,6 +140,9 @@ pub struct RequestQueue {
     pub attrs: QueueAttrs,
     /// nvme-pci and virtio-blk take plug batches through `->queue_rqs`.
     pub has_queue_rqs: bool,
+    /// sd's queues take a dispatch budget (`scsi_mq_get_budget`, the
+    /// device's queue depth) before asking the elevator for a request.
+    pub dispatch_budget: bool,
     pub disk: DiskModel,
     pub rqs: Rqs,
     /// The elevator (`q->elevator`), none for `none`.
@@ -178,6 +181,7 @@ impl RequestQueue {
             lim,
             attrs,
             has_queue_rqs: matches!(kind, DiskKind::Nvme | DiskKind::Virtio),
+            dispatch_budget: kind.is_sd(),
             disk,
             rqs: Rqs::default(),
             sched,
@@ -203,10 +207,10 @@ impl RequestQueue {
     /// `blk_mq_get_tag` at allocation: a scheduler tag (as many as the
     /// elevator's `limit_depth` allows this op), or without a scheduler a
     /// driver tag out of `nr_requests`.
-    fn try_get_tag(&mut self, op: Op, flags: u32) -> Option<(bool, bool)> {
+    fn try_get_tag(&mut self, core: &BlockCore, task: u32, bio: BioId) -> Option<(bool, bool)> {
         let nr = self.attrs.nr_requests;
         if let Some(e) = &self.sched {
-            let limit = e.limit_depth(op, flags, nr);
+            let limit = e.limit_depth(core, task, bio, nr);
             (self.sched_tags < limit).then(|| {
                 self.sched_tags += 1;
                 (true, false)
@@ -321,8 +325,7 @@ pub(crate) fn blk_mq_new_request(qs: &mut [RequestQueue], core: &mut BlockCore, 
 /// `__blk_mq_alloc_requests`: a tag (or sleep for one), then the request.
 #[inline(always)]
 fn blk_mq_get_request(qs: &mut [RequestQueue], core: &mut BlockCore, qi: usize, bio: BioId, nsegs: u32) -> Submit {
-    let (op, flags) = (core.bio(bio).op, core.bio(bio).flags);
-    let Some((sched_tag, driver_tag)) = qs[qi].try_get_tag(op, flags) else {
+    let Some((sched_tag, driver_tag)) = qs[qi].try_get_tag(core, core.current, bio) else {
         // blk_mq_get_tag sleeps: io_schedule() flushes the plug first.
         let task = core.current;
         qs[qi].tag_waiters.push_back(Waiter { task, bio, nsegs });
@@ -692,19 +695,33 @@ fn blk_mq_sched_dispatch_requests(q: &mut RequestQueue, core: &mut BlockCore, ta
         blk_mq_start_request(q, core, id, task);
     }
     if q.sched.is_some() {
-        // __blk_mq_do_dispatch_sched: stop when no driver tag is left.
-        while q.driver_tags < q.attrs.queue_depth {
-            let Some(id) = sched::dispatch_request(q, core) else { break };
-            if q.last_merge == Some(id) {
-                q.last_merge = None;
-            }
-            q.get_driver_tag(id);
-            blk_mq_start_request(q, core, id, task);
-        }
+        blk_mq_do_dispatch_sched(q, core, task);
     } else {
         while let Some(id) = q.ctx_list.pop_front() {
             blk_mq_start_request(q, core, id, task);
         }
+    }
+}
+
+/// `__blk_mq_do_dispatch_sched`: requests from the elevator while each
+/// gets a driver tag. With `sched_dispatch_ahead` (6.1+) the elevator is
+/// asked before the tag: a request that finds none waits in
+/// `hctx->dispatch`, issued first at the next run, so the elevator has
+/// handed out one request more than the driver holds; without it, or on a
+/// driver whose dispatch budget (sd's) runs out with its queue depth,
+/// taking stops when no driver tag is left.
+fn blk_mq_do_dispatch_sched(q: &mut RequestQueue, core: &mut BlockCore, task: u32) {
+    let ahead = core.beh.sched_dispatch_ahead && !q.dispatch_budget;
+    while ahead || q.driver_tags < q.attrs.queue_depth {
+        let Some(id) = sched::dispatch_request(q, core) else { break };
+        if q.last_merge == Some(id) {
+            q.last_merge = None;
+        }
+        if !q.get_driver_tag(id) {
+            q.dispatch_list.push_back(id);
+            break;
+        }
+        blk_mq_start_request(q, core, id, task);
     }
 }
 
@@ -853,8 +870,7 @@ fn end_bios_with_error(q: &mut RequestQueue, core: &mut BlockCore, first: BioId,
 #[inline(always)]
 pub fn wake_tag_waiters(q: &mut RequestQueue, core: &mut BlockCore) {
     while let Some(&w) = q.tag_waiters.front() {
-        let b = core.bio(w.bio);
-        let Some(tags) = q.try_get_tag(b.op, b.flags) else { return };
+        let Some(tags) = q.try_get_tag(core, w.task, w.bio) else { return };
         q.tag_waiters.pop_front();
         core.woken.push((q.index, w, Some(tags)));
     }

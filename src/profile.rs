@@ -531,6 +531,12 @@ pub struct Behaviour {
     pub bfq_groups_asymmetric_above: u32,
     /// bfq merges the queues of processes started together (5.13+).
     pub bfq_stable_merge: bool,
+    /// The elevator is asked for a request before its driver tag (6.1+):
+    /// one request waits in `hctx->dispatch` when the driver is full.
+    pub sched_dispatch_ahead: bool,
+    /// bfq holds a queue to its weight's share of the scheduler tags
+    /// (`bfqq_request_over_limit`; not in 5.10).
+    pub bfq_tag_share: bool,
     pub throtl_dispatch: ThrotlDispatch,
     pub throtl_iops_wait: ThrotlIopsWait,
     pub throtl_trim: ThrotlTrim,
@@ -619,6 +625,8 @@ pub fn profiles() -> Vec<Profile> {
         wbt_reclaim: WbtReclaim::Kswapd,
         bfq_groups_asymmetric_above: 0,
         bfq_stable_merge: true,
+        bfq_tag_share: true,
+        sched_dispatch_ahead: true,
         throtl_dispatch: ThrotlDispatch::BpsOrIops,
         throtl_iops_wait: ThrotlIopsWait::SliceEnd,
         throtl_trim: ThrotlTrim::WholeSlices,
@@ -730,6 +738,10 @@ fn pre_6_profiles(v6_1: &Behaviour) -> Vec<Profile> {
         throtl_split_ios: false,
         // bfq before 430a67f9d616 (5.13): no stable merging.
         bfq_stable_merge: false,
+        // bfq_limit_depth before "bfq: Limit number of requests consumed by
+        // each cgroup": async and write depths only.
+        bfq_tag_share: false,
+        sched_dispatch_ahead: false,
         ..v6_1.clone()
     };
     let v5_8 = Behaviour {
@@ -742,6 +754,8 @@ fn pre_6_profiles(v6_1: &Behaviour) -> Vec<Profile> {
         raid5_max_hw: Raid5MaxHw::Unlimited,
         throtl_split_ios: false,
         bfq_stable_merge: false,
+        bfq_tag_share: false,
+        sched_dispatch_ahead: false,
         ..v6_1.clone()
     };
     let v5_13 = Behaviour {
@@ -931,6 +945,10 @@ pub const SWITCHES: &[SwitchDef] = &[
         "bfq_asymmetric_scenario: the scenario is asymmetric (sync queues idle for service guarantees) when more non-root cgroups than this have pending requests; 0 up to 6.1 (one busy group already counts), 1 from 6.2 (\"block, bfq: do not idle if only one group is activated\")"),
     switch!(flag bfq_stable_merge,
         "bfq merges the sync queue of a process into that of one started within bfq_burst_interval (180 ms) before it, with the same ioprio, once both are 600 ms old (bfq_do_or_sched_stable_merge, \"block, bfq: merge bursts of newly-created queues\", 5.13); before, they stay apart"),
+    switch!(flag sched_dispatch_ahead,
+        "__blk_mq_do_dispatch_sched asks the elevator for a request before getting its driver tag and stops at the first that finds none, which waits in hctx->dispatch and is issued first at the next run: with the driver full the elevator has handed out one request more (6.1; a guest's bfq log counts 5 dispatched with 4 in a virtio disk; not on sd's disks, whose dispatch budget runs out first). Off: taking stops when no driver tag is left (5.10 takes up to nr_requests from the elevator without checking tags, which the model does not do)"),
+    switch!(flag bfq_tag_share,
+        "bfq_limit_depth holds a queue that already has its weight's share of the scheduler tags (nr_requests · weight / the weights of the busy queues of its class and those above, rounded) to a shallow depth of 1 (bfqq_request_over_limit, \"bfq: Limit number of requests consumed by each cgroup\", 6.1 has it, 5.10 not); a weight-raised queue beside an unraised one leaves the latter 2 of 64 tags"),
     switch!(choice raid5_discard, "hide_unsafe|fail_unsafe",
         "md raid456 without safe discard (devices_handle_discard_safely, members discarding whole stripes): hide_unsafe (up to 6.x: discard_max_bytes 0) or fail_unsafe (7.x: discard_max_hw_bytes UINT_MAX sectors on every array, raid5_discard_limits fails each discard with -EOPNOTSUPP)"),
     switch!(choice null_blk_no_sched, "no_sched|none_by_default",

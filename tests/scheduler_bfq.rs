@@ -25,7 +25,12 @@ fn err(text: &str) -> String {
 /// The jobs' issued requests in order: 'S' below sector 100000 (the
 /// sequential reader at 16 MiB), 'R' above (the random one at 256 MiB).
 fn issue_order(text: &str) -> String {
-    let sc = scenario::load("s.toml", text, None, &[]).unwrap_or_else(|e| panic!("{e}"));
+    issue_order_with(text, &[])
+}
+
+/// `issue_order` with `--set` values.
+fn issue_order_with(text: &str, sets: &[String]) -> String {
+    let sc = scenario::load("s.toml", text, None, sets).unwrap_or_else(|e| panic!("{e}"));
     let mut engine = sc.build();
     engine.core.tracer.keep_log();
     engine.run();
@@ -73,4 +78,29 @@ fn idling_sequential_reader_keeps_the_disk() {
     let order = issue_order(&disk(&format!("nomerges = 2\nnr_requests = 64\n{BFQ_IOSCHED}\nlow_latency = 0"), TWO_READERS));
     assert_eq!(order.len(), 512);
     assert_eq!(&order[..256], "S".repeat(256), "{order}");
+}
+
+#[test]
+fn a_random_reader_one_read_at_a_time_preempts_at_each_read() {
+    // The random reader (one read in flight) starts 2 s after the
+    // sequential one (16 in flight; 20 commands/s, 4 in the driver):
+    // separate queues (created 2 s apart, no stable merge). With
+    // slice_idle 0 bfq_better_to_idle is false, so the random queue
+    // expires as soon as its read is dispatched, and each next random read
+    // preempts the sequential queue on arrival. By then blk-mq has already
+    // taken one sequential read ahead of the full driver
+    // (sched_dispatch_ahead: it waits in hctx->dispatch), and the random
+    // read is issued after it: between two random reads, the 3 sequential
+    // reads in the driver beside the random one, the one issued when the
+    // random one completes and the one waiting in hctx->dispatch, 5 in
+    // all. Without the read ahead of the driver, 4.
+    let job = "[global]\nfilename=/dev/vda\nbs=4k\nioengine=libaio\ndirect=1\nsize=1M\n\
+               [seq]\nrw=read\niodepth=16\noffset=16M\n[rand]\nrw=randread\niodepth=1\nstartdelay=2\noffset=256M\n";
+    let text = disk(&format!("queue_depth = 4\nnomerges = 2\nnr_requests = 64\n{BFQ_IOSCHED}\nslice_idle = 0\n[disks.vda.model]\niops = 20"), job);
+    let order = issue_order(&text);
+    let first = order.find('R').unwrap();
+    assert!(order[first..].starts_with(&"RSSSSS".repeat(30)), "{order}");
+    let order = issue_order_with(&text, &["behaviour.sched_dispatch_ahead=false".to_string()]);
+    let first = order.find('R').unwrap();
+    assert!(order[first..].starts_with(&"RSSSS".repeat(30)), "{order}");
 }

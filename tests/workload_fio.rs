@@ -349,6 +349,16 @@ fn offset_and_size_place_the_region() {
 }
 
 #[test]
+fn startdelay_holds_a_job_back() {
+    // Two 16-read jobs on one disk; the second has startdelay=20ms (fio
+    // forks it once 20 ms have passed): its first read is queued at 20 ms,
+    // the first job's at 0.
+    let (_, ev, _, _) = run("f.toml", &with_args(&["--name=a", "--rw=read", "--bs=4k", "--direct=1", "--size=64k", "--filename=/dev/nvme1n1", "--name=b", "--startdelay=20ms", "--rw=read", "--offset=1M", "--bs=4k", "--direct=1", "--size=64k", "--filename=/dev/nvme1n1"]));
+    let first = |b: bool| ev.iter().filter(|e| e.action == Action::Queue && (e.sector >= 2048) == b).map(|e| e.time).min().unwrap();
+    assert_eq!((first(false), first(true)), (0, 20_000_000));
+}
+
+#[test]
 fn rate_iops_thinktime_ramp_and_stonewall_pace_the_jobs() {
     // rate_iops=1000: the n-th read (from 0) is not issued before n ms
     // from the job's start (usec_for_io: n × 4096 B / (1000 × 4096 B/s)).

@@ -71,20 +71,29 @@ impl BfqElv {
     /// `bfq_limit_depth` (`bfq_update_depths`): sync reads may use every
     /// scheduler tag; async I/O half of them and sync writes 3/4, or 3/16
     /// and 6/16 while any queue is weight raised. (6.1 applies the same
-    /// shares to each sbitmap word, which comes to the same total.)
-    pub fn limit_depth(&self, op: Op, flags: u32, nr_requests: u32) -> u32 {
-        let sync = op_is_sync(op, flags);
-        if sync && !op.is_write() {
-            return nr_requests;
-        }
-        let raised = self.bfq.wr_busy_queues() > 0;
-        let d = match (raised, sync) {
-            (false, false) => nr_requests >> 1,
-            (false, true) => (nr_requests * 3) >> 2,
-            (true, false) => (nr_requests * 3) >> 4,
-            (true, true) => (nr_requests * 6) >> 4,
+    /// shares to each sbitmap word, which comes to the same total.) A
+    /// queue holding its weight's share already gets 1
+    /// ([`Bfq::request_over_limit`], switch `bfq_tag_share`).
+    pub fn limit_depth(&self, core: &BlockCore, task: u32, b: &Bio, nr_requests: u32) -> u32 {
+        let sync = op_is_sync(b.op, b.flags);
+        let d = if sync && !b.op.is_write() {
+            nr_requests
+        } else {
+            let raised = self.bfq.wr_busy_queues() > 0;
+            let d = match (raised, sync) {
+                (false, false) => nr_requests >> 1,
+                (false, true) => (nr_requests * 3) >> 2,
+                (true, false) => (nr_requests * 3) >> 4,
+                (true, true) => (nr_requests * 6) >> 4,
+            };
+            d.max(1)
         };
-        d.max(1)
+        let over = || self.bfq.request_over_limit(task, sync, core.ioprio[task as usize], b.blkcg as u32, d);
+        if core.beh.bfq_tag_share && over() {
+            1
+        } else {
+            d
+        }
     }
 
     /// Schedule the engine event of a newly armed idle timer.

@@ -850,7 +850,7 @@ impl Bfq {
 
     /// `bfq_update_wr_data`: weight raising ends when its time is up or an
     /// interactive queue was served `max_service_from_wr`.
-    fn update_wr_data(&mut self, q: usize, now_j: i64) {
+    pub(super) fn update_wr_data(&mut self, q: usize, now_j: i64) {
         let rt = self.wr_rt_max_time();
         let bq = &self.queues[q];
         if bq.wr_coeff > 1 {

@@ -13,7 +13,7 @@ use super::bfq_ioprio::Ioprio;
 use super::bfq_iosched::{Bfq, QueueKey};
 
 impl Bfq {
-    fn bio_queue(&self, task: u32, sync: bool, ioprio: Ioprio, group: u32) -> Option<usize> {
+    pub(super) fn bio_queue(&self, task: u32, sync: bool, ioprio: Ioprio, group: u32) -> Option<usize> {
         self.by_key.get(&QueueKey::of(task, sync, ioprio, group)).copied()
     }
 

@@ -19,6 +19,7 @@
 //! force, so the queue pays one test of its kind, not an indirect call.
 
 pub mod bfq_coop;
+pub mod bfq_depth;
 pub mod bfq_elv;
 pub mod bfq_ioprio;
 pub mod bfq_iosched;
@@ -96,10 +97,12 @@ impl ElevatorQueue {
         }
     }
 
-    /// `->limit_depth`: how many scheduler tags an allocation for `op` may
-    /// see in use (`data->shallow_depth`; `nr_requests` when unlimited).
+    /// `->limit_depth`: how many scheduler tags an allocation for bio `b`
+    /// of `task` may see in use (`data->shallow_depth`; `nr_requests` when
+    /// unlimited).
     #[inline(always)]
-    pub fn limit_depth(&self, op: Op, flags: u32, nr_requests: u32) -> u32 {
+    pub fn limit_depth(&self, core: &BlockCore, task: u32, b: BioId, nr_requests: u32) -> u32 {
+        let (op, flags) = (core.bio(b).op, core.bio(b).flags);
         match &self.data {
             ElevatorData::MqDeadline(_) => mq_deadline::dd_limit_depth(op, flags, nr_requests),
             // kyber_limit_depth: async requests to async_depth.
@@ -110,7 +113,7 @@ impl ElevatorQueue {
                     ky.async_depth
                 }
             }
-            ElevatorData::Bfq(b) => b.limit_depth(op, flags, nr_requests),
+            ElevatorData::Bfq(e) => e.limit_depth(core, task, core.bio(b), nr_requests),
         }
     }
 

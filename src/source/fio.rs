@@ -375,6 +375,9 @@ pub struct FioJob {
     /// `ramp_time`, µs: the job runs that long before its statistics
     /// (and `runtime`) start (`reset_all_stats` at the end of the ramp).
     pub ramp_time_us: u64,
+    /// `startdelay`, µs: the job starts that long after fio does
+    /// (`run_threads` forks it only once the delay has passed).
+    pub start_delay_us: u64,
     /// `rate` (bytes/s) and `rate_iops` per direction; 0 = no limit.
     pub rate: PerDir<u64>,
     pub rate_iops: PerDir<u64>,
@@ -436,6 +439,7 @@ impl Default for FioJob {
             stonewall: false,
             new_group: false,
             ramp_time_us: 0,
+            start_delay_us: 0,
             rate: PerDir::all(0),
             rate_iops: PerDir::all(0),
             thinktime_us: 0,
@@ -1136,6 +1140,13 @@ fn set_ramp_time(j: &mut FioJob, v: Option<&str>) -> SetResult {
     Ok(())
 }
 
+/// `startdelay` is in seconds without a unit (`is_seconds`); fio's range
+/// form (`startdelay=1-5`, a random delay) is refused by the unit check.
+fn set_startdelay(j: &mut FioJob, v: Option<&str>) -> SetResult {
+    j.start_delay_us = parse_time_us(single(v)?, true)?;
+    Ok(())
+}
+
 fn set_rate(j: &mut FioJob, v: Option<&str>) -> SetResult {
     let kb = j.kb_base;
     per_dir(need(v)?, false, &mut j.rate, |p| parse_bytes(p, kb))
@@ -1444,6 +1455,7 @@ const OPTIONS: &[Opt] = &[
     Opt { name: "stonewall", alias: &["wait_for_previous"], flag: true, set: set_stonewall },
     flag("new_group", set_new_group),
     opt("ramp_time", &[], set_ramp_time),
+    opt("startdelay", &[], set_startdelay),
     opt("rate", &[], set_rate),
     opt("rate_iops", &[], set_rate_iops),
     opt("thinktime", &[], set_thinktime),
@@ -2419,6 +2431,11 @@ group_reporting
         assert_eq!((j.rate_iops.read, j.rate_iops.write), (100, 50));
         assert_eq!((j.thinktime_us, j.thinktime_blocks, j.ramp_time_us, j.new_group), (100, 4, 2_000_000, true));
         assert_eq!(one("ramp_time=200ms").ramp_time_us, 200_000);
+        // startdelay: seconds without a unit, like ramp_time; fio's random
+        // range form is refused.
+        assert_eq!(one("startdelay=2").start_delay_us, 2_000_000);
+        assert_eq!(one("startdelay=1500ms").start_delay_us, 1_500_000);
+        bad("startdelay=1-5");
         // rate=1m: 1 MiB/s for every direction (one value for all).
         let j = one("rate=1m");
         assert_eq!((j.rate.read, j.rate.write, j.rate.trim), (1 << 20, 1 << 20, 1 << 20));

@@ -393,13 +393,13 @@ impl FioJobSource {
         self.absorbed.1 >= self.plan.region_len
     }
 
-    /// The job's start (its first call) and the end of its `ramp_time`:
-    /// fio's `reset_all_stats` — the bytes counted against `io_size`, the
-    /// rate's bytes and the epoch start again.
+    /// The job's start (its first call, or `startdelay` if later) and the
+    /// end of its `ramp_time`: fio's `reset_all_stats` — the bytes counted
+    /// against `io_size`, the rate's bytes and the epoch start again.
     fn ramp(&mut self, now: u64) {
         let ramp_ns = self.job().ramp_time_us.saturating_mul(1000);
         let Some(epoch) = self.epoch else {
-            self.epoch = Some(now);
+            self.epoch = Some(now.max(self.job().start_delay_us.saturating_mul(1000)));
             self.ramping = ramp_ns > 0;
             return;
         };
@@ -432,7 +432,7 @@ impl FioJobSource {
     /// `rate_ddir`: a mixed job ahead of its rate in direction `d` but
     /// behind in the other switches direction, or takes the one due first.
     fn rate_ddir(&self, d: Ddir, now: u64) -> Ddir {
-        let since = now - self.epoch.unwrap_or(0);
+        let since = now.saturating_sub(self.epoch.unwrap_or(0));
         let Some(next) = self.rate_next_io_time(d) else { return d };
         let other = if d == Ddir::Read { Ddir::Write } else { Ddir::Read };
         let mixed = matches!(self.job().rw, ReadWrite::Rw | ReadWrite::RandRw) && d != Ddir::Trim;
@@ -453,11 +453,13 @@ impl FioJobSource {
         !self.ramping && next >= end
     }
 
-    /// The unit's earliest time: a rate-limited job ahead of its rate
-    /// waits for its I/O (`io_u_quiesce`), then sleeps until its time; a
-    /// job that just drained for `thinktime` sleeps that long.
+    /// The unit's earliest time: not before the job has started
+    /// (`startdelay`); a rate-limited job ahead of its rate waits for its
+    /// I/O (`io_u_quiesce`), then sleeps until its time; a job that just
+    /// drained for `thinktime` sleeps that long.
     fn pace(&mut self, unit: &mut IoUnit, d: Ddir, now: u64) {
         let epoch = self.epoch.unwrap_or(0);
+        unit.not_before = unit.not_before.max(epoch);
         if let Some(next) = self.rate_next_io_time(d).map(|t| epoch.saturating_add(t)).filter(|&t| t > now) {
             unit.drain = true;
             unit.not_before = next;
