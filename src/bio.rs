@@ -206,6 +206,7 @@ impl BioVecs {
     /// Do both tables hold the same pages, as a clone's and its original's do?
     pub fn same_pages(&self, other: &BioVecs) -> bool {
         match (self, other) {
+            (BioVecs::Inline(a), BioVecs::Inline(b)) => a == b,
             (BioVecs::Shared(a), BioVecs::Shared(b)) if Rc::ptr_eq(a, b) => true,
             _ => self[..] == other[..],
         }

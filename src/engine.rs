@@ -30,8 +30,8 @@ pub struct Job {
     pub iodepth: u32,
     /// Units per submission (fio's `iodepth_batch_submit`).
     pub batch: u32,
-    /// Root bios still outstanding per in-flight unit slot.
-    slots: Vec<u32>,
+    /// The units in flight, by slot.
+    slots: Vec<UnitSlot>,
     free_slots: Vec<u32>,
     in_flight: u32,
     finished: bool,
@@ -59,15 +59,9 @@ pub struct Job {
     reaping: u32,
     /// A `JobWake` is scheduled at this time.
     wake_at: Option<u64>,
-    /// Per slot: start time, what the unit counts as, its bytes, and when
-    /// its submission returned (fio's issue time).
-    slot_info: Vec<(u64, UnitKind, u64, u64)>,
     /// Units completed since the job's last submission: the events its
     /// next `io_getevents` reaps ([`crate::host_cpu`]).
     unreaped: u32,
-    /// Per slot: the unit to submit for the rest of a short one when it
-    /// completes ([`IoUnit::requeue`]).
-    slot_requeue: Vec<Option<Box<IoUnit>>>,
     /// Units requeued by short completions, submitted before new ones.
     requeued: VecDeque<IoUnit>,
 }
@@ -85,20 +79,38 @@ pub struct JobStats {
     pub fio: crate::stats::fio_stats::FioStats,
 }
 
+/// A unit in flight: what its completion needs, in one place (one lookup
+/// per bio that ends).
+#[derive(Default)]
+struct UnitSlot {
+    /// Root bios still outstanding, and one for the submission while it
+    /// is under way.
+    left: u32,
+    /// What the unit counts as.
+    kind: UnitKind,
+    /// When the unit started, its bytes, and when its submission returned
+    /// (fio's issue time).
+    start: u64,
+    bytes: u64,
+    issued: u64,
+    /// The unit to submit for the rest of a short one when it completes
+    /// ([`IoUnit::requeue`]).
+    requeue: Option<Box<IoUnit>>,
+}
+
 impl Job {
     /// Take a unit in flight: a slot, and a place in the submission under
     /// way.
     fn queue_unit(&mut self, unit: IoUnit, now: u64) {
         let slot = self.free_slots.pop().unwrap_or_else(|| {
-            self.slots.push(0);
-            self.slot_info.push((0, UnitKind::Other, 0, 0));
-            self.slot_requeue.push(None);
+            self.slots.push(UnitSlot::default());
             (self.slots.len() - 1) as u32
         });
+        let s = &mut self.slots[slot as usize];
         // One reference per bio, and one for the submission itself.
-        self.slots[slot as usize] = unit.bios.len() as u32 + 1;
-        self.slot_info[slot as usize] = (unit.started_ns.unwrap_or(now).min(now), unit.kind, unit.bytes, now);
-        self.slot_requeue[slot as usize] = unit.requeue;
+        s.left = unit.bios.len() as u32 + 1;
+        (s.kind, s.start, s.bytes, s.issued) = (unit.kind, unit.started_ns.unwrap_or(now).min(now), unit.bytes, now);
+        s.requeue = unit.requeue;
         if let Some(k) = unit.kind.index() {
             self.stats.fio.issued(k);
         }
@@ -412,9 +424,7 @@ impl Engine {
             sync_slot: None,
             reaping: 0,
             wake_at: None,
-            slot_info: Vec::new(),
             unreaped: 0,
-            slot_requeue: Vec::new(),
             requeued: VecDeque::new(),
         });
         self.jobs.len() - 1
@@ -563,7 +573,7 @@ impl Engine {
                 // All bios of the unit were submitted: drop the submission's
                 // own reference, so the unit completes with its last bio,
                 // and hand the bios' buffers back to the source.
-                self.jobs[j].slot_info[u.slot as usize].3 = self.core.now;
+                self.jobs[j].slots[u.slot as usize].issued = self.core.now;
                 self.unit_bio_done(j, u.slot);
                 self.jobs[j].source.unit_done(u.bios);
             }
@@ -626,7 +636,8 @@ impl Engine {
         // drain unit is held by `n > 0`), so it sees no unit of this batch.
         let (mut n, mut plug, mut plug_sleeps, mut counted) = (0u32, false, false, 0u32);
         while n < room {
-            let Some(u) = job.requeued.pop_front().or_else(|| job.pending.take()).or_else(|| next_from_source(job, now)) else { break };
+            let u = if job.requeued.is_empty() && job.pending.is_none() { next_from_source(job, now) } else { job.requeued.pop_front().or_else(|| job.pending.take()) };
+            let Some(u) = u else { break };
             let held = u.not_before > now || (u.drain && job.in_flight > 0) || ((u.sync || u.drain) && n > 0);
             if held {
                 job.pending = Some(u);
@@ -674,31 +685,42 @@ impl Engine {
         true
     }
 
+    /// One reference on the unit in `slot` dropped (a bio of it ended, or
+    /// its submission finished): inline, as most drops leave the unit in
+    /// flight.
+    #[inline(always)]
     fn unit_bio_done(&mut self, j: usize, slot: u32) {
-        let now = self.core.now;
-        let job = &mut self.jobs[j];
-        let left = &mut job.slots[slot as usize];
+        let left = &mut self.jobs[j].slots[slot as usize].left;
         *left -= 1;
         if *left == 0 {
-            job.free_slots.push(slot);
-            job.in_flight -= 1;
-            job.units_done += 1;
-            job.unreaped += 1;
-            job.reaping = job.reaping.saturating_sub(1);
-            if let Some(rest) = job.slot_requeue[slot as usize].take() {
-                job.requeued.push_back(*rest);
-            }
-            if job.sync_slot == Some(slot) {
-                job.sync_slot = None;
-            }
-            let (start, kind, bytes, issued) = job.slot_info[slot as usize];
-            if let Some(k) = kind.index() {
-                let clat = job.stats.fio.completed(k, start, issued, now, bytes);
-                job.stats.clat[k].add(clat);
-                job.stats.bytes[k] += bytes;
-            }
-            job.stats.last_complete_ns = now;
+            self.unit_complete(j, slot);
         }
+    }
+
+    /// The unit in `slot` completed: its slot is free, and what the tool
+    /// counts of it is counted.
+    fn unit_complete(&mut self, j: usize, slot: u32) {
+        let now = self.core.now;
+        let job = &mut self.jobs[j];
+        job.free_slots.push(slot);
+        job.in_flight -= 1;
+        job.units_done += 1;
+        job.unreaped += 1;
+        job.reaping = job.reaping.saturating_sub(1);
+        let s = &mut job.slots[slot as usize];
+        if let Some(rest) = s.requeue.take() {
+            job.requeued.push_back(*rest);
+        }
+        let (start, kind, bytes, issued) = (s.start, s.kind, s.bytes, s.issued);
+        if job.sync_slot == Some(slot) {
+            job.sync_slot = None;
+        }
+        if let Some(k) = kind.index() {
+            let clat = job.stats.fio.completed(k, start, issued, now, bytes);
+            job.stats.clat[k].add(clat);
+            job.stats.bytes[k] += bytes;
+        }
+        job.stats.last_complete_ns = now;
     }
 
     /// A task that got a tag back finishes its allocation, then its loop,

@@ -532,7 +532,13 @@ impl BlockCore {
         }
     }
 
+    /// Hand `ev` to the listeners: straight into the analysis thread's
+    /// batch when it alone listens, else to each through [`crate::trace::Tracer::emit`].
+    #[inline]
     pub fn emit(&mut self, ev: Event) {
+        if let Some(t) = self.tracer.only_thread() {
+            return t.add(&ev);
+        }
         let ctx = TraceCtx { topo: &self.topo, tasks: &self.tasks };
         self.tracer.emit(ev, &ctx);
     }
@@ -720,12 +726,16 @@ impl BlockCore {
         id
     }
 
-    /// A submitter's bio enters the stack.
+    /// A submitter's bio enters the stack (inline: the checks' own fast
+    /// path is a few stores, less than a call).
+    #[inline(always)]
     pub fn check_root(&mut self, id: BioId) {
         self.check.root_submitted(&self.topo, &self.bios[id as usize], id, self.errors_total);
     }
 
-    /// A bio object is queued on a request-based disk for the first time.
+    /// A bio object is queued on a request-based disk for the first time
+    /// (inline, as [`Self::check_root`]).
+    #[inline(always)]
     fn check_leaf(&mut self, id: BioId) {
         let root = self.root_of(id);
         self.check.leaf_queued(&self.topo, &self.bios[id as usize], root);

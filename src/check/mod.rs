@@ -118,6 +118,9 @@ pub struct Checker {
     given: Vec<(DevId, Layout)>,
     /// Every device's layout, resolved on first use.
     layouts: Vec<Layout>,
+    /// Per device, resolved with `layouts`: the plain disk and partition
+    /// start its sectors live at ([`plain_disk`]), looked up once per root.
+    plain: Vec<Option<(DevId, u64)>>,
     /// Boxed, so taking one in and out of its slot moves a pointer.
     roots: Vec<Option<Box<RootState>>>,
     /// Finished root states, their buffers kept for reuse (boxed, as above).
@@ -140,7 +143,12 @@ pub struct Checker {
 }
 
 /// Byte offset of `iter` in a bvec table.
+#[inline(always)]
 fn data_offset(bvecs: &[Bvec], iter: &BvecIter) -> u64 {
+    if iter.idx == 0 {
+        // In the first bvec (every single-page bio): no sum to take.
+        return iter.bvec_done as u64;
+    }
     bvecs[..(iter.idx as usize).min(bvecs.len())].iter().map(|b| b.len as u64).sum::<u64>() + iter.bvec_done as u64
 }
 
@@ -179,6 +187,7 @@ impl Checker {
                 *slot = l.clone();
             }
         }
+        self.plain = (0..self.layouts.len() as DevId).map(|d| plain_disk(&self.layouts, d)).collect();
     }
 
     fn violation(&mut self, msg: String) {
@@ -211,19 +220,29 @@ impl Checker {
     // ---- hooks ---------------------------------------------------------
 
     /// A submitter's bio enters the stack (before `submit_bio_noacct`).
+    /// A plain root (no oracle) starts its streak here, inline: what
+    /// nearly every root does.
+    #[inline(always)]
     pub fn root_submitted(&mut self, topo: &Topology, bio: &Bio, id: BioId, errors: u64) {
         self.resolve(topo);
         self.next_seq += 1;
+        if let (Some(&Some((disk, offset))), None) = (self.plain.get(bio.dev as usize), &self.oracle) {
+            return self.begin_streak(bio, id, errors, disk, offset);
+        }
+        self.root_submitted_full(bio, id, errors)
+    }
+
+    /// [`Self::root_submitted`] of a root with a full [`RootState`] (a
+    /// stacked device, or the oracle on).
+    #[inline(never)]
+    fn root_submitted_full(&mut self, bio: &Bio, id: BioId, errors: u64) {
         if let Some(s) = self.streaks.get_mut(id as usize) {
             s.live = false;
         }
         if matches!(self.layouts[bio.dev as usize], Layout::Unknown) {
             return;
         }
-        let plain = plain_disk(&self.layouts, bio.dev);
-        if let (Some((disk, offset)), None) = (plain, &self.oracle) {
-            return self.begin_streak(bio, id, errors, disk, offset);
-        }
+        let plain = self.plain[bio.dev as usize];
         let (start, sectors) = (bio.iter.sector, bio.sectors() as u64);
         let version = match &mut self.oracle {
             Some(o) if writes_data(bio.op) && sectors > 0 => o.begin(bio.dev, bio.op, start, start + sectors, self.next_seq),
@@ -250,6 +269,7 @@ impl Checker {
     }
 
     /// A plain root (no oracle) starts its streak in slot `id`.
+    #[inline(always)]
     fn begin_streak(&mut self, bio: &Bio, id: BioId, errors: u64, disk: DevId, offset: u64) {
         let i = id as usize;
         if self.streaks.len() <= i {
@@ -283,6 +303,8 @@ impl Checker {
 
     /// A bio object is queued on a request-based disk for the first time
     /// (after the partition remap). `root` is the end of its chain.
+    /// A piece that continues its root's streak is counted inline.
+    #[inline(always)]
     pub fn leaf_queued(&mut self, topo: &Topology, bio: &Bio, root: BioId) {
         let n = bio.sectors() as u64;
         if let Some(s) = self.streaks.get_mut(root as usize).filter(|s| s.live) {
@@ -291,6 +313,13 @@ impl Checker {
             }
             self.promote(root);
         }
+        self.leaf_queued_full(topo, bio, root, n)
+    }
+
+    /// [`Self::leaf_queued`] for a root with a full [`RootState`]: the
+    /// piece recorded and its placement checked.
+    #[inline(never)]
+    fn leaf_queued_full(&mut self, topo: &Topology, bio: &Bio, root: BioId, n: u64) {
         let Some(Some(st)) = self.roots.get_mut(root as usize) else { return };
         if n == 0 {
             return;
@@ -374,6 +403,8 @@ impl Checker {
 
     /// A submitter's bio completed with `status`; `errors` is the block
     /// core's count of failed bios so far.
+    /// A root whose one streak covered it is passed inline.
+    #[inline(always)]
     pub fn root_done(&mut self, topo: &Topology, root: BioId, status: i32, errors: u64) {
         if let Some(s) = self.streaks.get_mut(root as usize).filter(|s| s.live) {
             // What `check_root` passes at once: no error, the streak over
@@ -386,6 +417,12 @@ impl Checker {
             }
             self.promote(root);
         }
+        self.root_done_full(topo, root, status, errors)
+    }
+
+    /// [`Self::root_done`] for a root with a full [`RootState`].
+    #[inline(never)]
+    fn root_done_full(&mut self, topo: &Topology, root: BioId, status: i32, errors: u64) {
         let Some(mut st) = self.roots.get_mut(root as usize).and_then(Option::take) else { return };
         self.check_root(topo, &mut st, status, errors);
         st.recycle();

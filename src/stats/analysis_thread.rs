@@ -81,6 +81,7 @@ impl AnalysisThread {
         }
     }
 
+    #[inline(never)]
     fn send(&mut self) {
         let next = self.empty.try_recv().unwrap_or_else(|_| Vec::with_capacity(BATCH));
         let batch = std::mem::replace(&mut self.batch, next);

@@ -212,8 +212,10 @@ impl TraceSink for EventLog {
 }
 
 /// Events a run analyses on the engine's thread before the analysis moves
-/// to a thread of its own.
-const ANALYSIS_THREAD_AFTER: u64 = 1 << 20;
+/// to a thread of its own: past the few thousand events of a small
+/// scenario, the thread's start costs less than the analysis it takes off
+/// the engine's path.
+const ANALYSIS_THREAD_AFTER: u64 = 1 << 16;
 
 /// Fans events out to sinks; records the first write error and stops.
 #[derive(Default)]
@@ -237,43 +239,53 @@ pub struct Tracer {
     pub error: Option<io::Error>,
     /// Tracing is stopped for now (an untraced scenario step).
     paused: bool,
+    /// The analysis on its thread is the only listener (what a plain
+    /// `blkstack run` has after its first events): [`Tracer::emit`] hands
+    /// the event to it and looks at nothing else.
+    thread_only: bool,
 }
 
 impl Tracer {
     pub fn add_sink(&mut self, sink: Box<dyn TraceSink>) {
         self.sinks.push(sink);
-        self.on = !self.paused;
+        self.listeners_changed();
     }
 
     /// Keep events in memory too (see [`Tracer::log`]).
     pub fn keep_log(&mut self) {
         self.log = Some(EventLog::default());
-        self.on = !self.paused;
+        self.listeners_changed();
     }
 
     /// Keep events compactly too (see [`Tracer::store`]).
     pub fn keep_store(&mut self, keep: store::Keep) {
         self.store = Some(store::EventStore::new(keep));
-        self.on = !self.paused;
+        self.listeners_changed();
     }
 
     /// Analyse events (btt stages, merge information, histograms).
     pub fn keep_analysis(&mut self) {
         self.analysis = Some(Default::default());
-        self.on = !self.paused;
+        self.listeners_changed();
     }
 
     /// Keep btt's bookkeeping too; `devnos[d]` is device `d`'s number.
     pub fn keep_btt(&mut self, devnos: Vec<(u32, u32)>) {
         self.btt = Some(crate::stats::btt::Btt::new(devnos));
-        self.on = !self.paused;
+        self.listeners_changed();
     }
 
     /// Stop (`true`) or resume tracing: nobody hears events meanwhile.
     pub fn pause(&mut self, paused: bool) {
         self.paused = paused;
-        let analysis = self.analysis.is_some() || self.analysis_thread.is_some();
-        self.on = !paused && (!self.sinks.is_empty() || self.log.is_some() || self.store.is_some() || analysis || self.btt.is_some());
+        self.listeners_changed();
+    }
+
+    /// Whether anyone listens, and whether the analysis thread alone does.
+    fn listeners_changed(&mut self) {
+        let others = !self.sinks.is_empty() || self.log.is_some() || self.store.is_some() || self.analysis.is_some() || self.btt.is_some();
+        self.on = !self.paused && (others || self.analysis_thread.is_some());
+        self.thread_only = self.on && !others;
     }
 
     /// A bio merged into a request without an event: the analysis forgets
@@ -294,6 +306,7 @@ impl Tracer {
             Ok(t) => self.analysis_thread = Some(t),
             Err(a) => self.analysis = Some(a),
         }
+        self.listeners_changed();
     }
 
     /// Whether anyone listens; callers skip building events otherwise.
@@ -302,10 +315,20 @@ impl Tracer {
         self.on
     }
 
-    /// Inline into its one caller on the engine's path
-    /// ([`crate::submit::BlockCore::emit`]): an event is handed on without
-    /// a second call and copy.
-    #[inline]
+    /// The analysis thread, when it is the only listener: the engine's
+    /// path hands it each event directly ([`crate::submit::BlockCore::emit`]).
+    #[inline(always)]
+    pub fn only_thread(&mut self) -> Option<&mut crate::stats::analysis_thread::AnalysisThread> {
+        if self.thread_only {
+            self.analysis_thread.as_mut()
+        } else {
+            None
+        }
+    }
+
+    /// Every listener hears the event, in a fixed order (out of line: a
+    /// plain run's events take [`Tracer::only_thread`] instead).
+    #[inline(never)]
     pub fn emit(&mut self, ev: Event, ctx: &TraceCtx) {
         if let Some(log) = &mut self.log {
             log.events.push(ev);
@@ -339,6 +362,7 @@ impl Tracer {
     pub fn finish(&mut self) -> io::Result<()> {
         if let Some(t) = self.analysis_thread.take() {
             self.analysis = Some(t.finish());
+            self.listeners_changed();
         }
         if let Some(e) = self.error.take() {
             return Err(e);
