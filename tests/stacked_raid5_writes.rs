@@ -28,6 +28,16 @@ fn on(e: &blkstack::engine::Engine, ev: &[blkstack::trace::Event], dev: &str, ac
         .collect()
 }
 
+/// The requests issued to member `dev`: (RWBS, sector, sectors).
+fn issued(e: &blkstack::engine::Engine, ev: &[blkstack::trace::Event], dev: &str) -> Vec<(String, u64, u32)> {
+    on(e, ev, dev, Action::Issue).into_iter().map(|x| (x.0, x.1, x.2)).collect()
+}
+
+/// One expected request.
+fn req(rwbs: &str, sector: u64, sectors: u32) -> (String, u64, u32) {
+    (rwbs.to_string(), sector, sectors)
+}
+
 #[test]
 fn a_full_stripe_write_is_one_chunk_per_member() {
     // bs 192k seek 2: md sectors 768..1152, all of stripe row 2 (3 data
@@ -46,8 +56,7 @@ fn a_full_stripe_write_is_one_chunk_per_member() {
         let (e, ev) = common::run_events(&scenario(kernel, "bs = \"192k\"\ncount = 1\nseek = 2\n"), &[]);
         assert_eq!(e.core.check.failure_report(), None);
         for m in ["vda", "vdb", "vdc", "vdd"] {
-            let d = on(&e, &ev, m, Action::Issue);
-            assert_eq!(d.iter().map(|x| (x.0.as_str(), x.1, x.2)).collect::<Vec<_>>(), [("WS", 2304, 128)], "{kernel} {m}");
+            assert_eq!(issued(&e, &ev, m), [req("WS", 2304, 128)], "{kernel} {m}");
             let q = on(&e, &ev, m, Action::Queue);
             assert_eq!(q.len(), 16, "{kernel} {m}: one 4 KiB bio per stripe_head");
             assert!(q.iter().all(|x| x.3 == "md0_raid5"), "{kernel} {m}: raid5d submits them");
@@ -122,8 +131,8 @@ fn partial_stripe_writes_follow_their_pre_reads_in_raid5d_passes() {
     // vda's join 124104. vdc: 123904+8, 124104+8, 124112+48.
     let (e, ev) = common::run_events(&partial_write("6.12"), &[]);
     assert_eq!(e.core.check.failure_report(), None);
-    let d = |ev: &[blkstack::trace::Event], m: &str| on(&e, ev, m, Action::Issue).iter().map(|x| (x.0.clone(), x.1, x.2)).collect::<Vec<_>>();
-    let r = |s: &str, a, n| (s.to_string(), a, n);
+    let d = |ev: &[blkstack::trace::Event], m: &str| issued(&e, ev, m);
+    let r = req;
     assert_eq!(d(&ev, "vda"), [r("R", 123904, 8), r("WS", 124104, 56)]);
     assert_eq!(d(&ev, "vdb"), [r("R", 124104, 56), r("WS", 123904, 8)]);
     assert_eq!(d(&ev, "vdc"), [r("WS", 123904, 8), r("WS", 124104, 8), r("WS", 124112, 48)]);
@@ -134,7 +143,7 @@ fn partial_stripe_writes_follow_their_pre_reads_in_raid5d_passes() {
     // contiguous with vdc 124104+56: a request of its own), vdb 123904.
     let (e, ev) = common::run_events(&partial_write("6.1"), &[]);
     assert_eq!(e.core.check.failure_report(), None);
-    let d = |ev: &[blkstack::trace::Event], m: &str| on(&e, ev, m, Action::Issue).iter().map(|x| (x.0.clone(), x.1, x.2)).collect::<Vec<_>>();
+    let d = |ev: &[blkstack::trace::Event], m: &str| issued(&e, ev, m);
     assert_eq!(d(&ev, "vda"), [r("R", 123904, 8), r("WS", 124104, 56)]);
     assert_eq!(d(&ev, "vdb"), [r("R", 124104, 56), r("WS", 123904, 8)]);
     assert_eq!(d(&ev, "vdc"), [r("WS", 124104, 56), r("WS", 123904, 8)]);
@@ -173,8 +182,8 @@ fn split_write_pieces_share_stripe_heads_and_raid5d_takes_the_first_alone() {
     // (vdc parity, vdb D2) follow once its reads are back.
     let (e, ev) = common::run_events(&split_write("6.12"), &[]);
     assert_eq!(e.core.check.failure_report(), None);
-    let d = |m: &str| on(&e, &ev, m, Action::Issue).iter().map(|x| (x.0.clone(), x.1, x.2)).collect::<Vec<_>>();
-    let r = |s: &str, a, n| (s.to_string(), a, n);
+    let d = |m: &str| issued(&e, &ev, m);
+    let r = req;
     assert_eq!(d("vda"), [r("R", 2176, 128), r("WS", 2304, 128)]);
     assert_eq!(d("vdb"), [r("WS", 2304, 128), r("WS", 2176, 128)]);
     assert_eq!(d("vdc"), [r("WS", 2304, 128), r("WS", 2176, 128)]);
@@ -209,13 +218,11 @@ fn without_a_plug_raid5d_first_takes_the_stripe_heads_released_so_far() {
     let (e, ev) = common::run_events(&scenario("7.2", dd), &[]);
     assert_eq!(e.core.check.failure_report(), None);
     for m in ["vda", "vdb", "vdc", "vdd"] {
-        let d = on(&e, &ev, m, Action::Issue);
-        assert_eq!(d.iter().map(|x| (x.0.as_str(), x.1, x.2)).collect::<Vec<_>>(), [("WS", 2304, 16), ("WS", 2320, 112), ("WS", 2432, 128)], "7.2 {m}");
+        assert_eq!(issued(&e, &ev, m), [req("WS", 2304, 16), req("WS", 2320, 112), req("WS", 2432, 128)], "7.2 {m}");
     }
     let (e, ev) = common::run_events(&scenario("6.12", dd), &[]);
     for m in ["vda", "vdb", "vdc", "vdd"] {
-        let d = on(&e, &ev, m, Action::Issue);
-        assert_eq!(d.iter().map(|x| (x.0.as_str(), x.1, x.2)).collect::<Vec<_>>(), [("WS", 2304, 128), ("WS", 2432, 128)], "6.12 {m}");
+        assert_eq!(issued(&e, &ev, m), [req("WS", 2304, 128), req("WS", 2432, 128)], "6.12 {m}");
     }
 }
 
@@ -235,8 +242,8 @@ fn without_a_plug_raid5d_reads_the_first_stripe_head_alone() {
     // request joining the first of its queue: vdc and vda WS 124104+56.
     let (e, ev) = common::run_events(&partial_write("7.2"), &[]);
     assert_eq!(e.core.check.failure_report(), None);
-    let d = |m: &str| on(&e, &ev, m, Action::Issue).iter().map(|x| (x.0.clone(), x.1, x.2)).collect::<Vec<_>>();
-    let r = |s: &str, a, n| (s.to_string(), a, n);
+    let d = |m: &str| issued(&e, &ev, m);
+    let r = req;
     assert_eq!(d("vda"), [r("R", 123904, 8), r("WS", 124104, 56)]);
     assert_eq!(d("vdb"), [r("R", 124104, 56), r("WS", 123904, 8)]);
     assert_eq!(d("vdc"), [r("WS", 123904, 8), r("WS", 124104, 56)]);
