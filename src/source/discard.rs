@@ -93,13 +93,19 @@ pub fn blkdev_issue_discard_one(chop: DiscardChopping, lim: &DiscardLimits, sect
     if nr_sects == 0 || check_discard(chop, lim, sector, nr_sects).is_err() {
         return None;
     }
-    // The first piece each era cuts: the whole range when this is at least it.
-    let first = match chop {
+    // A range no longer than the first piece is that piece (4.x pulls back
+    // only a piece shorter than what is left).
+    (nr_sects <= max_piece(chop, lim, sector)).then_some((sector, nr_sects as u32))
+}
+
+/// The longest bio each era's loop cuts at `sector`, before 4.x's pull-back
+/// to the alignment.
+fn max_piece(chop: DiscardChopping, lim: &DiscardLimits, sector: u64) -> u64 {
+    match chop {
         DiscardChopping::MaxDiscardAligned => (lim.max_discard_sectors as u64).min((UINT_MAX >> SECTOR_SHIFT) as u64),
         DiscardChopping::AllowedMaxSectors => bio_allowed_max_sectors(lim.logical_block_size) as u64,
         DiscardChopping::GranularityAligned | DiscardChopping::BioDiscardLimit => bio_discard_limit(lim, sector),
-    };
-    (nr_sects <= first).then_some((sector, nr_sects as u32))
+    }
 }
 
 fn check_discard(chop: DiscardChopping, lim: &DiscardLimits, sector: u64, nr: u64) -> Result<(), DiscardError> {
@@ -134,7 +140,7 @@ fn chop_max_discard_aligned(lim: &DiscardLimits, mut sector: u64, mut nr: u64) -
     let align = (lim.discard_alignment >> SECTOR_SHIFT) as u64 % gran;
     let mut bios = Vec::new();
     while nr > 0 {
-        let mut req = nr.min(lim.max_discard_sectors as u64).min((UINT_MAX >> SECTOR_SHIFT) as u64);
+        let mut req = nr.min(max_piece(DiscardChopping::MaxDiscardAligned, lim, sector));
         let end = sector + req;
         if req < nr && end % gran != align {
             // Stop at the previous aligned sector (end - align may wrap in C).
@@ -158,7 +164,7 @@ pub fn bio_allowed_max_sectors(logical_block_size: u32) -> u32 {
 
 /// 4.19–5.9.
 fn chop_allowed_max_sectors(lim: &DiscardLimits, mut sector: u64, mut nr: u64) -> Vec<DiscardBio> {
-    let max = bio_allowed_max_sectors(lim.logical_block_size) as u64;
+    let max = max_piece(DiscardChopping::AllowedMaxSectors, lim, sector);
     let mut bios = Vec::new();
     while nr > 0 {
         let req = nr.min(max);
@@ -183,7 +189,7 @@ pub fn bio_discard_limit(lim: &DiscardLimits, sector: u64) -> u64 {
 fn chop_granularity(lim: &DiscardLimits, mut sector: u64, mut nr: u64) -> Result<Vec<DiscardBio>, DiscardError> {
     let mut bios = Vec::new();
     while nr > 0 {
-        let req = nr.min(bio_discard_limit(lim, sector));
+        let req = nr.min(max_piece(DiscardChopping::BioDiscardLimit, lim, sector));
         if req == 0 {
             return Err(DiscardError::NoProgress { sector });
         }
