@@ -75,10 +75,17 @@ def children_cpu() -> float:
     return r.ru_utime + r.ru_stime
 
 
+# The commands run as an installed package does: with its byte-code files
+# (pip writes them at install). An environment that forbids writing them
+# would otherwise time the compilation of every module at every start.
+ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+
+
 def timed(cmd: Sequence[str]) -> Sample:
     """One run of *cmd*, output thrown away; a failure stops the bench."""
     cpu, start = children_cpu(), time.perf_counter()
-    proc = subprocess.run(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    proc = subprocess.run(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                          env=ENV)
     wall = time.perf_counter() - start
     if proc.returncode != 0:
         raise SystemExit(f"bench: {' '.join(cmd)} failed ({proc.returncode}): {proc.stderr.decode()[-500:]}")

@@ -20,9 +20,6 @@ of the form ``FILE:LINE: KEY: what is wrong``.
 
 from __future__ import annotations
 
-import json
-from typing import Any, Dict
-
 try:
     from blkstack import _core
 except ImportError as exc:  # pragma: no cover - only on a broken install
@@ -34,8 +31,11 @@ except ImportError as exc:  # pragma: no cover - only on a broken install
 
 from blkstack._core import ScenarioError
 
-from blkstack.api import DISKSTATS_FIELDS, Result, Scenario, compare, load, load_trace, run
-from blkstack.tracefile import TraceFormatError
+# The API's names are imported on first use (PEP 562 ``__getattr__``
+# below), so that ``blkstack --version`` loads the extension alone.
+_LAZY = {name: "blkstack.api" for name in
+         ("DISKSTATS_FIELDS", "Result", "Scenario", "compare", "load", "load_trace", "run")}
+_LAZY["TraceFormatError"] = "blkstack.tracefile"
 
 __all__ = [
     "DISKSTATS_FIELDS",
@@ -77,5 +77,22 @@ def profiles() -> Dict[str, Any]:
     "switches": [{"name": ..., "values": [...], "description": ...,
     "per_profile": {"6.1": ..., ...}}, ...]}``
     """
+    import json
+
     data: Dict[str, Any] = json.loads(_core.profiles())
     return data
+
+
+def __getattr__(name: str) -> Any:
+    """An API name of :data:`_LAZY`, imported from its module when first used."""
+    if name not in _LAZY:
+        raise AttributeError(f"module 'blkstack' has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(_LAZY[name]), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list:
+    return sorted(set(globals()) | set(_LAZY))

@@ -39,7 +39,7 @@ import os
 from typing import Any, Dict, Iterable, Iterator, List, Mapping, Optional, Sequence, Union
 
 from blkstack import _core
-from blkstack.compare import device_figures
+from blkstack.comparison import device_figures
 from blkstack.tracefile import check_text_trace
 
 PathLike = Union[str, "os.PathLike[str]"]

@@ -15,7 +15,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
-from blkstack.compare import device_figures, zone_errors_text, zone_order_text
+from blkstack.comparison import device_figures, zone_errors_text, zone_order_text
 
 Summary = Dict[str, Any]
 Runs = Dict[str, Summary]  # variant name ("" = the scenario itself) -> summary

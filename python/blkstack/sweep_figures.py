@@ -1,6 +1,6 @@
 """The figures a sweep keeps of each point: one row per device.
 
-They are the figures ``blkstack compare`` shows (:func:`blkstack.compare.device_figures`:
+They are the figures ``blkstack compare`` shows (:func:`blkstack.comparison.device_figures`:
 requests, mean size, merges, splits, zero-seek share, throughput, the iostat -x
 columns), btt's D2C and Q2C latencies (mean, maximum, and the 50th, 90th, 99th
 and 99.9th percentiles as fio computes them), and the run's
@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 from typing import Any, Dict, List, Optional, Sequence
 
-from blkstack.compare import FIGURES, IOSTAT_COLUMNS, _compared_devices, device_figures
+from blkstack.comparison import FIGURES, IOSTAT_COLUMNS, _compared_devices, device_figures
 
 PERCENTILES = ("p50", "p90", "p99", "p99.9")
 LATENCY_FIGURES = tuple(f"{stage}_{figure}_ms" for stage in ("d2c", "q2c") for figure in ("avg", "max") + PERCENTILES)

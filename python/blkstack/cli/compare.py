@@ -12,7 +12,7 @@ from blkstack import _core
 from blkstack.cli import common
 from blkstack.cli.common import EXIT_OK, UsageError, check_input, check_output, check_sets, write_json_output
 from blkstack.cli.parallel import Runs, add_jobs_option, results
-from blkstack.compare import compare_runs, format_comparison
+from blkstack.comparison import compare_runs, format_comparison
 
 Side = Tuple[str, Optional[str], List[str]]  # label, kernel, sets
 

@@ -9,7 +9,7 @@ from typing import Any, Dict, List
 from blkstack.cli import common
 from blkstack.cli.common import (EXIT_OK, add_bio_option, bio_tools, check_input, check_run_outputs, check_sets, fmt_duration_ns,
                                  fmt_int, fmt_rate, fmt_seconds, fmt_value, print_warnings, table, write_json_output)
-from blkstack.compare import zone_errors_text, zone_order_text
+from blkstack.comparison import zone_errors_text, zone_order_text
 
 
 def format_summary(summary: Dict[str, Any]) -> str:

@@ -14,7 +14,7 @@ from blkstack.cli.common import EXIT_OK, UsageError, check_output, say, table, w
 from blkstack.cli.compare import scenario_sides
 from blkstack.cli.parallel import Runs, add_jobs_option
 from blkstack.cli.scenarios import builtin_scenarios
-from blkstack.compare import fmt_figure
+from blkstack.comparison import fmt_figure
 
 if TYPE_CHECKING:  # blkstack.seeds loads with the commands that use it
     from blkstack import seeds as S
