@@ -39,6 +39,7 @@ use super::{NR_OPS, OPS};
 use crate::bio::{req, Op};
 use crate::genhd::DevId;
 use crate::profile::IoTicks;
+use crate::trace::blkparse_fast::same_short;
 use crate::trace::parse::{BadLine, DevNo, Extra, Line, Rwbs, TraceAction, TraceParse, TraceRecord};
 use crate::trace::{Action, Event, Task};
 
@@ -568,7 +569,7 @@ impl TraceStats {
     /// The id of `r`'s task, interned; the CPU of its first record is its own.
     fn task_id(&mut self, pid: u32, comm: &str, cpu: u32) -> u32 {
         if let Some((last, id)) = self.last_task {
-            if last == pid && self.tasks[id as usize].comm == comm {
+            if last == pid && same_short(self.tasks[id as usize].comm.as_bytes(), comm.as_bytes()) {
                 return id;
             }
         }
@@ -592,7 +593,7 @@ impl TraceStats {
     fn rwbs_id(&mut self, rwbs: &str) -> u32 {
         // A trace has a few distinct strings: the first are found by
         // comparing, without hashing.
-        if let Some(id) = self.rwbs_names.iter().take(8).position(|n| n == rwbs) {
+        if let Some(id) = self.rwbs_names.iter().take(8).position(|n| same_short(n.as_bytes(), rwbs.as_bytes())) {
             return id as u32;
         }
         if let Some(&id) = self.rwbs_ids.get(rwbs) {

@@ -1,6 +1,7 @@
 //! blkparse's default lines in their common shapes, read byte by byte into
 //! a reused [`TraceRecord`]: a trace of millions of lines is read without
-//! an allocation or a UTF-8 pass per line. The header is
+//! an allocation or a UTF-8 pass per line, the columns' padding and the
+//! longer numbers (sequence, time, pid, sector) eight bytes at a time. The header is
 //! `MAJ,MIN CPU SEQ SEC.NSEC PID ACTION RWBS` (`process_default` in
 //! blkparse_fmt.c, as [`super::blkparse`] writes it), then the tails
 //! blkparse prints for a model action: `S + N [comm]` or `[comm]` (Q G I
@@ -21,29 +22,71 @@ use super::Action;
 #[derive(Default)]
 pub struct Spare(Option<String>);
 
+/// The rest of a line, read from the front.
 struct Bytes<'a> {
     s: &'a [u8],
-    i: usize,
+}
+
+/// Eight bytes as one little-endian word (the first byte lowest).
+#[inline(always)]
+fn word_at(s: &[u8]) -> Option<u64> {
+    Some(u64::from_le_bytes(*s.first_chunk::<8>()?))
+}
+
+const ONES: u64 = 0x0101_0101_0101_0101;
+
+/// 10 to the power of 0 to 8.
+const POW10: [u64; 9] = [1, 10, 100, 1_000, 10_000, 100_000, 1_000_000, 10_000_000, 100_000_000];
+
+/// How many of a word's bytes, first first, are decimal digits: a byte
+/// is one when its high nibble is 3 and its low nibble at most 9
+/// (adding 6 to the low nibble alone carries into bit 4 from 10 up).
+#[inline(always)]
+fn digit_run(x: u64) -> usize {
+    let high = (x & (0xF0 * ONES)) ^ (0x30 * ONES);
+    let low = ((x & (0x0F * ONES)) + 6 * ONES) & (0xF0 * ONES);
+    ((high | low).trailing_zeros() / 8) as usize
+}
+
+/// The value of a word's first `n` (1 to 8) bytes, all digits: shifted
+/// so that they are its last, behind zeros, then summed pairwise into
+/// 2-digit, 4-digit and 8-digit numbers.
+#[inline(always)]
+fn digits_value(x: u64, n: usize) -> u64 {
+    let v = (x & (0x0F * ONES)) << (8 * (8 - n));
+    let v = (v * 10 + (v >> 8)) & 0x00FF_00FF_00FF_00FF;
+    let v = (v * 100 + (v >> 16)) & 0x0000_FFFF_0000_FFFF;
+    (v * 10000 + (v >> 32)) & 0xFFFF_FFFF
 }
 
 impl<'a> Bytes<'a> {
     #[inline(always)]
+    fn skip(&mut self, n: usize) {
+        self.s = &self.s[n..];
+    }
+
+    /// Skip spaces, eight at a time while eight bytes are left; how many.
+    #[inline(always)]
     fn spaces(&mut self) -> usize {
-        let start = self.i;
-        while self.s.get(self.i) == Some(&b' ') {
-            self.i += 1;
+        let len = self.s.len();
+        while let Some(x) = word_at(self.s) {
+            let other = x ^ (b' ' as u64 * ONES);
+            if other != 0 {
+                self.skip((other.trailing_zeros() / 8) as usize);
+                return len - self.s.len();
+            }
+            self.skip(8);
         }
-        self.i - start
+        while let [b' ', rest @ ..] = self.s {
+            self.s = rest;
+        }
+        len - self.s.len()
     }
 
     #[inline(always)]
     fn lit(&mut self, l: &[u8]) -> Option<()> {
-        if self.s[self.i..].starts_with(l) {
-            self.i += l.len();
-            Some(())
-        } else {
-            None
-        }
+        self.s = self.s.strip_prefix(l)?;
+        Some(())
     }
 
     /// Decimal digits as a number, `None` without any or past u64.
@@ -54,21 +97,44 @@ impl<'a> Bytes<'a> {
     }
 
     /// The decimal digits from here, as a number (`None` past u64), and
-    /// how many there were. Up to 19 digits cannot overflow a u64, so
-    /// only longer runs are checked at each step.
+    /// how many there were, one by one (most numbers here have one).
     #[inline(always)]
     fn digits(&mut self) -> (Option<u64>, usize) {
-        // One pass: a digit is a byte within 9 of b'0'.
-        let (start, mut v) = (self.i, 0u64);
-        while let Some(d) = self.s.get(self.i).map(|c| c.wrapping_sub(b'0')).filter(|&d| d <= 9) {
-            v = v.wrapping_mul(10).wrapping_add(d as u64);
-            self.i += 1;
+        let (start, mut v) = (self.s, 0u64);
+        while let [c @ b'0'..=b'9', rest @ ..] = self.s {
+            v = v.wrapping_mul(10).wrapping_add((c - b'0') as u64);
+            self.s = rest;
         }
-        let n = self.i - start;
-        if n <= 19 {
-            return (Some(v), n);
+        digits_end(start, self.s, v)
+    }
+
+    /// [`Bytes::num`] for a number that has several digits more often
+    /// than not.
+    #[inline(always)]
+    fn num_long(&mut self) -> Option<u64> {
+        let (v, n) = self.digits_long();
+        (n > 0).then_some(v?)
+    }
+
+    /// [`Bytes::digits`] eight bytes at a time while eight are left.
+    #[inline(always)]
+    fn digits_long(&mut self) -> (Option<u64>, usize) {
+        let (start, mut v) = (self.s, 0u64);
+        while let Some(x) = word_at(self.s) {
+            let n = digit_run(x);
+            if n > 0 {
+                v = v.wrapping_mul(POW10[n]).wrapping_add(digits_value(x, n));
+                self.skip(n);
+            }
+            if n < 8 {
+                return digits_end(start, self.s, v);
+            }
         }
-        (self.s[start..self.i].iter().try_fold(0u64, |v, &c| v.checked_mul(10)?.checked_add((c - b'0') as u64)), n)
+        while let [c @ b'0'..=b'9', rest @ ..] = self.s {
+            v = v.wrapping_mul(10).wrapping_add((c - b'0') as u64);
+            self.s = rest;
+        }
+        digits_end(start, self.s, v)
     }
 
     /// A number filling a whole column, then the spaces after it.
@@ -79,34 +145,56 @@ impl<'a> Bytes<'a> {
         Some(v)
     }
 
+    /// [`Bytes::column`] of [`Bytes::num_long`].
+    #[inline(always)]
+    fn long_column(&mut self) -> Option<u64> {
+        let v = self.num_long()?;
+        self.end_of_column()?;
+        Some(v)
+    }
+
     /// A column ends at spaces (at least one) or the line's end.
     #[inline(always)]
     fn end_of_column(&mut self) -> Option<()> {
-        (self.spaces() > 0 || self.i == self.s.len()).then_some(())
+        (self.spaces() > 0 || self.s.is_empty()).then_some(())
     }
 
     /// A word of printable ASCII up to the next space.
     #[inline(always)]
     fn word(&mut self) -> Option<&'a [u8]> {
-        let start = self.i;
-        while let Some(&c) = self.s.get(self.i) {
-            if c == b' ' {
-                break;
-            }
-            if !c.is_ascii_graphic() {
-                return None;
-            }
-            self.i += 1;
+        let all = self.s;
+        let n = all.iter().position(|&c| c == b' ').unwrap_or(all.len());
+        let w = &all[..n];
+        if w.is_empty() || !w.iter().all(|c| c.is_ascii_graphic()) {
+            return None;
         }
-        let w = &self.s[start..self.i];
+        self.s = &all[n..];
         self.end_of_column()?;
-        (!w.is_empty()).then_some(w)
+        Some(w)
     }
 
     #[inline(always)]
     fn rest(&self) -> &'a [u8] {
-        &self.s[self.i..]
+        self.s
     }
+
+    /// Nothing left.
+    #[inline(always)]
+    fn done(&self) -> bool {
+        self.s.is_empty()
+    }
+}
+
+/// The digits between `start` and `end` (what is left after them) as a
+/// number, `v` their value when there are at most 19 (more can overflow
+/// a u64, and are checked), and how many there were.
+#[inline(always)]
+fn digits_end(start: &[u8], end: &[u8], v: u64) -> (Option<u64>, usize) {
+    let n = start.len() - end.len();
+    if n <= 19 {
+        return (Some(v), n);
+    }
+    (start[..n].iter().try_fold(0u64, |v, &c| v.checked_mul(10)?.checked_add((c - b'0') as u64)), n)
 }
 
 fn u32_of(v: u64) -> Option<u32> {
@@ -118,12 +206,12 @@ fn u32_of(v: u64) -> Option<u32> {
 fn time(b: &mut Bytes) -> Option<u64> {
     let sec = b.num()?;
     b.lit(b".")?;
-    let (frac, n) = b.digits();
+    let (frac, n) = b.digits_long();
     if n == 0 || n > 9 {
         return None;
     }
     b.end_of_column()?;
-    let ns = frac? * 10u64.pow(9 - n as u32);
+    let ns = frac? * POW10[9 - n];
     sec.checked_mul(1_000_000_000)?.checked_add(ns)
 }
 
@@ -154,7 +242,7 @@ fn bracketed(rest: &[u8]) -> Option<&[u8]> {
 /// `S + N ` (with its spaces) or nothing, when a number starts here.
 #[inline(always)]
 fn range(b: &mut Bytes, r: &mut TraceRecord) -> Option<()> {
-    if let Some(s) = b.num() {
+    if let Some(s) = b.num_long() {
         r.sector = Some(s);
         b.lit(b" + ")?;
         r.nr_sectors = u32_of(b.num()?)?;
@@ -176,21 +264,21 @@ fn read(line: &[u8], r: &mut TraceRecord, spare: &mut Spare) -> Option<()> {
     if line.get(end.wrapping_sub(1)).is_some_and(|c| !c.is_ascii()) {
         return None;
     }
-    let mut b = Bytes { s: &line[..end], i: 0 };
+    let mut b = Bytes { s: &line[..end] };
     b.spaces();
     let major = u32_of(b.num()?)?;
     b.lit(b",")?;
     let minor = u32_of(b.column()?)?;
     let cpu = u32_of(b.column()?)?;
-    let seq = b.column()?;
+    let seq = b.long_column()?;
     let time_ns = time(&mut b)?;
-    let pid = u32_of(b.column()?)?;
+    let pid = u32_of(b.long_column()?)?;
     let act = action(b.word()?)?;
     let rwbs = b.word()?;
     r.action = TraceAction::Model(act);
     r.dev = Some(DevNo { major, minor });
     (r.cpu, r.seq, r.time_ns, r.pid) = (cpu, Some(seq), time_ns, pid);
-    if r.rwbs.as_bytes() != rwbs {
+    if !same_short(r.rwbs.as_bytes(), rwbs) {
         // A word is printable ASCII: each byte is its own char.
         r.rwbs.clear();
         r.rwbs.extend(rwbs.iter().map(|&c| c as char));
@@ -219,10 +307,10 @@ fn read(line: &[u8], r: &mut TraceRecord, spare: &mut Spare) -> Option<()> {
         Action::Unplug | Action::UnplugTimer => {
             let rest = b.rest();
             let close = rest.iter().rposition(|&c| c == b']')?;
-            let mut depth = Bytes { s: &rest[close + 1..], i: 0 };
+            let mut depth = Bytes { s: &rest[close + 1..] };
             (depth.spaces() > 0).then_some(())?;
             let d = u32_of(depth.num()?)?;
-            (depth.i == depth.s.len()).then_some(())?;
+            depth.done().then_some(())?;
             r.extra = Extra::Unplug { depth: d };
             Some(bracketed(&rest[..close + 1])?)
         }
@@ -236,7 +324,7 @@ fn read(line: &[u8], r: &mut TraceRecord, spare: &mut Spare) -> Option<()> {
             let from_minor = u32_of(b.num()?)?;
             b.lit(b") ")?;
             let from_sector = b.num()?;
-            (b.i == b.s.len()).then_some(())?;
+            b.done().then_some(())?;
             r.extra = Extra::Remap { from: DevNo { major: from_major, minor: from_minor }, from_sector, nr_bios: None };
             None
         }
@@ -249,6 +337,14 @@ fn read(line: &[u8], r: &mut TraceRecord, spare: &mut Spare) -> Option<()> {
         }
     };
     set_comm(r, comm, spare)
+}
+
+/// Whether two short strings (an RWBS, a task name) are equal, compared
+/// byte by byte in line: `==` calls memcmp, whose call costs more than
+/// the comparison of a few bytes.
+#[inline(always)]
+pub fn same_short(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).all(|(x, y)| x == y)
 }
 
 /// An error number: digits, with a minus sign or not.
@@ -264,7 +360,7 @@ fn error(s: &str) -> Option<i32> {
 /// the same as the record before's (most are) is kept as it is.
 fn set_comm(r: &mut TraceRecord, comm: Option<&[u8]>, spare: &mut Spare) -> Option<()> {
     match comm {
-        Some(c) if r.comm.as_ref().is_some_and(|s| s.as_bytes() == c) => {}
+        Some(c) if r.comm.as_ref().is_some_and(|s| same_short(s.as_bytes(), c)) => {}
         Some(c) => {
             let c = std::str::from_utf8(c).ok()?;
             let mut s = r.comm.take().or_else(|| spare.0.take()).unwrap_or_default();
@@ -314,8 +410,52 @@ mod tests {
             "  8,0    0        5     0.000000004  1  X  R 0 / 256 [a b]",
             "  8,0    0        5     0.000000004  1  M  R 8 + 8 [task]]  ",
             "8,0 0 1 0.0 1 D R 0 + 8 [a]",
+            // Numbers of eight digits and more, read eight bytes at a time.
+            "259,0   1 123456789 12345.123456789 4194303  Q  WS 12345678901 + 2048 [kworker/u16:3]",
+            "  8,0    0 99999999     0.12345678 12345678  D  RM 99999999 + 8 [12345678]",
+            "  8,0    0 18446744073709551615     0.000000001     1  C  W 18446744073709551615 + 8 [0]",
         ] {
             assert!(same(line), "not read by the shortcut: {line}");
+        }
+    }
+
+    #[test]
+    fn digit_runs_of_any_length_read_as_str_parse_reads_them() {
+        // Runs of 0 to 22 digits (seeded), followed by the line's end, a
+        // space, a letter, a byte past ASCII, '/' or ':' (the bytes either
+        // side of the digits): both readers give what str::parse gives
+        // (None past u64::MAX) and the run's length, and stop after it.
+        let mut x: u64 = 18;
+        for len in 0..=22usize {
+            for case in 0..40 {
+                let digits: String = (0..len)
+                    .map(|_| {
+                        x = x.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
+                        char::from(b'0' + ((x >> 33) % 10) as u8)
+                    })
+                    .collect();
+                let tail: &[u8] = [&b""[..], b" 8 [fio]", b"x", &[0xc3, 0xa9], b"/", b":"][case % 6];
+                let line = [digits.as_bytes(), tail].concat();
+                let want = (if len == 0 { Some(0) } else { digits.parse::<u64>().ok() }, len);
+                let (mut a, mut b) = (Bytes { s: &line }, Bytes { s: &line });
+                assert_eq!((a.digits(), a.rest()), (want, tail), "{:?}", String::from_utf8_lossy(&line));
+                assert_eq!((b.digits_long(), b.rest()), (want, tail), "{:?}", String::from_utf8_lossy(&line));
+            }
+        }
+        for n in ["18446744073709551615", "18446744073709551616", "99999999999999999999", "00000000000000000000001"] {
+            let want = (n.parse::<u64>().ok(), n.len());
+            assert_eq!((Bytes { s: n.as_bytes() }.digits(), Bytes { s: n.as_bytes() }.digits_long()), (want, want), "{n}");
+        }
+    }
+
+    #[test]
+    fn spaces_of_any_length_are_skipped() {
+        for n in 0..20 {
+            for tail in ["", "x", "\t", "8,0"] {
+                let line = format!("{}{tail}", " ".repeat(n));
+                let mut b = Bytes { s: line.as_bytes() };
+                assert_eq!((b.spaces(), b.rest()), (n, tail.as_bytes()), "{line:?}");
+            }
         }
     }
 
@@ -330,6 +470,8 @@ mod tests {
             "  8,0    0        1     0.000000000  1  D  R 0 + 8 [a] trailing",
             "  8,0    0        1     0.000000000  1  B  R 0 + 8 [a]",
             "CPU0 (8,0):",
+            "  8,0    0 18446744073709551616     0.000000001     1  C  W 0 + 8 [0]", // past u64
+            "  8,0    0        1     0.0000000001     1  C  W 0 + 8 [0]",              // ten fraction digits
         ] {
             assert!(!same(line), "read by the shortcut: {line}");
         }
