@@ -110,7 +110,10 @@ impl Ranges {
             if t < last.1 {
                 return;
             }
-            if bit_time(t - last.1) < 0.1 {
+            // bit_time(t - last.1) < 0.1: below 1 s, bit_time is the ns
+            // over 1e9 correctly rounded, below 0.1 exactly when the ns
+            // are below 1e8 (0.1 itself rounds to the double 0.1).
+            if t - last.1 < 100_000_000 {
                 last.1 = t;
                 return;
             }
@@ -149,7 +152,9 @@ struct Dip {
     regions: Regions,
     last_q: Option<u64>,
     start_time: f64,
-    end_time: f64,
+    /// The time of its last event, in ns (btt's `end_time` is
+    /// `bit_time` of it).
+    end_ns: u64,
     n_qs: u64,
     n_ds: u64,
     n_act_q: u64,
@@ -288,7 +293,7 @@ impl Btt {
             Some(i) => i,
             None => {
                 let (major, minor) = self.devnos.get(dev as usize).copied().unwrap_or((0, dev));
-                self.dips.push(Dip::new(major, minor, bit_time(t)));
+                self.dips.push(Dip::new(major, minor, t));
                 if self.dip_of.len() <= dev as usize {
                     self.dip_of.resize(dev as usize + 1, NO_DIP);
                 }
@@ -303,7 +308,7 @@ impl Btt {
             }
             d.pre_culling = false;
         }
-        d.end_time = bit_time(t);
+        d.end_ns = t;
         Some(i)
     }
 
@@ -471,7 +476,7 @@ impl Btt {
 }
 
 impl Dip {
-    fn new(major: u32, minor: u32, start_time: f64) -> Self {
+    fn new(major: u32, minor: u32, start_ns: u64) -> Self {
         Dip {
             major,
             minor,
@@ -480,8 +485,8 @@ impl Dip {
             avgs: Avgs::default(),
             regions: Regions::default(),
             last_q: None,
-            start_time,
-            end_time: start_time,
+            start_time: bit_time(start_ns),
+            end_ns: start_ns,
             n_qs: 0,
             n_ds: 0,
             n_act_q: 0,

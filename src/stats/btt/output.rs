@@ -254,12 +254,12 @@ impl Btt {
             if d.is_plugged {
                 d.nplugs += 1;
                 d.is_plugged = false;
-                d.plugged_time += d.end_time - d.last_plug;
+                d.plugged_time += bit_time(d.end_ns) - d.last_plug;
             }
             if d.nplugs + d.nplugs_t == 0 {
                 continue;
             }
-            let pct = 100.0 * (d.plugged_time / (d.end_time - d.start_time));
+            let pct = 100.0 * (d.plugged_time / (bit_time(d.end_ns) - d.start_time));
             let _ = writeln!(out, "{:>10} | {:>10}({:>10}) | {}%", d.hdr(), d.nplugs, d.nplugs_t, f(pct, 13, 9));
             n += 1;
             plugs += d.nplugs as i64;
