@@ -92,15 +92,20 @@ impl<'a> Bytes<'a> {
     /// Decimal digits as a number, `None` without any or past u64.
     #[inline(always)]
     fn num(&mut self) -> Option<u64> {
-        let (v, n) = self.digits();
-        (n > 0).then_some(v?)
+        at_least_one(self.digits())
     }
 
     /// The decimal digits from here, as a number (`None` past u64), and
     /// how many there were, one by one (most numbers here have one).
     #[inline(always)]
     fn digits(&mut self) -> (Option<u64>, usize) {
-        let (start, mut v) = (self.s, 0u64);
+        self.more_digits(self.s, 0)
+    }
+
+    /// The digits from here added one by one to `v`, the value of those
+    /// from `start` to here: [`digits_end`] of all of them.
+    #[inline(always)]
+    fn more_digits(&mut self, start: &'a [u8], mut v: u64) -> (Option<u64>, usize) {
         while let [c @ b'0'..=b'9', rest @ ..] = self.s {
             v = v.wrapping_mul(10).wrapping_add((c - b'0') as u64);
             self.s = rest;
@@ -112,8 +117,7 @@ impl<'a> Bytes<'a> {
     /// than not.
     #[inline(always)]
     fn num_long(&mut self) -> Option<u64> {
-        let (v, n) = self.digits_long();
-        (n > 0).then_some(v?)
+        at_least_one(self.digits_long())
     }
 
     /// [`Bytes::digits`] eight bytes at a time while eight are left.
@@ -130,11 +134,7 @@ impl<'a> Bytes<'a> {
                 return digits_end(start, self.s, v);
             }
         }
-        while let [c @ b'0'..=b'9', rest @ ..] = self.s {
-            v = v.wrapping_mul(10).wrapping_add((c - b'0') as u64);
-            self.s = rest;
-        }
-        digits_end(start, self.s, v)
+        self.more_digits(start, v)
     }
 
     /// A number filling a whole column, then the spaces after it.
@@ -183,6 +183,12 @@ impl<'a> Bytes<'a> {
     fn done(&self) -> bool {
         self.s.is_empty()
     }
+}
+
+/// The number read, when there was at least one digit.
+#[inline(always)]
+fn at_least_one((v, n): (Option<u64>, usize)) -> Option<u64> {
+    (n > 0).then_some(v?)
 }
 
 /// The digits between `start` and `end` (what is left after them) as a
