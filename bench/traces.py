@@ -69,6 +69,11 @@ direct=1
 """
 
 
+# blkstack runs as an installed package does, from its byte-code files
+# (bench/cli.py says why).
+ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+
+
 class Sample(NamedTuple):
     wall: float
     cpu: float
@@ -86,7 +91,7 @@ def timed(cmd: Sequence[str], ok: Tuple[int, ...] = (0,)) -> Sample:
     with tempfile.NamedTemporaryFile("r") as peak:
         start = time.perf_counter()
         proc = subprocess.Popen(["/usr/bin/time", "-q", "-f", "%M", "-o", peak.name, *cmd], stdin=subprocess.DEVNULL,
-                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=ENV)
         _pid, status, usage = os.wait4(proc.pid, 0)
         wall = time.perf_counter() - start
         err = proc.stderr.read().decode() if proc.stderr else ""
