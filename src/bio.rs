@@ -362,18 +362,21 @@ impl Bio {
     }
 
     /// Walk the multipage bvecs from the iterator (`bio_for_each_bvec`).
+    /// The table is looked up once, not once per bvec.
+    #[inline(always)]
     pub fn for_each_bvec(&self, mut f: impl FnMut(Bvec) -> bool) {
+        let Some(rest) = self.bvecs.get(self.iter.idx as usize..) else { return };
         let mut left = self.iter.size;
-        let mut idx = self.iter.idx as usize;
         let mut done = self.iter.bvec_done;
-        while left > 0 && idx < self.bvecs.len() {
-            let bv = self.bvecs[idx];
+        for bv in rest {
+            if left == 0 {
+                return;
+            }
             let len = (bv.len - done).min(left);
             if !f(Bvec { phys: bv.phys + done as u64, len }) {
                 return;
             }
             left -= len;
-            idx += 1;
             done = 0;
         }
     }

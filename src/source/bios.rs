@@ -93,8 +93,10 @@ impl Source for BioList {
             self.pending.pop_front();
         } else {
             spec.sector += *stride;
-            for bv in &mut spec.bvecs {
-                bv.phys += *stride * SECTOR_SIZE;
+            let step = *stride * SECTOR_SIZE;
+            match &mut spec.bvecs[..] {
+                [bv] => bv.phys += step,
+                bvecs => bvecs.iter_mut().for_each(|bv| bv.phys += step),
             }
         }
         let bio = &bios[0];

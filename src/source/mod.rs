@@ -51,12 +51,15 @@ impl Clone for BioSpec {
     fn clone_from(&mut self, src: &Self) {
         let BioSpec { dev, op, flags, sector, ref bvecs, size } = *src;
         (self.dev, self.op, self.flags, self.sector, self.size) = (dev, op, flags, sector, size);
-        if self.bvecs.len() == bvecs.len() {
-            for (d, s) in self.bvecs.iter_mut().zip(bvecs) {
-                *d = *s;
+        match (&mut self.bvecs[..], &bvecs[..]) {
+            // One bvec (nearly every spec): no loop to set up.
+            ([d], [s]) => *d = *s,
+            (d, s) if d.len() == s.len() => {
+                for (d, s) in d.iter_mut().zip(s) {
+                    *d = *s;
+                }
             }
-        } else {
-            self.bvecs.clone_from(bvecs);
+            _ => self.bvecs.clone_from(bvecs),
         }
     }
 }
