@@ -98,7 +98,9 @@ fn limit_err(q: &Obj, disk: &Obj, e: LimitError) -> ScenarioError {
 }
 
 /// The `[disks]` tables; `cpus` is the scenario's CPU count, if given.
-pub(crate) fn read_disks(o: &Obj, beh: &Behaviour, cpus: Option<u32>) -> Result<Vec<DiskSpec>, ScenarioError> {
+/// `fixed`: the service model every disk starts from instead of its
+/// kind's preset (`[validate] disk_latency_ms`).
+pub(crate) fn read_disks(o: &Obj, beh: &Behaviour, cpus: Option<u32>, fixed: Option<&ServiceModel>) -> Result<Vec<DiskSpec>, ScenarioError> {
     let Some(t) = o.table("disks")? else { return Ok(Vec::new()) };
     // Loop devices last: their files are on the other disks.
     let names = t.keys();
@@ -109,7 +111,7 @@ pub(crate) fn read_disks(o: &Obj, beh: &Behaviour, cpus: Option<u32>) -> Result<
     for i in order {
         let d = t.table(&names[i])?.expect("key listed");
         let so_far: Vec<DiskSpec> = read.iter().map(|x| x.1.clone()).collect();
-        read.push((i, read_disk(&names[i], &d, beh, cpus, &so_far)?));
+        read.push((i, read_disk(&names[i], &d, beh, cpus, &so_far, fixed)?));
     }
     read.sort_by_key(|x| x.0);
     let disks: Vec<DiskSpec> = read.into_iter().map(|x| x.1).collect();
@@ -126,7 +128,7 @@ pub(crate) fn read_disks(o: &Obj, beh: &Behaviour, cpus: Option<u32>) -> Result<
     Ok(disks)
 }
 
-fn read_disk(name: &str, d: &Obj, beh: &Behaviour, cpus: Option<u32>, disks: &[DiskSpec]) -> Result<DiskSpec, ScenarioError> {
+fn read_disk(name: &str, d: &Obj, beh: &Behaviour, cpus: Option<u32>, disks: &[DiskSpec], fixed: Option<&ServiceModel>) -> Result<DiskSpec, ScenarioError> {
     let (kind_s, kind_n) = d.opt_str("kind")?.ok_or_else(|| d.err("kind", &d.at, format!("missing (one of {})", DiskKind::DISK_NAMES.join(", "))))?;
     let kind = DiskKind::from_name(&kind_s)
         .ok_or_else(|| d.err("kind", &kind_n.at, format!("unknown kind '{kind_s}' (one of {})", DiskKind::DISK_NAMES.join(", "))))?;
@@ -166,7 +168,11 @@ fn read_disk(name: &str, d: &Obj, beh: &Behaviour, cpus: Option<u32>, disks: &[D
         return Err(d.err("size", &at, format!("{size} bytes is not a positive multiple of the logical block size ({})", limits.logical_block_size)));
     }
     let nr_sectors = size >> SECTOR_SHIFT;
-    let base = null_blk.as_ref().map_or_else(|| ServiceModel::for_kind(kind), |p| p.service_model());
+    let base = match (&null_blk, fixed) {
+        (Some(p), _) => p.service_model(),
+        (None, Some(m)) => m.clone(),
+        (None, None) => ServiceModel::for_kind(kind),
+    };
     let model = super::model::read_model(d, base)?;
     let partitions = read_partitions(d, nr_sectors, limits.lbs_sectors())?;
     let multipath = super::multipath::read_multipath(d, kind, beh)?;

@@ -20,6 +20,7 @@ pub mod nullb;
 pub mod stack;
 pub mod steps;
 pub mod tree;
+pub mod validate;
 pub mod workload;
 pub mod workload_discard;
 pub mod workload_fio;
@@ -38,7 +39,7 @@ pub use tree::ScenarioError;
 use tree::{apply_set, Doc, Obj, Value};
 pub use workload::{BioEntry, DdSpec, DdTarget, Workload, WorkloadKind};
 
-const ROOT_KEYS: &[&str] = &["name", "description", "kernel", "seed", "cpus", "host", "behaviour", "disks", "md", "dm", "workload", "steps", "compare", "cgroups"];
+const ROOT_KEYS: &[&str] = &["name", "description", "kernel", "seed", "cpus", "host", "behaviour", "disks", "md", "dm", "workload", "steps", "compare", "cgroups", "validate"];
 
 #[derive(Clone, Debug)]
 pub struct Scenario {
@@ -79,7 +80,8 @@ pub fn load(file: &str, text: &str, kernel: Option<&str>, sets: &[String]) -> Re
     let beh = read_behaviour(&o, &profile)?;
     let cpus = read_cpus(&o)?;
     let host = host::read_host(&o, cpus)?;
-    let disks = disks::read_disks(&o, &beh, cpus)?;
+    let fixed = validate::read_validate(&o)?.disk_model();
+    let disks = disks::read_disks(&o, &beh, cpus, fixed.as_ref())?;
     let stacked = stack::read_stack(&o, &disks, &beh, cpus)?;
     // Stacked devices are workload targets too.
     let targets: Vec<DiskSpec> = disks.iter().cloned().chain(stacked.iter().map(StackSpec::as_target)).collect();

@@ -82,7 +82,8 @@ def cmd_validate_random(args: argparse.Namespace) -> int:
         out_root = os.path.abspath(args.out or os.path.join(cache, "random", f"seed{args.seed}-{k}"))
         try:
             r = random_validate(args.random, args.seed, k, cache, out_root, os.path.abspath(args.found), V._stderr,
-                                timeout=args.timeout, shrink=not args.no_shrink, host_cpu=args.host_cpu)
+                                timeout=args.timeout, shrink=not args.no_shrink, host_cpu=args.host_cpu,
+                                disk_latency=args.disk_latency or 0)
         except (V.ValidationError, V.GuestError, V.DebianError, V.PlanError) as exc:
             raise UsageError(one_line(str(exc)))
         sys.stdout.write(r.text())
@@ -100,9 +101,16 @@ def check_host_cpu(value: Optional[str]) -> None:
         raise UsageError(f"--host-cpu {value}: unknown CPU class; expected one of {', '.join(HOST_CPU_CLASSES)}")
 
 
+def check_disk_latency(value: Optional[int]) -> None:
+    """``--disk-latency``: whole ms, 0 (off) to 10 s, as ``[validate] disk_latency_ms``."""
+    if value is not None and not 0 <= value <= 10_000:
+        raise UsageError(f"--disk-latency {value}: a latency in ms from 0 (off) to 10000")
+
+
 def cmd_validate(args: argparse.Namespace) -> int:
     from blkstack import validate as V
     check_host_cpu(args.host_cpu)
+    check_disk_latency(args.disk_latency)
     if args.random is not None:
         return cmd_validate_random(args)
     if not args.scenario:
@@ -134,7 +142,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
         try:
             v = V.validate(scenario, kernel, cache=args.cache, out_dir=out_dir, timeout=args.timeout,
                            events=events, rebuild=args.rebuild, ignore_flags=args.ignore_flags,
-                           blktrace=args.blktrace, host_cpu=args.host_cpu)
+                           blktrace=args.blktrace, host_cpu=args.host_cpu, disk_latency=args.disk_latency)
         except V.ValidationError as exc:
             if single:
                 raise UsageError(str(exc))
@@ -203,6 +211,11 @@ def register(sub: Any, kernels: List[str]) -> None:
     p.add_argument("--host-cpu", metavar="CLASS",
                    help="the model charges CPU time per kernel operation with this [host] cpu class (tcg: the "
                         "guest's vCPU under qemu TCG, docs/validation.md C); default none")
+    p.add_argument("--disk-latency", type=int, metavar="MS",
+                   help="slow disks: nbdkit answers each of the guest's disk commands after MS ms and the model's "
+                        "disks do the same, so the guest's CPU never outruns a disk (docs/validation.md, slow "
+                        "disks; needs nbdkit). Overrides the scenario's [validate] disk_latency_ms; with --random, "
+                        "recorded in every drawn scenario. 0: off (default)")
     p.add_argument("--check", action="store_true",
                    help="exit with status 1 when a result does not meet its scenario's '# expect' line")
     p.add_argument("--summary", action="store_true", help="print only the summary table")

@@ -172,6 +172,12 @@ def guest_sets(path: str) -> List[str]:
     return []
 
 
+def disk_latency_sets(disk_latency: Optional[int]) -> List[str]:
+    """``--disk-latency MS`` as the model's ``--set`` (the scenario's own
+    ``[validate]`` key otherwise)."""
+    return [] if disk_latency is None else [f"validate.disk_latency_ms={int(disk_latency)}"]
+
+
 def scenario_kernel(path: str, kernel: Optional[str]) -> str:
     if kernel:
         return kernel
@@ -197,18 +203,22 @@ def _add_tools(plan: Plan, scenario: str, cache: str, progress: Progress, rebuil
 def validate(scenario: str, kernel: Optional[str] = None, cache: Optional[str] = None,
              out_dir: Optional[str] = None, timeout: float = 900.0, progress: Progress = _stderr,
              events: Sequence[str] = ("D",), rebuild: bool = False, keep_images: bool = False,
-             ignore_flags: bool = False, blktrace: bool = False, host_cpu: Optional[str] = None) -> Validation:
+             ignore_flags: bool = False, blktrace: bool = False, host_cpu: Optional[str] = None,
+             disk_latency: Optional[int] = None) -> Validation:
     """Run *scenario* on a real kernel and in blkstack and compare them.
     *blktrace*: the guest also runs blktrace on each disk and leaves its
     per-CPU binary files in ``OUT/blktrace/`` (for real blkparse and btt).
     *host_cpu*: the model charges the guest's CPU time with this CPU class
-    (``tcg``; docs/validation.md C)."""
+    (``tcg``; docs/validation.md C). *disk_latency*: slow disks, every
+    command answered after this many ms in the guest and in the model (0:
+    off; None: the scenario's ``[validate] disk_latency_ms``)."""
     cache = cache or default_cache()
     kernel = scenario_kernel(scenario, kernel)
     if kernel not in KERNELS:
         raise ValidationError(f"kernel {kernel}: Debian ships {kernel_list()}; choose one with --kernel")
+    latency_sets = disk_latency_sets(disk_latency)
     # The model must accept the scenario before anything is downloaded.
-    resolved = json.loads(_core.check(scenario, kernel, []))
+    resolved = json.loads(_core.check(scenario, kernel, latency_sets))
     try:
         find_qemu()
     except GuestError as exc:
@@ -229,9 +239,10 @@ def validate(scenario: str, kernel: Optional[str] = None, cache: Optional[str] =
     work = tempfile.mkdtemp(prefix="disks-", dir=os.path.join(cache))
     try:
         try:
-            plan = build_plan(scenario, kernel, work, resolved, blktrace=blktrace)
+            plan = build_plan(scenario, kernel, work, resolved, blktrace=blktrace, disk_latency_ms=disk_latency)
         except PlanError as exc:
             raise ValidationError(f"{scenario}: {exc}")
+        plan.sim_sets += latency_sets
         _add_tools(plan, scenario, cache, progress, rebuild)
         plan.sim_sets += host_cpu_sets(load_toml(scenario), host_cpu, plan.warnings)
         for d in plan.disks:
@@ -240,7 +251,7 @@ def validate(scenario: str, kernel: Optional[str] = None, cache: Optional[str] =
         progress(f"booting {guest.package} with {len(plan.disks)} disk(s) (qemu TCG) for {stem}")
         try:
             boot_s = boot(guest, out_dir, plan.qemu_args, timeout, progress, cpus=plan.cpus,
-                          append=kernel_append(kernel))
+                          append=kernel_append(kernel), servers=plan.servers)
         except GuestError as exc:
             raise ValidationError(str(exc))
     finally:

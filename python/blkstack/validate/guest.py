@@ -26,6 +26,7 @@ import time
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 from blkstack.validate.debian import Apt, DebianError, kernel_apt, kernel_release, module_dir
+from blkstack.validate.slowdisk import SlowDiskError, serving
 
 # Bump when the guest's layout or /init changes: old cached guests are rebuilt.
 GUEST_FORMAT = 5
@@ -553,9 +554,10 @@ def _die_with_parent() -> None:
 
 
 def boot(guest: Guest, share: str, drives: Sequence[str], timeout: float, progress: Progress,
-         memory_mb: int = 1024, append: str = "", cpus: int = 1) -> float:
+         memory_mb: int = 1024, append: str = "", cpus: int = 1, servers: Sequence[Sequence[str]] = ()) -> float:
     """Boot the guest with the 9p share and qemu device arguments *drives*;
-    wait for it to power off. Returns the wall time in seconds."""
+    wait for it to power off. Returns the wall time in seconds. *servers*:
+    the slow disks' nbdkit commands, run while qemu runs (slowdisk.py)."""
     qemu = find_qemu()
     cmdline = (f"console=ttyS0 rdinit=/init panic=-1 loglevel=4 hugepages=64 "
                f"mitigations=off nokaslr tsc=reliable {append}").strip()
@@ -567,6 +569,16 @@ def boot(guest: Guest, share: str, drives: Sequence[str], timeout: float, progre
     with open(os.path.join(share, "qemu.cmd"), "w") as fh:
         fh.write(" ".join(args) + "\n")
     start = time.monotonic()
+    try:
+        with serving(servers, share):
+            _run_qemu(args, share, timeout)
+    except SlowDiskError as exc:
+        raise GuestError(str(exc))
+    return time.monotonic() - start
+
+
+def _run_qemu(args: Sequence[str], share: str, timeout: float) -> None:
+    """Run qemu until the guest powers off (killed after *timeout* s)."""
     with open(os.path.join(share, "qemu.log"), "w") as log:
         proc = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                 start_new_session=True, preexec_fn=_die_with_parent)
@@ -584,4 +596,3 @@ def boot(guest: Guest, share: str, drives: Sequence[str], timeout: float, progre
         with open(os.path.join(share, "qemu.log")) as fh:
             last = [l.strip() for l in fh if l.strip()]
         raise GuestError(f"qemu exited with status {proc.returncode}: {last[-1] if last else 'no message'}")
-    return time.monotonic() - start

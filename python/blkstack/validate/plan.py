@@ -12,6 +12,9 @@ same for users):
   Driver values qemu can set (block sizes, io sizes, discard granularity
   and maximum, write-zeroes maximum, virtqueue size, nvme MDTS) become
   device properties; the others cannot be reproduced and are reported.
+  With slow disks (``[validate] disk_latency_ms``) each image is served by
+  nbdkit with a fixed delay and the drive is QEMU's NBD client
+  (slowdisk.py); the guest's device is the same.
 * partitions: an MBR (GPT past four partitions or 2 TiB) written into the
   image before boot; the kernel reads it when the disk appears.
 * queue sysfs writes: written in the guest before tracing starts
@@ -45,6 +48,9 @@ import struct
 import zlib
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Sequence, Tuple
+
+from .slowdisk import (NBD_MAX_TRANSFER, SlowDiskError, find_nbdkit, nbd_drive, nbdkit_command,
+                       scenario_disk_latency)
 
 try:  # Python 3.11+
     import tomllib  # type: ignore[import-not-found]
@@ -122,6 +128,7 @@ class Disk:
     iosched: Dict[str, Any] = field(default_factory=dict)  # queue/iosched/ writes
     iops: int = 0
     multipath: Optional[Dict[str, Any]] = None  # [disks.NAME.multipath]
+    socket: str = ""  # served by nbdkit on this unix socket (slow disks), else the raw image
 
 
 @dataclass
@@ -143,6 +150,10 @@ class Plan:
     sim_sets: List[str] = field(default_factory=list)
     # Guest CPUs (qemu -smp): the scenario's cpus.
     cpus: int = 1
+    # Slow disks: each disk's latency in ms (0: qemu's own disks) and the
+    # nbdkit servers that run beside qemu (slowdisk.py).
+    disk_latency_ms: int = 0
+    servers: List[List[str]] = field(default_factory=list)
 
     def save(self, share: str) -> None:
         with open(os.path.join(share, "job.sh"), "w") as fh:
@@ -231,7 +242,10 @@ def make_image(disk: Disk) -> None:
 
 
 def _qemu_disk(d: Disk, index: int, warnings: List[str], controllers: Dict[str, Any]) -> List[str]:
-    drive = f"file={d.image},format=raw,if=none,id=d{index},cache=unsafe,discard=unmap,aio=threads"
+    if d.socket:
+        drive = nbd_drive(d.socket, index)
+    else:
+        drive = f"file={d.image},format=raw,if=none,id=d{index},cache=unsafe,discard=unmap,aio=threads"
     if d.iops:
         drive += f",throttling.iops-total={d.iops}"
     args = ["-drive", drive]
@@ -244,6 +258,10 @@ def _qemu_disk(d: Disk, index: int, warnings: List[str], controllers: Dict[str, 
             common.append(f"{prop}={int(p.pop(key))}")
     if d.kind == "virtio":
         dev = [f"virtio-blk-pci,drive=d{index},serial={d.serial},addr={0x10 + index:#x}"] + common
+        if d.socket:
+            # QEMU would merge adjacent requests of one notification into one
+            # NBD command, holding one of its 16 slots where the model holds two.
+            dev.append("request-merging=off")
         if "discard_max_hw_bytes" in p:
             v = int(p.pop("discard_max_hw_bytes"))
             dev.append("discard=off" if v == 0 else f"max-discard-sectors={v // 512}")
@@ -402,11 +420,14 @@ def _strip_dev(name: str) -> str:
     return name[5:] if name.startswith("/dev/") else name
 
 
-def build_plan(path: str, kernel: str, workdir: str, resolved: Dict[str, Any], blktrace: bool = False) -> Plan:
+def build_plan(path: str, kernel: str, workdir: str, resolved: Dict[str, Any], blktrace: bool = False,
+               disk_latency_ms: Optional[int] = None) -> Plan:
     """*resolved*: ``blkstack._core.check`` of the scenario (sizes, limits).
     *blktrace*: also record each disk with blktrace (its per-CPU binary
-    files, in the share's ``blktrace/``)."""
+    files, in the share's ``blktrace/``). *disk_latency_ms*: slow disks
+    (``--disk-latency``; None: the scenario's ``[validate]`` key)."""
     doc = load_toml(path)
+    latency = scenario_disk_latency(doc, disk_latency_ms)
     warnings: List[str] = []
     if doc.get("behaviour"):
         warnings.append("the scenario overrides behaviour switches ([behaviour]): the model is not plain "
@@ -451,6 +472,7 @@ def build_plan(path: str, kernel: str, workdir: str, resolved: Dict[str, Any], b
         disks.append(d)
         names.insert(len(names) - len(d.partitions), name)
 
+    servers = slow_disk_servers(disks, latency, workdir)
     qemu: List[str] = []
     controllers: Dict[str, Any] = {"cpus": scenario_cpus(doc), "kernel": kernel}
     for i, d in enumerate(disks):
@@ -554,7 +576,35 @@ def build_plan(path: str, kernel: str, workdir: str, resolved: Dict[str, Any], b
     job.append("[ $rc -eq 0 ] || fail \"the workload failed (status $rc)\"")
     job.append("echo blkstack-job: ok")
     return Plan(path, kernel, disks, qemu, "\n".join(job) + "\n", bios_file, warnings, names, files,
-                tools=workload.get("type") == "fio" or blktrace, cpus=scenario_cpus(doc))
+                tools=workload.get("type") == "fio" or blktrace, cpus=scenario_cpus(doc),
+                sim_sets=nbd_limit_sets(disks), disk_latency_ms=latency, servers=servers)
+
+
+def slow_disk_servers(disks: Sequence[Disk], latency_ms: int, workdir: str) -> List[List[str]]:
+    """With slow disks, each disk's nbdkit command, its socket set on the
+    disk (the drive then connects to it); none without."""
+    if not latency_ms:
+        return []
+    try:
+        nbdkit = find_nbdkit()
+    except SlowDiskError as exc:
+        raise PlanError(str(exc))
+    out = []
+    for d in disks:
+        d.socket = os.path.join(workdir, f"{d.name}.sock")
+        out.append(nbdkit_command(nbdkit, d.image, d.socket, latency_ms))
+    return out
+
+
+def nbd_limit_sets(disks: Sequence[Disk]) -> List[str]:
+    """The one limit a slow disk changes in the guest, as the model's
+    ``--set``: QEMU's scsi-hd reports its backend's largest transfer as its
+    WRITE SAME limit (Block Limits VPD page), and QEMU's NBD client moves
+    at most 32 MiB per command (``NBD_MAX_BUFFER_SIZE``), so a slow scsi
+    disk writes zeroes in pieces of 32 MiB at most (unless the scenario
+    gives its own limit)."""
+    return [f"disks.{d.name}.queue.write_zeroes_max_bytes={NBD_MAX_TRANSFER}" for d in disks
+            if d.socket and d.kind in ("scsi", "virtio-scsi") and "write_zeroes_max_bytes" not in d.props]
 
 
 # blktrace (from the tools share) beside the tracepoints: blktrace's own

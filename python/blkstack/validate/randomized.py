@@ -170,8 +170,10 @@ def resolve(path: str, kernel: str) -> Doc:
     return json.loads(_core.check(path, kernel, []))
 
 
-def generate(rng: random.Random, base: Doc, kernel: str, work: str, name: str) -> Doc:
-    """One scenario on the disk set *base*: a stack, queues, a workload."""
+def generate(rng: random.Random, base: Doc, kernel: str, work: str, name: str, disk_latency: int = 0) -> Doc:
+    """One scenario on the disk set *base*: a stack, queues, a workload;
+    with *disk_latency*, slow disks (``[validate] disk_latency_ms``, drawn
+    from no random number: the same seed draws the same scenarios)."""
     doc = json.loads(json.dumps(base))
     doc["name"] = name
     target = draw_stack(rng, doc) or rng.choice(leaves(doc))
@@ -184,6 +186,8 @@ def generate(rng: random.Random, base: Doc, kernel: str, work: str, name: str) -
     caps.update({n: min(caps.get(n, 128), 128) for n, s in doc["disks"].items() if s["kind"] == "sata"})
     draw_queues(rng, doc, caps)
     doc["workload"] = draw_workload(rng, target, int(devs[target]["size_bytes"]))
+    if disk_latency:
+        doc["validate"] = {"disk_latency_ms": disk_latency}
     write_toml(path, doc)
     return doc
 
@@ -322,7 +326,7 @@ def run_batch(paths: Sequence[str], kernel: str, cache: str, out_dir: str, progr
         boot_s, boot_error = 0.0, ""
         try:
             boot_s = boot(guest, out_dir, lead.qemu_args, timeout, progress, cpus=lead.cpus,
-                          append=kernel_append(kernel))
+                          append=kernel_append(kernel), servers=lead.servers)
         except GuestError as exc:  # the scenarios the guest finished still count
             boot_error = str(exc)
     finally:
@@ -422,9 +426,10 @@ class RandomReport:
 
 def random_validate(n: int, seed: int, kernel: str, cache: str, out_root: str, found_dir: str,
                     progress: Progress, timeout: float = 900.0, batch: int = BATCH,
-                    shrink: bool = True, host_cpu: Optional[str] = None) -> RandomReport:
+                    shrink: bool = True, host_cpu: Optional[str] = None, disk_latency: int = 0) -> RandomReport:
     """Draw *n* scenarios from *seed*, run them *batch* per boot on
-    *kernel*, shrink and save those that differ."""
+    *kernel*, shrink and save those that differ; with *disk_latency* (ms)
+    on slow disks, which each scenario file records."""
     start = time.monotonic()
     rng = random.Random(seed)
     work = os.path.join(out_root, "scenarios")
@@ -437,7 +442,7 @@ def random_validate(n: int, seed: int, kernel: str, cache: str, out_root: str, f
         paths = []
         for _ in range(min(batch, n - i)):
             name = f"random-{seed}-{i:03d}"
-            generate(rng, base, kernel, work, name)
+            generate(rng, base, kernel, work, name, disk_latency)
             paths.append(os.path.join(work, name + ".toml"))
             i += 1
         progress(f"batch of {len(paths)} ({i}/{n}), {len(base['disks'])} disk(s)")
@@ -453,6 +458,14 @@ def random_validate(n: int, seed: int, kernel: str, cache: str, out_root: str, f
                 found.append(shrink_and_save(o, kernel, cache, out_root, found_dir, progress, timeout, shrink,
                                              host_cpu))
     return RandomReport(kernel, seed, outcomes, found, time.monotonic() - start)
+
+
+def found_name(kernel: str, stem: str, doc: Doc) -> str:
+    """A found scenario's name: ``KERNEL-random-SEED-NNN``, with
+    ``slowMS-`` after the kernel for one drawn on slow disks (the same
+    draw on fast disks is another case)."""
+    ms = int((doc.get("validate") or {}).get("disk_latency_ms") or 0)
+    return f"{kernel}-slow{ms}-{stem}" if ms else f"{kernel}-{stem}"
 
 
 def shrink_and_save(o: Outcome, kernel: str, cache: str, out_root: str, found_dir: str, progress: Progress,
@@ -483,14 +496,14 @@ def shrink_and_save(o: Outcome, kernel: str, cache: str, out_root: str, found_di
         if still is None:
             break
         best, best_dir = still[0], still[1].out_dir
-    dest = os.path.join(found_dir, f"{kernel}-{stem}")
+    dest = os.path.join(found_dir, found_name(kernel, stem, best))
     os.makedirs(dest, exist_ok=True)
     diff_txt = os.path.join(best_dir, "diff.txt")
     summary = ""
     if os.path.exists(diff_txt):
         with open(diff_txt) as fh:
             summary = "".join(l for l in fh if l.startswith("total:")).strip()
-    best["name"] = f"{kernel}-{stem}"
+    best["name"] = found_name(kernel, stem, best)
     header = (f"# Found by blkstack validate --random on {kernel} ({stem}), shrunk.\n"
               f"# {summary or 'differs'}\n# expect {kernel}: 0.0% -- found by randomized testing; not yet explained\n")
     write_toml(os.path.join(dest, "scenario.toml"), best, header)
