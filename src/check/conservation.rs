@@ -58,6 +58,11 @@ impl Issued {
         &self.ranges
     }
 
+    /// Each (disk, op) with a range, once.
+    pub fn keys(&self) -> impl Iterator<Item = (DevId, Op)> + '_ {
+        self.last.iter().map(|&(leaf, op, _)| (leaf, op))
+    }
+
     /// Empty again, keeping the buffers.
     pub fn clear(&mut self) {
         self.ranges.clear();
@@ -106,12 +111,14 @@ pub fn compare_in(issued: &Issued, expected: &[Run], op: Op, out: &mut Vec<Misco
     }
     let Scratch { leaves, got, want, ev } = scratch;
     leaves.clear();
-    leaves.extend(expected.iter().map(|r| r.leaf).chain(issued.ranges().iter().map(|k| k.0)));
+    leaves.extend(expected.iter().map(|r| r.leaf).chain(issued.keys().map(|(leaf, _)| leaf)));
     leaves.sort_unstable();
     leaves.dedup();
+    // Pre-reads to check: a root of another op with reads issued or expected.
+    let reads = op != Op::Read && (issued.keys().any(|(_, o)| o == Op::Read) || expected.iter().any(|r| r.read));
     for &leaf in leaves.iter() {
         for (kind, read) in [(op, false), (Op::Read, true)] {
-            if read && op == Op::Read {
+            if read && !reads {
                 continue;
             }
             got.clear();
