@@ -81,58 +81,73 @@ fn max_segment_size_at(lim: &QueueLimits, phys: u64) -> u64 {
 /// `bvec_gap_to_prev` inside one bio: with a virt boundary, a bvec may only
 /// follow one that ends on the boundary, and must start on it.
 pub fn bvec_gap_to_prev(lim: &QueueLimits, prev: &Bvec, next_offset: u32) -> bool {
-    let mask = lim.virt_boundary_mask;
-    mask != 0 && ((next_offset as u64 & mask) != 0 || ((prev.offset() as u64 + prev.len as u64) & mask) != 0)
+    virt_gap(lim.virt_boundary_mask, prev.offset() as u64 + prev.len as u64, next_offset as u64)
+}
+
+/// The rule of [`bvec_gap_to_prev`] on offsets in the page: where the
+/// previous bvec ends and where the next starts.
+#[inline(always)]
+fn virt_gap(mask: u64, prev_end: u64, next_offset: u64) -> bool {
+    mask != 0 && ((next_offset & mask) != 0 || (prev_end & mask) != 0)
 }
 
 /// `bvec_split_segs`: count the segments of one bvec that fit in
-/// `max_bytes - bytes`; returns true if the bio must be split here.
-fn bvec_split_segs(lim: &QueueLimits, bv: &Bvec, nsegs: &mut u32, bytes: &mut u64, max_bytes: u64) -> bool {
-    let max_len = max_bytes - *bytes;
+/// `max_bytes - bytes`; returns the new segment and byte counts and whether
+/// the bio must be split here. (Out of line: the walk below stays tight.)
+#[inline(never)]
+fn bvec_split_segs(lim: &QueueLimits, bv: &Bvec, mut nsegs: u32, bytes: u64, max_bytes: u64) -> (u32, u64, bool) {
+    let max_len = max_bytes - bytes;
     let mut len = (bv.len as u64).min(max_len);
     let mut total = 0u64;
-    while len > 0 && *nsegs < lim.max_segments {
+    while len > 0 && nsegs < lim.max_segments {
         let seg = max_segment_size_at(lim, bv.phys + total).min(len);
-        *nsegs += 1;
+        nsegs += 1;
         total += seg;
         len -= seg;
         if (bv.offset() as u64 + total) & lim.virt_boundary_mask != 0 {
             break;
         }
     }
-    *bytes += total;
-    len > 0 || bv.len as u64 > max_len
+    (nsegs, bytes + total, len > 0 || bv.len as u64 > max_len)
 }
 
 /// `bio_split_rw` (6.1/6.12; `bio_split_io_at` in 7.x): walk the multipage
 /// bvecs counting segments until a limit or a virt-boundary gap is hit.
+/// The walk reads the bvec table directly, counts in locals and leaves
+/// the rare cases out of line: mkfs's zero-page writes are 256 bvecs a
+/// MiB, each its own segment.
 pub fn bio_split_rw_at(lim: &QueueLimits, bio: &Bio, max_bytes: u64) -> SplitDecision {
-    let mut nsegs = 0u32;
-    let mut bytes = 0u64;
-    let mut prev: Option<Bvec> = None;
-    let mut split = false;
-    bio.for_each_bvec(|bv| {
-        if let Some(p) = prev {
-            if bvec_gap_to_prev(lim, &p, bv.offset()) {
-                split = true;
-                return false;
-            }
+    let (mask, max_segments) = (lim.virt_boundary_mask, lim.max_segments);
+    let (mut nsegs, mut bytes, mut split) = (0u32, 0u64, false);
+    // Where the previous bvec ended in its page (none before the first).
+    let (mut prev_end, mut first) = (0u64, true);
+    let (mut left, mut done) = (bio.iter.size, bio.iter.bvec_done);
+    for b in bio.bvecs.get(bio.iter.idx as usize..).unwrap_or_default() {
+        if left == 0 {
+            break;
+        }
+        let (phys, len) = (b.phys + done as u64, (b.len - done).min(left));
+        (left, done) = (left - len, 0);
+        let offset = phys % PAGE_SIZE;
+        if !first && virt_gap(mask, prev_end, offset) {
+            split = true;
+            break;
         }
         // The page-local fast case: one segment. A bvec that fits in its
         // page can never cross a segment boundary (masks are ≥ one page).
-        if nsegs < lim.max_segments
-            && bytes + bv.len as u64 <= max_bytes
-            && bv.offset() as u64 + bv.len as u64 <= PAGE_SIZE
-        {
+        if nsegs < max_segments && bytes + len as u64 <= max_bytes && offset + len as u64 <= PAGE_SIZE {
             nsegs += 1;
-            bytes += bv.len as u64;
-        } else if bvec_split_segs(lim, &bv, &mut nsegs, &mut bytes, max_bytes) {
-            split = true;
-            return false;
+            bytes += len as u64;
+        } else {
+            let cut;
+            (nsegs, bytes, cut) = bvec_split_segs(lim, &Bvec { phys, len }, nsegs, bytes, max_bytes);
+            if cut {
+                split = true;
+                break;
+            }
         }
-        prev = Some(bv);
-        true
-    });
+        (prev_end, first) = (offset + len as u64, false);
+    }
     if !split {
         return SplitDecision::Fits { nsegs };
     }
@@ -203,5 +218,53 @@ pub fn split_decision(lim: &QueueLimits, bio: &Bio, beh: &Behaviour) -> SplitDec
         Op::Discard | Op::SecureErase => bio_split_discard(lim, bio, beh),
         Op::WriteZeroes => bio_split_write_zeroes(lim, bio, beh),
         Op::Flush => SplitDecision::Fits { nsegs: 0 },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::bio::BioVecs;
+
+    /// A write of `pages` zero pages (the same 4 KiB page each time, as
+    /// `__blkdev_issue_zero_pages` builds it), `skip` bytes into the first.
+    fn zero_pages(pages: usize, skip: u32) -> Bio {
+        let bvecs = vec![Bvec { phys: 0x1000 * PAGE_SIZE, len: PAGE_SIZE as u32 }; pages];
+        let mut bio = Bio::new(0, Op::Write, 0, 0, pages as u32 * PAGE_SIZE as u32, BioVecs::new(&bvecs));
+        crate::bio::bvec_iter_advance(&bio.bvecs, &mut bio.iter, skip);
+        bio
+    }
+
+    #[test]
+    fn page_bvecs_fit_or_split_at_segments_and_bytes() {
+        let lim = QueueLimits { max_segments: 256, ..QueueLimits::stacking() };
+        // 1 MiB = 256 pages: 256 segments, all allowed.
+        assert_eq!(bio_split_rw_at(&lim, &zero_pages(256, 0), 1 << 20), SplitDecision::Fits { nsegs: 256 });
+        // 512 KiB allowed: the 128th page ends it; 1024 sectors in 128 segments.
+        assert_eq!(bio_split_rw_at(&lim, &zero_pages(256, 0), 512 << 10), SplitDecision::At { sectors: 1024, nsegs: 128 });
+        // 128 segments allowed: the same cut, by segments.
+        let lim128 = QueueLimits { max_segments: 128, ..lim.clone() };
+        assert_eq!(bio_split_rw_at(&lim128, &zero_pages(256, 0), 1 << 20), SplitDecision::At { sectors: 1024, nsegs: 128 });
+        // 512 bytes into the first page: 255.875 pages left, still 256 segments.
+        assert_eq!(bio_split_rw_at(&lim, &zero_pages(256, 512), 1 << 20), SplitDecision::Fits { nsegs: 256 });
+        // A 4 KiB virt boundary: the first page, 512 bytes in, still ends on
+        // the boundary and the next starts on it: no gap, 4 segments.
+        let virt = QueueLimits { virt_boundary_mask: 4095, ..lim.clone() };
+        assert_eq!(bio_split_rw_at(&virt, &zero_pages(4, 512), 1 << 20), SplitDecision::Fits { nsegs: 4 });
+        // A half page then a page: the first ends off the boundary, a gap:
+        // the front is its 2 KiB (4 sectors, 1 segment); without a virt
+        // boundary both go, 2 segments.
+        let halves = [Bvec { phys: 0x10_0000, len: 2048 }, Bvec { phys: 0x20_0000, len: 4096 }];
+        let gap = Bio::new(0, Op::Write, 0, 0, 6144, BioVecs::new(&halves));
+        assert_eq!(bio_split_rw_at(&virt, &gap, 1 << 20), SplitDecision::At { sectors: 4, nsegs: 1 });
+        assert_eq!(bio_split_rw_at(&lim, &gap, 1 << 20), SplitDecision::Fits { nsegs: 2 });
+        // One 8 KiB bvec over two contiguous pages: one segment (no
+        // boundary within 4 GiB, no segment size limit).
+        let two = Bio::new(0, Op::Write, 0, 0, 8192, BioVecs::new(&[Bvec { phys: 0x10_0000, len: 8192 }]));
+        assert_eq!(bio_split_rw_at(&lim, &two, 1 << 20), SplitDecision::Fits { nsegs: 1 });
+        // A 64 KiB segment size limit: 128 KiB of it are two.
+        let seg = QueueLimits { max_segment_size: 65536, ..lim.clone() };
+        let big = Bio::new(0, Op::Write, 0, 0, 131072, BioVecs::new(&[Bvec { phys: 0x10_0000, len: 131072 }]));
+        assert_eq!(bio_split_rw_at(&seg, &big, 1 << 20), SplitDecision::Fits { nsegs: 2 });
     }
 }

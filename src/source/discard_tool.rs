@@ -18,7 +18,7 @@ use crate::genhd::{DevId, Topology};
 use crate::limits::QueueLimits;
 use crate::profile::Behaviour;
 
-use super::discard::{blkdev_issue_discard, blkdiscard, DiscardChopping, DiscardError, DiscardLimits};
+use super::discard::{blkdev_issue_discard, blkdiscard, blkdiscard_ok, DiscardChopping, DiscardError, DiscardLimits};
 use super::{BioSpec, IoUnit, Source, UnitKind};
 
 /// A device as `blkdev_issue_discard` sees it.
@@ -176,7 +176,7 @@ impl DiscardCall {
     /// call of a whole-device discard before the run.
     pub fn check(self, t: &DiscardTarget) -> Result<(), DiscardError> {
         match self {
-            DiscardCall::Bytes(s, l) => blkdiscard(t.chop, &t.limits, s, l, t.dev_bytes).map(drop),
+            DiscardCall::Bytes(s, l) => blkdiscard_ok(t.chop, &t.limits, s, l, t.dev_bytes),
             _ => self.unit(t).map(drop),
         }
     }
