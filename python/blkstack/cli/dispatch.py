@@ -228,14 +228,11 @@ def _main(argv: Optional[Sequence[str]]) -> int:
     except BrokenPipeError:
         _silence_stdout()
         return EXIT_SIGPIPE
-    except UsageError as exc:
+    except (UsageError, TraceFormatError) as exc:
         say(sys.stderr, f"{PROG}: error: {one_line(str(exc))}")
         return EXIT_USAGE
     except ScenarioError as exc:
         say(sys.stderr, f"{PROG}: error: {one_line(str(exc)) or 'invalid scenario'}")
-        return EXIT_USAGE
-    except TraceFormatError as exc:
-        say(sys.stderr, f"{PROG}: error: {one_line(str(exc))}")
         return EXIT_USAGE
     except CheckError as exc:
         say(sys.stderr, f"{PROG}: check failed: {exc}")
