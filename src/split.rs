@@ -113,41 +113,35 @@ fn bvec_split_segs(lim: &QueueLimits, bv: &Bvec, mut nsegs: u32, bytes: u64, max
 
 /// `bio_split_rw` (6.1/6.12; `bio_split_io_at` in 7.x): walk the multipage
 /// bvecs counting segments until a limit or a virt-boundary gap is hit.
-/// The walk reads the bvec table directly, counts in locals and leaves
-/// the rare cases out of line: mkfs's zero-page writes are 256 bvecs a
-/// MiB, each its own segment.
+/// The counts are locals and the rare cases out of line: mkfs's zero-page
+/// writes are 256 bvecs a MiB, each its own segment.
 pub fn bio_split_rw_at(lim: &QueueLimits, bio: &Bio, max_bytes: u64) -> SplitDecision {
     let (mask, max_segments) = (lim.virt_boundary_mask, lim.max_segments);
     let (mut nsegs, mut bytes, mut split) = (0u32, 0u64, false);
     // Where the previous bvec ended in its page (none before the first).
-    let (mut prev_end, mut first) = (0u64, true);
-    let (mut left, mut done) = (bio.iter.size, bio.iter.bvec_done);
-    for b in bio.bvecs.get(bio.iter.idx as usize..).unwrap_or_default() {
-        if left == 0 {
-            break;
-        }
-        let (phys, len) = (b.phys + done as u64, (b.len - done).min(left));
-        (left, done) = (left - len, 0);
-        let offset = phys % PAGE_SIZE;
-        if !first && virt_gap(mask, prev_end, offset) {
+    let mut prev_end: Option<u64> = None;
+    bio.for_each_bvec(|bv| {
+        let offset = bv.offset() as u64;
+        if prev_end.is_some_and(|end| virt_gap(mask, end, offset)) {
             split = true;
-            break;
+            return false;
         }
         // The page-local fast case: one segment. A bvec that fits in its
         // page can never cross a segment boundary (masks are ≥ one page).
-        if nsegs < max_segments && bytes + len as u64 <= max_bytes && offset + len as u64 <= PAGE_SIZE {
+        if nsegs < max_segments && bytes + bv.len as u64 <= max_bytes && offset + bv.len as u64 <= PAGE_SIZE {
             nsegs += 1;
-            bytes += len as u64;
+            bytes += bv.len as u64;
         } else {
             let cut;
-            (nsegs, bytes, cut) = bvec_split_segs(lim, &Bvec { phys, len }, nsegs, bytes, max_bytes);
+            (nsegs, bytes, cut) = bvec_split_segs(lim, &bv, nsegs, bytes, max_bytes);
             if cut {
                 split = true;
-                break;
+                return false;
             }
         }
-        (prev_end, first) = (offset + len as u64, false);
-    }
+        prev_end = Some(offset + bv.len as u64);
+        true
+    });
     if !split {
         return SplitDecision::Fits { nsegs };
     }
