@@ -7,7 +7,7 @@
 #                     with blkstack (about 10 minutes once the downloads are cached)
 #   make validate-ci  the suite's CI subset (a few scenarios on 6.1, one on 6.12;
 #                     .ci/run runs it after make test)
-#   make validate-deps  install what validation needs (qemu, a C compiler, a static libc)
+#   make validate-deps  install what validation needs (qemu, a C compiler, a static libc, nbdkit)
 
 PYTHON ?= python3
 CARGO ?= cargo
@@ -25,8 +25,9 @@ install:
 
 validate-deps:
 	@command -v qemu-system-x86_64 >/dev/null 2>&1 && command -v cc >/dev/null 2>&1 && \
-	  [ -e /usr/lib/x86_64-linux-gnu/libc.a ] || \
-	  { $(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq --no-install-recommends qemu-system-x86 gcc libc6-dev </dev/null; }
+	  command -v nbdkit >/dev/null 2>&1 && [ -e /usr/lib/x86_64-linux-gnu/libc.a ] || \
+	  { $(SUDO) apt-get update -qq && \
+	    $(SUDO) apt-get install -y -qq --no-install-recommends qemu-system-x86 gcc libc6-dev nbdkit </dev/null; }
 
 validate: validate-deps
 	BLKSTACK_VALIDATE=full $(PYTHON) -m pytest -q -rA tests/python/test_validate_suite.py
