@@ -204,9 +204,13 @@ impl Mddev {
         self.mirrors[disk as usize].head_position
     }
 
-    /// An I/O to member `disk` ending at `end` was sent (`update_head_pos`
-    /// runs when it completes).
-    pub(crate) fn sent(&mut self, disk: u32, end: u64) {
+    /// An I/O to member `disk` ending at `end` is about to be sent
+    /// (`update_head_pos` runs when it completes). Called before the I/O
+    /// counts as pending: if the member is idle now, what was sent before
+    /// has completed and its end becomes the head first, or a later
+    /// `read_balance` that finds the member busy would see an older head.
+    pub(crate) fn sent(&mut self, core: &BlockCore, disk: u32, end: u64) {
+        self.head(core, disk);
         self.mirrors[disk as usize].sent_head = Some(end);
     }
 

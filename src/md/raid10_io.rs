@@ -111,7 +111,7 @@ impl Mddev {
         self.raid10_copies(sector);
         let slot = self.raid10_read_balance(core);
         let c = self.copies[slot];
-        self.sent(c.devnum, c.addr + sectors);
+        self.sent(core, c.devnum, c.addr + sectors);
         self.read_sent(core, bio, c.devnum);
         let at = self.copy_sector(&c);
         md_remap(core, bio, self.members[c.devnum as usize].dev, at, flags & req::SYNC, sector);
@@ -131,9 +131,9 @@ impl Mddev {
             if op == Op::Discard && !member_discards(core, dev) {
                 continue;
             }
+            self.sent(core, c.devnum, c.addr + sectors);
             let clone = md_clone(core, bio, dev, self.copy_sector(&c), flags);
             self.md_submit_write(core, bio, clone, sector);
-            self.sent(c.devnum, c.addr + sectors);
         }
     }
 

@@ -62,7 +62,7 @@ impl Mddev {
         let b = core.bio(bio);
         let (sector, sectors, flags) = (b.iter.sector, b.sectors(), b.flags);
         let disk = self.raid1_read_balance(core, sector, sectors);
-        self.sent(disk, sector + sectors as u64);
+        self.sent(core, disk, sector + sectors as u64);
         self.read_sent(core, bio, disk);
         let m = self.members[disk as usize];
         md_remap(core, bio, m.dev, sector + m.data_offset, flags & req::SYNC, sector);
@@ -135,9 +135,9 @@ impl Mddev {
             if op == Op::Discard && !member_discards(core, m.dev) {
                 continue;
             }
+            self.sent(core, d, sector + sectors);
             let clone = md_clone(core, bio, m.dev, sector + m.data_offset, flags);
             self.md_submit_write(core, bio, clone, sector);
-            self.sent(d, sector + sectors);
         }
     }
 }
