@@ -294,4 +294,15 @@ fn a_later_piece_moves_a_released_stripe_head_to_the_tail() {
     let reads = |m: &str| issued(&e, &ev, m).into_iter().filter(|x| x.0 == "R").collect::<Vec<_>>();
     assert_eq!(reads("vda"), [req("R", 2176, 128), req("R", 2432, 128)]);
     assert_eq!(reads("vdb"), [req("R", 2176, 128), req("R", 2432, 128), req("R", 2304, 128)]);
+    // 7.2 has no plug: raid5_release_stripe puts each stripe_head on
+    // released_stripes with its count still one, and only a raid5d run
+    // drains that list onto the handle list. raid5d's first run (at P0's
+    // first release) drains nothing of A; asleep after it, raid5d leaves A
+    // there, so P3 takes A with its count above zero and A keeps its
+    // place: vdb reads A (2304) before B (2432).
+    let (e, ev) = common::run_events(&half_chunk_pieces("7.2"), &[]);
+    assert_eq!(e.core.check.failure_report(), None);
+    let vdb: Vec<_> = issued(&e, &ev, "vdb").into_iter().filter(|x| x.0 == "R").collect();
+    let covering = |s: u64| vdb.iter().position(|r| r.1 <= s && s < r.1 + r.2 as u64).unwrap();
+    assert!(covering(2304) <= covering(2432), "{vdb:?}");
 }

@@ -77,8 +77,10 @@ pub(crate) struct StripeWork {
     /// The head first, then the batch's members.
     pub shs: Vec<StripeHeadWrite>,
     pub step: StripeStep,
-    /// Released to raid5d's list by an earlier plug's end or at once
-    /// without a plug; `false` while the plug that set it up holds it.
+    /// On raid5d's handle list with no reference left: put there by an
+    /// earlier plug's end (`raid5_unplug`: `__release_stripe`) or by a
+    /// raid5d run (`release_stripe_list` drains `released_stripes`);
+    /// `false` while the plug that set it up, or that list, holds it.
     pub released: bool,
 }
 
@@ -223,13 +225,16 @@ impl Mddev {
         self.stripe_can_batch(sector)
     }
 
-    /// A lone stripe_head `k` = 0 of entry `e` that an earlier plug (or no
-    /// plug) released leaves raid5d's list for the bio joining it
-    /// (`raid5_get_active_stripe`: `list_del_init` of a stripe_head nobody
-    /// holds) and goes back at the tail when that bio's plug ends or at
-    /// once (`do_release_stripe`: `list_add_tail`), after what is already
-    /// there; one still on the same plug's list keeps its place
-    /// (`release_stripe_plug`: `STRIPE_ON_UNPLUG_LIST`). Returns its index.
+    /// A lone stripe_head `k` = 0 of entry `e` on raid5d's handle list
+    /// with no reference left ([`StripeWork::released`]) leaves the list
+    /// for the bio joining it (`find_get_stripe`: `list_del_init` of a
+    /// stripe_head whose count is zero) and goes back at the tail when that
+    /// bio releases it (`do_release_stripe`: `list_add_tail`), after what
+    /// is already there. One still held keeps its place: on the same plug's
+    /// list (`release_stripe_plug`: `STRIPE_ON_UNPLUG_LIST`, 6.1's plug
+    /// holds the whole write) or, released without a plug (7.x), on
+    /// `released_stripes` with its count at one until raid5d drains it
+    /// (`raid5_release_stripe`'s `llist_add`). Returns its index.
     fn stripe_requeue(&mut self, e: usize, k: usize) -> usize {
         let list = &mut self.stripes.handle_list;
         if k != 0 || list[e].shs.len() != 1 || !list[e].released {
@@ -241,8 +246,8 @@ impl Mddev {
         list.len() - 1
     }
 
-    /// `raid5_unplug` at a plug's end: everything on raid5d's list is
-    /// released.
+    /// `raid5_unplug` at a plug's end (or raid5d's `release_stripe_list`):
+    /// nobody holds what is on raid5d's list any more.
     pub(crate) fn raid5_unplug(&mut self) {
         for w in self.stripes.handle_list.iter_mut() {
             w.released = true;
@@ -263,15 +268,11 @@ impl Mddev {
     /// The first release of the run wakes raid5d ([`FirstRun`]).
     pub(crate) fn release_stripe_unplugged(&mut self, core: &mut BlockCore, sector: Option<u64>, batchable: bool, batch_last: &mut Option<u64>) {
         let released = match sector {
-            Some(s) if batchable => batch_last.replace(s),
-            Some(s) => Some(s),
-            None => batch_last.take(),
+            Some(s) if batchable => batch_last.replace(s).is_some(),
+            Some(_) => true,
+            None => batch_last.take().is_some(),
         };
-        let Some(released) = released else { return };
-        if let Some(w) = self.stripes.handle_list.iter_mut().find(|w| w.shs[0].sector == released && w.step == StripeStep::New) {
-            w.released = true;
-        }
-        if self.stripes.first_run == FirstRun::NotYet {
+        if released && self.stripes.first_run == FirstRun::NotYet {
             self.raid5d_first_run(core, *batch_last);
         }
     }
@@ -283,6 +284,8 @@ impl Mddev {
         let held = held.and_then(|s| self.stripes.handle_list.iter().position(|w| w.step == StripeStep::New && w.shs[0].sector == s));
         let kept = held.and_then(|e| self.stripes.handle_list.remove(e));
         while self.raid5d_handle_active_stripes(core) {}
+        // release_stripe_list drained what was released: nobody holds it.
+        self.raid5_unplug();
         self.stripes.handle_list.extend(kept);
         self.stripes.first_run = if self.raid5d.is_empty() { FirstRun::Done } else { FirstRun::Queued };
     }
