@@ -7,10 +7,11 @@ CPU class, and print per run and kernel the devices exact before and after.
 
 A run is a directory holding the guest's `trace.txt` and `devices.txt`:
 a suite run (`NAME-KERNEL`, its scenario validate/scenarios/NAME.toml), a
-found scenario (`KERNEL-random-S-NNN` with its `scenario.toml`) or one
+found scenario (`KERNEL-random-S-NNN` with its `scenario.toml`), one
 scenario of a random batch (`.../boot-III/sK`, its scenario
 `.../scenarios/random-S-NNN.toml`, NNN = III minus the batch's size plus
-K). Each run is copied under --work (the saved runs are only read) and
+K) or one candidate of a shrinking round (`.../shrink/NAME/boot-R/sC`,
+its scenario `.../shrink/NAME/NAME-rRcC.toml`). Each run is copied under --work (the saved runs are only read) and
 compared with `blkstack.validate.compare_run`, as `blkstack validate`
 compares a fresh one: once as the validation translates it, once with
 `host.cpu=CLASS` added to the model's overrides.
@@ -47,7 +48,13 @@ def scenario_of(d: str) -> Tuple[Optional[str], Optional[str]]:
         return os.path.join(d, "scenario.toml"), m.group(1) if m else None
     m = re.match(r"^s(\d+)$", base)
     b = re.match(r"^boot-(\d+)$", os.path.basename(parent))
-    if m and b:
+    top = os.path.dirname(parent)
+    if m and b and os.path.basename(os.path.dirname(top)) == "shrink":
+        # A shrinking round's run: boot-R/sC ran candidate NAME-rRcC.toml.
+        cand = os.path.join(top, f"{os.path.basename(top)}-r{b.group(1)}c{m.group(1)}.toml")
+        k = re.search(r"(\d+\.\d+)$", os.path.dirname(os.path.dirname(top)))
+        return (cand if os.path.exists(cand) else None), (k.group(1) if k else None)
+    if m and b and os.path.isdir(os.path.join(top, "scenarios")):
         subs = [x for x in os.listdir(parent) if re.match(r"^s\d+$", x)]
         index = int(b.group(1)) - len(subs) + int(m.group(1))
         root = os.path.dirname(parent)

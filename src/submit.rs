@@ -62,6 +62,10 @@ pub trait BioDriver {
         false
     }
 
+    /// A submitter's own `__submit_bio` plug ended: the driver's plug
+    /// callback (md's `raid5_unplug`) releases what the plug held.
+    fn plug_callback(&mut self) {}
+
     /// The thread's run ended (its plug finished) with work left that it
     /// goes on with at once, in a new plug (md's raid5d after its first run).
     fn thread_runs_again(&self) -> bool {

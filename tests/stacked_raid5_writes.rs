@@ -258,3 +258,51 @@ fn without_a_plug_raid5d_reads_the_first_stripe_head_alone() {
     assert_eq!(at("vda", "R", 123904), 0);
     assert!(at("vdb", "R", 124104) < at("vdc", "WS", 123904));
 }
+
+/// split_write with 128 KiB chunks: one synchronous 256 KiB write at md
+/// sector 640, which md splits at 128 sectors into half-chunk pieces —
+/// the shape of the randomized run's random-1-091 (validate/found).
+fn half_chunk_pieces(kernel: &str) -> String {
+    split_write(kernel).replace("chunk = \"64KiB\"", "chunk = \"128KiB\"")
+}
+
+#[test]
+fn a_later_piece_moves_a_released_stripe_head_to_the_tail() {
+    // 256-sector chunks, three data chunks a row (768 md sectors). The
+    // pieces: P0 [640, 768) row 0's D2 (vdc) second half, P1 [768, 896)
+    // and P2 [896, 1024) row 1's D0 (vdd), P3 [1024, 1152) row 1's D1
+    // (vda) first half. Row 0: parity vdd, D0 vda, D1 vdb; row 1: parity
+    // vdc, D0 vdd, D1 vda, D2 vdb; member sector = row offset + 2048.
+    //
+    // 6.12, each piece in a plug of its own: P0's plug end releases its 16
+    // stripe_heads (2176..2296; rcw on a 2-2 tie: read D0 and D1) and
+    // raid5d runs first: vda and vdb R 2176+128. P1 sets up A (2304..2424,
+    // rcw: read vda and vdb), released at its plug end; P2 sets up B
+    // (2432..2552, the same reads). P3 writes D1 of A's stripe_heads:
+    // raid5_get_active_stripe takes each off raid5d's list (nobody holds
+    // it) and P3's plug end puts it back at the tail, behind B; with D0 and
+    // D1 written, rcw reads D2 alone (vdb; rmw would read three).
+    //
+    // raid5d's next run (when the submitter sleeps) handles B, then A, in
+    // one plug: vda R 2432+128; on vdb B's reads make R 2432+128, then A's
+    // first read meets that request at the plug list's tail (6.12's merge
+    // candidate), which it does not touch: a new request, which A's other
+    // reads back-merge into: R 2304+128 after R 2432+128. Had A kept its
+    // place, B's vdb reads would have back-merged into A's: R 2304+256.
+    let (e, ev) = common::run_events(&half_chunk_pieces("6.12"), &[]);
+    assert_eq!(e.core.check.failure_report(), None);
+    let reads = |m: &str| issued(&e, &ev, m).into_iter().filter(|x| x.0 == "R").collect::<Vec<_>>();
+    assert_eq!(reads("vda"), [req("R", 2176, 128), req("R", 2432, 128)]);
+    assert_eq!(reads("vdb"), [req("R", 2176, 128), req("R", 2432, 128), req("R", 2304, 128)]);
+    // 7.2 has no plug: raid5_release_stripe puts each stripe_head on
+    // released_stripes with its count still one, and only a raid5d run
+    // drains that list onto the handle list. raid5d's first run (at P0's
+    // first release) drains nothing of A; asleep after it, raid5d leaves A
+    // there, so P3 takes A with its count above zero and A keeps its
+    // place: vdb reads A (2304) before B (2432).
+    let (e, ev) = common::run_events(&half_chunk_pieces("7.2"), &[]);
+    assert_eq!(e.core.check.failure_report(), None);
+    let vdb: Vec<_> = issued(&e, &ev, "vdb").into_iter().filter(|x| x.0 == "R").collect();
+    let covering = |s: u64| vdb.iter().position(|r| r.1 <= s && s < r.1 + r.2 as u64).unwrap();
+    assert!(covering(2304) <= covering(2432), "{vdb:?}");
+}

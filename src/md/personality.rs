@@ -270,6 +270,13 @@ impl BioDriver for Mddev {
         }
     }
 
+    /// `raid5_unplug`: the stripe_heads the plug held go to raid5d's list.
+    fn plug_callback(&mut self) {
+        if matches!(self.pers, Personality::Raid456 { .. }) {
+            self.raid5_unplug();
+        }
+    }
+
     /// `raid5_unplug` released stripe_heads to raid5d's handle list.
     fn unplug_wakes_thread(&self) -> bool {
         matches!(self.pers, Personality::Raid456 { .. }) && !self.stripes.handle_list.is_empty()

@@ -77,6 +77,11 @@ pub(crate) struct StripeWork {
     /// The head first, then the batch's members.
     pub shs: Vec<StripeHeadWrite>,
     pub step: StripeStep,
+    /// On raid5d's handle list with no reference left: put there by an
+    /// earlier plug's end (`raid5_unplug`: `__release_stripe`) or by a
+    /// raid5d run (`release_stripe_list` drains `released_stripes`);
+    /// `false` while the plug that set it up, or that list, holds it.
+    pub released: bool,
 }
 
 impl StripeWork {
@@ -124,12 +129,15 @@ pub(crate) struct StripeCache {
 /// raid5d's first wake-up of the run by a submitter that has no plug
 /// (7.x, where `__submit_bio` has none: switch `submit_bio_plug`):
 /// `release_stripe_plug` then releases each stripe_head as it is set up,
-/// and raid5d, a thread that has not run yet, preempts the submitter at
-/// the first release and handles what is on its list then, in a plug of
-/// its own. The guests showed it once per array, at its first write
-/// (random-1-081, -091, -097; raid5-full-stripe-write's first row); later
-/// wake-ups find raid5d just back from a run and leave it to run when the
-/// submitter sleeps (docs/validation.md, H).
+/// and raid5d preempts the submitter at the first release and handles
+/// what is on its list then, in a plug of its own; later wake-ups leave
+/// it to run when the submitter sleeps (docs/validation.md, H). That is
+/// the guests' most frequent outcome, not a rule: whether a wake-up
+/// preempts is the fair class's pick (`wakeup_preempt_fair`,
+/// `pick_eevdf`), which follows the lag raid5d kept from its earlier runs
+/// (`place_entity`), i.e. every task's CPU time since long before the
+/// write; runs of one write took from none to every stripe_head of a
+/// piece alone (docs/validation.md, R).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub(crate) enum FirstRun {
     /// raid5d has not been woken by a submitter without a plug.
@@ -207,13 +215,43 @@ impl Mddev {
             None => {
                 let hold = self.stripe_hold(core, bio, sh.sector);
                 let a = Attached { bio, hold, start, units: Vec::new() };
-                self.stripes.handle_list.push_back(StripeWork { bios: vec![a], flags, shs: vec![sh], step: StripeStep::New });
+                self.stripes.handle_list.push_back(StripeWork { bios: vec![a], flags, shs: vec![sh], step: StripeStep::New, released: false });
                 (self.stripes.handle_list.len() - 1, 0)
             }
         };
+        let e = self.stripe_requeue(e, k);
         self.stripe_attach(core, e, bio, start, units);
         self.stripe_add_to_batch_list(core, e, k);
         self.stripe_can_batch(sector)
+    }
+
+    /// A lone stripe_head `k` = 0 of entry `e` on raid5d's handle list
+    /// with no reference left ([`StripeWork::released`]) leaves the list
+    /// for the bio joining it (`find_get_stripe`: `list_del_init` of a
+    /// stripe_head whose count is zero) and goes back at the tail when that
+    /// bio releases it (`do_release_stripe`: `list_add_tail`), after what
+    /// is already there. One still held keeps its place: on the same plug's
+    /// list (`release_stripe_plug`: `STRIPE_ON_UNPLUG_LIST`, 6.1's plug
+    /// holds the whole write) or, released without a plug (7.x), on
+    /// `released_stripes` with its count at one until raid5d drains it
+    /// (`raid5_release_stripe`'s `llist_add`). Returns its index.
+    fn stripe_requeue(&mut self, e: usize, k: usize) -> usize {
+        let list = &mut self.stripes.handle_list;
+        if k != 0 || list[e].shs.len() != 1 || !list[e].released {
+            return e;
+        }
+        let mut w = list.remove(e).expect("entry e is on the list");
+        w.released = false;
+        list.push_back(w);
+        list.len() - 1
+    }
+
+    /// `raid5_unplug` at a plug's end (or raid5d's `release_stripe_list`):
+    /// nobody holds what is on raid5d's list any more.
+    pub(crate) fn raid5_unplug(&mut self) {
+        for w in self.stripes.handle_list.iter_mut() {
+            w.released = true;
+        }
     }
 
     /// `stripe_can_batch` of the stripe_head at `sector`: on the list,
@@ -246,6 +284,8 @@ impl Mddev {
         let held = held.and_then(|s| self.stripes.handle_list.iter().position(|w| w.step == StripeStep::New && w.shs[0].sector == s));
         let kept = held.and_then(|e| self.stripes.handle_list.remove(e));
         while self.raid5d_handle_active_stripes(core) {}
+        // release_stripe_list drained what was released: nobody holds it.
+        self.raid5_unplug();
         self.stripes.handle_list.extend(kept);
         self.stripes.first_run = if self.raid5d.is_empty() { FirstRun::Done } else { FirstRun::Queued };
     }
