@@ -15,6 +15,7 @@ use crate::genhd::DevId;
 
 use super::conservation::Issued;
 use super::layout::{Bounds, Run};
+use super::Root;
 
 /// Runs one root follows at most (an array of this many members).
 const MAX_RUNS: usize = 16;
@@ -33,13 +34,7 @@ struct Cursor {
 pub(super) struct Fanout {
     /// A root in flight on this id is kept here (not in `Checker::roots`).
     pub live: bool,
-    pub seq: u64,
-    pub dev: DevId,
-    pub op: Op,
-    /// The root's first top sector and length.
-    pub start: u64,
-    pub sectors: u64,
-    pub errors_at_start: u64,
+    pub root: Root,
     runs: [Cursor; MAX_RUNS],
     n: u8,
 }
@@ -63,7 +58,7 @@ impl Fanout {
     /// of its runs, inside it? Then it is counted.
     #[inline(always)]
     pub fn extend(&mut self, leaf: DevId, op: Op, phys: u64, n: u64) -> bool {
-        if op != self.op {
+        if op != self.root.op {
             return false;
         }
         for c in &mut self.runs[..self.n as usize] {
@@ -83,7 +78,7 @@ impl Fanout {
     /// The pieces counted so far, as the ranges they form, into `issued`.
     pub fn counted(&self, issued: &mut Issued) {
         for c in self.runs[..self.n as usize].iter().filter(|c| c.next > c.start) {
-            issued.push(c.leaf, self.op, c.start, c.next);
+            issued.push(c.leaf, self.root.op, c.start, c.next);
         }
     }
 }
@@ -92,17 +87,14 @@ impl Fanout {
 mod tests {
     use super::*;
 
-    fn run(leaf: DevId, phys: u64, len: u64, bounds: Bounds) -> Run {
-        Run { leaf, phys, len, logical: 0, read: false, bounds }
-    }
-
     #[test]
     fn pieces_continuing_their_runs_cover_them() {
         // Runs [100, 108) on leaf 1 and [200, 208) on leaf 2: leaf 1 in
         // two pieces (4 + 4), leaf 2 in one; a piece past a run's end, of
         // another op or off the cursor is not counted.
-        let mut f = Fanout { op: Op::Discard, ..Fanout::default() };
-        assert!(f.follow(&[run(1, 100, 8, Bounds::EXACT), run(2, 200, 8, Bounds::EXACT)]));
+        let mut f = Fanout { root: Root { op: Op::Discard, ..Root::default() }, ..Fanout::default() };
+        let exact = Run { leaf: 1, phys: 100, len: 8, logical: 0, read: false, bounds: Bounds::EXACT };
+        assert!(f.follow(&[exact, Run { leaf: 2, phys: 200, ..exact }]));
         assert!(f.extend(1, Op::Discard, 100, 4));
         assert!(!f.extend(1, Op::Discard, 104, 5), "past the run's end");
         assert!(!f.extend(2, Op::Write, 200, 8), "another op");
@@ -114,6 +106,6 @@ mod tests {
         assert!(f.extend(1, Op::Discard, 104, 4) && f.extend(2, Op::Discard, 200, 8));
         assert!(f.complete());
         // Bounds other than exactly once are the sweep's to judge.
-        assert!(!f.follow(&[run(1, 0, 8, Bounds::AT_MOST_ONCE)]));
+        assert!(!f.follow(&[Run { bounds: Bounds::AT_MOST_ONCE, ..exact }]));
     }
 }

@@ -96,10 +96,12 @@ impl Runs {
         Runs { runs: Vec::new(), logical, last: Vec::new() }
     }
 
-    /// Empty again, keeping the allocations (a scratch buffer reused per bio).
+    /// Empty again, keeping the allocations (a scratch buffer reused per
+    /// bio) and the per-leaf index's length (so the next mapping's first
+    /// run on each leaf does not grow it again).
     pub fn clear(&mut self, logical: bool) {
         self.runs.clear();
-        self.last.clear();
+        self.last.fill(None);
         self.logical = logical;
     }
 
@@ -274,13 +276,17 @@ impl Mapper<'_> {
             return self.map_raid10_chunks(conf, members, start, len, logical, bounds, read, out);
         }
         let last = first + periods * t.span;
-        self.map_raid10_chunks(conf, members, start, first - start, logical, bounds, read, out);
+        if first > start {
+            self.map_raid10_chunks(conf, members, start, first - start, logical, bounds, read, out);
+        }
         let moved = first / t.span * t.delta;
         for &(devnum, addr) in &t.tiles {
             let at = addr + moved + conf.data_offset[devnum as usize];
             self.map(members[devnum as usize].dev, at, periods * t.delta, 0, bounds, read, out);
         }
-        self.map_raid10_chunks(conf, members, last, end - last, logical + (last - start), bounds, read, out);
+        if end > last {
+            self.map_raid10_chunks(conf, members, last, end - last, logical + (last - start), bounds, read, out);
+        }
     }
 
     /// Every copy of each chunk, one chunk after another.

@@ -34,6 +34,20 @@ use streak::Streak;
 /// Violations kept word for word (the count goes on).
 const MAX_REPORTED: usize = 20;
 
+/// What the checks note of every root when it is submitted, whichever
+/// state then follows it (a [`Streak`], a [`Fanout`] or a [`RootState`]).
+#[derive(Clone, Copy, Default)]
+struct Root {
+    /// The root's number (1 for a run's first bio), for reports.
+    seq: u64,
+    dev: DevId,
+    op: Op,
+    start: u64,
+    sectors: u64,
+    /// The block core's count of failed bios when the root was submitted.
+    errors_at_start: u64,
+}
+
 /// What the checks know of one root bio while it is in flight. Finished
 /// states go back to a free list with their buffers (pieces, reads,
 /// reference runs) emptied but kept, so checking a root allocates nothing
@@ -256,6 +270,20 @@ impl Checker {
         }
         let plain = self.plain[bio.dev as usize];
         let (start, sectors) = (bio.iter.sector, bio.sectors() as u64);
+        // A stacked root of an op without data: its reference runs now
+        // rather than at completion; a fan-out follows them, or the full
+        // state keeps them.
+        let mut runs = None;
+        if plain.is_none() && self.oracle.is_none() && !bio.op.has_data() && sectors > 0 {
+            let mut r = self.scratch.take().unwrap_or_else(|| Runs::new(false));
+            r.clear(false);
+            self.mapper(bio.op).map(bio.dev, start, sectors, start, Bounds::EXACT, false, &mut r);
+            if self.begin_fanout(bio, id, errors, &r.runs) {
+                self.scratch = Some(r);
+                return;
+            }
+            runs = Some(r);
+        }
         let version = match &mut self.oracle {
             Some(o) if writes_data(bio.op) && sectors > 0 => o.begin(bio.dev, bio.op, start, start + sectors, self.next_seq),
             _ => 0,
@@ -273,15 +301,10 @@ impl Checker {
         st.base = data_offset(&bio.bvecs, &bio.iter);
         st.errors_at_start = errors;
         st.version = version;
-        if plain.is_none() && self.oracle.is_none() && !bio.op.has_data() && sectors > 0 {
-            // Its reference runs now rather than at completion: a fan-out
-            // follows them, or the full state keeps them.
-            self.expected(&mut st);
-            if self.begin_fanout(&st, id) {
-                st.recycle();
-                self.free_roots.push(st);
-                return;
-            }
+        if let Some(mut r) = runs {
+            std::mem::swap(&mut st.expected, &mut r);
+            st.has_expected = true;
+            self.scratch = Some(r);
         }
         let i = id as usize;
         if self.roots.len() <= i {
@@ -299,25 +322,26 @@ impl Checker {
         }
         let s = &mut self.streaks[i];
         let (start, sectors) = (bio.iter.sector, bio.sectors() as u64);
-        (s.live, s.seq, s.dev, s.op, s.start, s.sectors) = (true, self.next_seq, bio.dev, bio.op, start, sectors);
-        (s.disk, s.offset, s.cursor, s.errors_at_start) = (disk, offset, start + offset, errors);
+        s.live = true;
+        s.root = Root { seq: self.next_seq, dev: bio.dev, op: bio.op, start, sectors, errors_at_start: errors };
+        (s.disk, s.offset, s.cursor) = (disk, offset, start + offset);
         s.bvecs = bio.bvecs.clone();
         s.base = data_offset(&bio.bvecs, &bio.iter);
     }
 
-    /// A stacked root of an op without data (no oracle), its reference
-    /// runs mapped, follows them in slot `id` if they allow
-    /// ([`Fanout::follow`]).
-    fn begin_fanout(&mut self, st: &RootState, id: BioId) -> bool {
+    /// A stacked root of an op without data (no oracle) follows its
+    /// reference `runs` in slot `id`, if they allow ([`Fanout::follow`]).
+    fn begin_fanout(&mut self, bio: &Bio, id: BioId, errors: u64, runs: &[Run]) -> bool {
         let i = id as usize;
         if self.fanouts.len() <= i {
             self.fanouts.resize_with(i + 1, Fanout::default);
         }
         let f = &mut self.fanouts[i];
-        if !f.follow(&st.expected.runs) {
+        if !f.follow(runs) {
             return false;
         }
-        (f.live, f.seq, f.dev, f.op, f.start, f.sectors, f.errors_at_start) = (true, st.seq, st.dev, st.op, st.start, st.sectors, st.errors_at_start);
+        f.live = true;
+        f.root = Root { seq: self.next_seq, dev: bio.dev, op: bio.op, start: bio.iter.sector, sectors: bio.sectors() as u64, errors_at_start: errors };
         true
     }
 
@@ -327,17 +351,23 @@ impl Checker {
     #[inline(never)]
     fn promote_fanout(&mut self, root: BioId) {
         let i = root as usize;
-        let f = &mut self.fanouts[i];
-        f.live = false;
+        self.fanouts[i].live = false;
+        let st = self.full_state(i, self.fanouts[i].root);
+        (st.plain, st.streak, st.cursor, st.bvecs, st.base) = (None, false, 0, BioVecs::None, 0);
+        let Checker { roots, fanouts, .. } = self;
+        fanouts[i].counted(&mut roots[i].as_mut().expect("placed").issued);
+    }
+
+    /// A full [`RootState`] for `root` in slot `i` (its other fields for
+    /// the caller to set).
+    fn full_state(&mut self, i: usize, root: Root) -> &mut RootState {
         let mut st = self.free_roots.pop().unwrap_or_default();
-        (st.seq, st.dev, st.op, st.start, st.sectors) = (f.seq, f.dev, f.op, f.start, f.sectors);
-        (st.plain, st.streak, st.cursor) = (None, false, 0);
-        (st.bvecs, st.base, st.errors_at_start, st.version) = (BioVecs::None, 0, f.errors_at_start, 0);
-        f.counted(&mut st.issued);
+        (st.seq, st.dev, st.op, st.start, st.sectors) = (root.seq, root.dev, root.op, root.start, root.sectors);
+        (st.errors_at_start, st.version) = (root.errors_at_start, 0);
         if self.roots.len() <= i {
             self.roots.resize_with(i + 1, || None);
         }
-        self.roots[i] = Some(st);
+        self.roots[i].insert(st)
     }
 
     /// The streak in slot `root` becomes a full [`RootState`], its pieces
@@ -348,14 +378,9 @@ impl Checker {
         let i = root as usize;
         let s = &mut self.streaks[i];
         s.live = false;
-        let mut st = self.free_roots.pop().unwrap_or_default();
-        (st.seq, st.dev, st.op, st.start, st.sectors) = (s.seq, s.dev, s.op, s.start, s.sectors);
-        (st.plain, st.streak, st.cursor) = (Some((s.disk, s.offset)), true, s.cursor);
-        (st.bvecs, st.base, st.errors_at_start, st.version) = (std::mem::take(&mut s.bvecs), s.base, s.errors_at_start, 0);
-        if self.roots.len() <= i {
-            self.roots.resize_with(i + 1, || None);
-        }
-        self.roots[i] = Some(st);
+        let (root, plain, cursor, bvecs, base) = (s.root, Some((s.disk, s.offset)), s.cursor, std::mem::take(&mut s.bvecs), s.base);
+        let st = self.full_state(i, root);
+        (st.plain, st.streak, st.cursor, st.bvecs, st.base) = (plain, true, cursor, bvecs, base);
     }
 
     /// A bio object is queued on a request-based disk for the first time
@@ -472,8 +497,9 @@ impl Checker {
         if let Some(s) = self.streaks.get_mut(root as usize).filter(|s| s.live) {
             // What `check_root` passes at once: no error, the streak over
             // the whole root, an op the disk takes.
-            let takes = s.op == Op::Read || (Mapper { layouts: &self.layouts, tiles: &self.tiles, op: s.op }).leaf_takes_op(s.disk);
-            if status == 0 && errors == s.errors_at_start && s.complete() && takes {
+            let op = s.root.op;
+            let takes = op == Op::Read || (Mapper { layouts: &self.layouts, tiles: &self.tiles, op }).leaf_takes_op(s.disk);
+            if status == 0 && errors == s.root.errors_at_start && s.complete() && takes {
                 (s.live, s.bvecs) = (false, BioVecs::None);
                 self.roots_checked += 1;
                 return;
@@ -483,7 +509,7 @@ impl Checker {
         if let Some(f) = self.fanouts.get_mut(root as usize).filter(|f| f.live) {
             // What `check_counts` passes at once: every run covered once,
             // nothing else issued.
-            if status == 0 && errors == f.errors_at_start && f.complete() {
+            if status == 0 && errors == f.root.errors_at_start && f.complete() {
                 f.live = false;
                 self.roots_checked += 1;
                 return;
