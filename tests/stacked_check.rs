@@ -27,6 +27,16 @@ fn run_checked(text: &str, sets: &[&str]) -> Engine {
     e
 }
 
+/// Load, build, run with the conservation check alone (the oracle off):
+/// a stacked discard is then followed run by run while its pieces
+/// continue its reference runs.
+fn run_conserved(text: &str, sets: &[&str]) -> Engine {
+    let sets: Vec<String> = sets.iter().map(|s| s.to_string()).collect();
+    let mut e = scenario::load("check.toml", text, None, &sets).unwrap_or_else(|e| panic!("{e}")).build();
+    e.run();
+    e
+}
+
 fn report(e: &Engine) -> String {
     e.core.check.failure_report().unwrap_or_default()
 }
@@ -113,6 +123,13 @@ fn raid10_v1_on_four_disks_is_caught_and_v2_is_not() {
     let r = report(&run_checked(&text, &["behaviour.raid10_discard=whole_range_v1"]));
     assert!(r.contains("sdb sectors [2048, 3048): discarded 1 time(s), expected none"), "{r}");
     assert_eq!(run_checked(&text, &[]).core.check.failure_report(), None);
+    // The conservation check alone says the same of both.
+    let r = report(&run_conserved(&text, &["behaviour.raid10_discard=whole_range_v1"]));
+    assert!(r.contains("sdb sectors [2048, 3048): discarded 1 time(s), expected none"), "{r}");
+    let e = run_conserved(&text, &[]);
+    assert_eq!(e.core.check.failure_report(), None);
+    // Write, discard and read: each root checked.
+    assert_eq!((e.core.check.roots_checked, e.core.check.roots_unchecked), (3, 0));
 }
 
 // ---- broken drivers --------------------------------------------------------
@@ -211,4 +228,12 @@ fn whole_range_discard_misses_far_copies_when_near_copies_do_not_divide_the_memb
     assert!(r.contains("sdc sectors [8968, 8976): discarded 0 time(s), expected 1"), "{r}");
     // The chunk-limited write path (≤5.12) discards every copy itself.
     assert_eq!(run_checked(&text, &["behaviour.raid10_discard=chunk_limited"]).core.check.failure_report(), None);
+    // The conservation check alone: the same two ranges; the chunk-limited
+    // discard's pieces (each chunk's two copies, near and far) cover its
+    // reference runs, a near and a far one per member.
+    let r = report(&run_conserved(&text, &[]));
+    assert!(r.contains("sda sectors [8968, 8976): discarded 1 time(s), expected none"), "{r}");
+    assert!(r.contains("sdc sectors [8968, 8976): discarded 0 time(s), expected 1"), "{r}");
+    let e = run_conserved(&text, &["behaviour.raid10_discard=chunk_limited"]);
+    assert_eq!((e.core.check.failure_report(), e.core.check.roots_checked), (None, 1));
 }

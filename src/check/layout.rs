@@ -96,10 +96,12 @@ impl Runs {
         Runs { runs: Vec::new(), logical, last: Vec::new() }
     }
 
-    /// Empty again, keeping the allocations (a scratch buffer reused per bio).
+    /// Empty again, keeping the allocations (a scratch buffer reused per
+    /// bio) and the per-leaf index's length (so the next mapping's first
+    /// run on each leaf does not grow it again).
     pub fn clear(&mut self, logical: bool) {
         self.runs.clear();
-        self.last.clear();
+        self.last.fill(None);
         self.logical = logical;
     }
 
@@ -124,7 +126,59 @@ impl Runs {
 /// Maps ranges through the layouts of a topology for one op.
 pub struct Mapper<'a> {
     pub layouts: &'a [Layout],
+    /// Per device, a raid10 array's period in closed form ([`raid10_tiles`]).
+    pub tiles: &'a [Option<R10Tiles>],
     pub op: Op,
+}
+
+/// One period of a raid10 layout in closed form, worked out once per array
+/// from `raid10_find_phys` ([`raid10_tiles`]): the period's chunks (`span`
+/// array sectors) put their copies on the members as runs of consecutive
+/// chunks, `delta` sectors each, from `tiles` (member slot, sector before
+/// the data offset: a near layout's one per member, a far layout's one
+/// per member and far copy), and period `p` is period 0 moved `p * delta`
+/// further on the same members. A range of whole periods is then one run
+/// per tile, found in as many steps as there are tiles.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct R10Tiles {
+    pub span: u64,
+    pub delta: u64,
+    pub tiles: Vec<(u32, u64)>,
+}
+
+/// The [`R10Tiles`] of each device that is a raid10 array whose members'
+/// copies tile (`None` for every other device, and for a raid10 layout
+/// whose copies do not: its ranges go chunk by chunk).
+pub fn raid10_tiles(layouts: &[Layout]) -> Vec<Option<R10Tiles>> {
+    layouts
+        .iter()
+        .map(|l| match l {
+            Layout::Md { pers: Personality::Raid10(conf), .. } => period_tiles(conf),
+            _ => None,
+        })
+        .collect()
+}
+
+/// The copies of period 0's chunks, worked out chunk by chunk: on each
+/// member they must form runs of `delta` sectors (then the next period's
+/// copies, on the same members `delta` further: [`raid10_period`],
+/// continue each run).
+fn period_tiles(conf: &R10Conf) -> Option<R10Tiles> {
+    let (period, delta) = raid10_period(conf);
+    let chunk = conf.geo.chunk_sectors as u64;
+    let mut copies: Vec<(u32, u64)> = Vec::new();
+    for k in 0..period {
+        conf.geo.raid10_find_phys(k * chunk, |c| copies.push((c.devnum, c.addr)));
+    }
+    copies.sort_unstable();
+    let mut tiles = Vec::new();
+    for run in copies.chunk_by(|a, b| a.0 == b.0 && b.1 == a.1 + chunk) {
+        if run.len() as u64 * chunk != delta {
+            return None;
+        }
+        tiles.push(run[0]);
+    }
+    Some(R10Tiles { span: period * chunk, delta, tiles })
 }
 
 impl Mapper<'_> {
@@ -143,16 +197,20 @@ impl Mapper<'_> {
                     out.push(Run { leaf: dev, phys: start, len, logical, read, bounds });
                 }
             }
-            layout => self.map_stacked(layout, start, len, logical, bounds, read, out),
+            layout => self.map_stacked(dev, layout, start, len, logical, bounds, read, out),
         }
     }
 
     /// [`Self::map`] on a device that is not a disk.
     #[allow(clippy::too_many_arguments)]
-    fn map_stacked(&self, layout: &Layout, start: u64, len: u64, logical: u64, bounds: Bounds, read: bool, out: &mut Runs) {
+    fn map_stacked(&self, dev: DevId, layout: &Layout, start: u64, len: u64, logical: u64, bounds: Bounds, read: bool, out: &mut Runs) {
         match layout {
             Layout::Disk { .. } => unreachable!("disks are mapped inline"),
             Layout::Partition { whole, start: s } => self.map(*whole, start + s, len, logical, bounds, read, out),
+            Layout::Md { pers: Personality::Raid10(conf), members } => {
+                let tiles = self.tiles.get(dev as usize).and_then(Option::as_ref);
+                self.map_raid10(conf, members, tiles, start, len, logical, bounds, read, out)
+            }
             Layout::Md { pers, members } => self.map_md(pers, members, start, len, logical, bounds, read, out),
             Layout::Dm { targets, devs } => self.map_dm(targets, devs, start, len, logical, bounds, read, out),
             Layout::Unknown => {}
@@ -195,74 +253,40 @@ impl Mapper<'_> {
                     self.map(members[m.disk as usize].dev, m.sector, n, logical + (s - start), bounds, read, out);
                 }
             }
-            Personality::Raid10(conf) => self.map_raid10(conf, members, start, len, logical, bounds, read, out),
+            Personality::Raid10(_) => unreachable!("raid10 is mapped with its tiles"),
             Personality::Raid456 { conf, .. } => self.map_raid5(conf, members, start, len, logical, bounds, read, out),
         }
     }
 
     /// raid10: every copy of each chunk (`raid10_find_phys`); whole
-    /// periods of the layout at once where [`Self::map_raid10_periods`]
-    /// can, so a discard of a whole array costs a few periods, not every
-    /// chunk. Runs with top sectors (a read's copies) go chunk by chunk: a
-    /// member's chunks do not hold consecutive top sectors.
+    /// periods of the layout at once from its [`R10Tiles`] when its copies
+    /// tile, so a discard of a whole array costs one run per member, not
+    /// every chunk. Runs with top sectors (a read's copies) go chunk by
+    /// chunk: a member's chunks do not hold consecutive top sectors.
     #[inline(never)]
     #[allow(clippy::too_many_arguments)]
-    fn map_raid10(&self, conf: &R10Conf, members: &[MdMember], start: u64, len: u64, logical: u64, bounds: Bounds, read: bool, out: &mut Runs) {
+    fn map_raid10(&self, conf: &R10Conf, members: &[MdMember], tiles: Option<&R10Tiles>, start: u64, len: u64, logical: u64, bounds: Bounds, read: bool, out: &mut Runs) {
         let end = start + len;
-        let (period, delta) = raid10_period(conf);
-        let span = period * conf.geo.chunk_sectors as u64;
-        let first = start.div_ceil(span) * span;
-        let periods = end.saturating_sub(first) / span;
-        if out.logical || periods < 2 {
+        let Some(t) = tiles.filter(|_| !out.logical) else {
+            return self.map_raid10_chunks(conf, members, start, len, logical, bounds, read, out);
+        };
+        let first = start.div_ceil(t.span) * t.span;
+        let periods = end.saturating_sub(first) / t.span;
+        if periods < 2 {
             return self.map_raid10_chunks(conf, members, start, len, logical, bounds, read, out);
         }
-        let last = first + periods * span;
-        self.map_raid10_chunks(conf, members, start, first - start, logical, bounds, read, out);
-        if !self.map_raid10_periods(conf, members, first, periods, (period, delta), bounds, read, out) {
-            self.map_raid10_chunks(conf, members, first, last - first, logical + (first - start), bounds, read, out);
+        let last = first + periods * t.span;
+        if first > start {
+            self.map_raid10_chunks(conf, members, start, first - start, logical, bounds, read, out);
         }
-        self.map_raid10_chunks(conf, members, last, end - last, logical + (last - start), bounds, read, out);
-    }
-
-    /// `periods` whole periods of the layout from `first`: the copies of
-    /// the first period's chunks, worked out chunk by chunk, must tile on
-    /// each member `delta` sectors, which the next period's copies (the
-    /// same members, `delta` further: [`raid10_period`]) then continue; each
-    /// member then holds one run of `periods * delta`. False (nothing
-    /// mapped) when a member's copies do not tile so.
-    #[allow(clippy::too_many_arguments)]
-    fn map_raid10_periods(&self, conf: &R10Conf, members: &[MdMember], first: u64, periods: u64, (period, delta): (u64, u64), bounds: Bounds, read: bool, out: &mut Runs) -> bool {
-        let chunk = conf.geo.chunk_sectors as u64;
-        // The period's copies (near × far per chunk): on the stack for the
-        // usual geometries, so mapping a root allocates nothing.
-        let n = (period * conf.geo.near_copies as u64 * conf.geo.far_copies as u64) as usize;
-        let (mut small, mut large) = ([(0u32, 0u64); 32], Vec::new());
-        let copies: &mut [(u32, u64)] = if n <= small.len() {
-            &mut small[..n]
-        } else {
-            large.resize(n, (0, 0));
-            &mut large
-        };
-        let mut i = 0;
-        for k in 0..period {
-            conf.geo.raid10_find_phys(first + k * chunk, |c| {
-                copies[i] = (c.devnum, c.addr);
-                i += 1;
-            });
+        let moved = first / t.span * t.delta;
+        for &(devnum, addr) in &t.tiles {
+            let at = addr + moved + conf.data_offset[devnum as usize];
+            self.map(members[devnum as usize].dev, at, periods * t.delta, 0, bounds, read, out);
         }
-        copies.sort_unstable();
-        // Each member's copies must tile `delta` sectors; then the group's
-        // first copy starts the member's run.
-        let tiles = |g: &[(u32, u64)]| g.windows(2).all(|w| w[1].1 == w[0].1 + chunk) && g.len() as u64 * chunk == delta;
-        if !copies.chunk_by(|a, b| a.0 == b.0).all(tiles) {
-            return false;
+        if end > last {
+            self.map_raid10_chunks(conf, members, last, end - last, logical + (last - start), bounds, read, out);
         }
-        for group in copies.chunk_by(|a, b| a.0 == b.0) {
-            let (devnum, addr) = group[0];
-            let at = addr + conf.data_offset[devnum as usize];
-            self.map(members[devnum as usize].dev, at, periods * delta, 0, bounds, read, out);
-        }
-        true
     }
 
     /// Every copy of each chunk, one chunk after another.
@@ -441,7 +465,10 @@ mod tests {
             let members: Vec<MdMember> = (0..disks).map(|d| MdMember { dev: d, data_offset: 0 }).collect();
             let mut layouts: Vec<Layout> = (0..disks).map(|_| Layout::Disk { discard: true, secure_erase: false }).collect();
             layouts.push(Layout::Md { pers: Personality::Raid10(conf.clone()), members: members.clone() });
-            let mapper = Mapper { layouts: &layouts, op: Op::Discard };
+            let tiles = raid10_tiles(&layouts);
+            // Every one of these layouts has whole periods in closed form.
+            assert!(tiles[disks as usize].is_some(), "layout {layout:#x} on {disks}");
+            let mapper = Mapper { layouts: &layouts, tiles: &tiles, op: Op::Discard };
             let (start, len) = (13, 8 * 200 + 5);
             let mut ranges = Runs::new(false);
             mapper.map(disks, start, len, start, Bounds::EXACT, false, &mut ranges);

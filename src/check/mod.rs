@@ -16,6 +16,7 @@
 //! failed, are not checked.
 
 pub mod conservation;
+mod fanout;
 pub mod intervals;
 pub mod layout;
 pub mod oracle;
@@ -25,12 +26,27 @@ use crate::bio::{Bio, BioId, BioVecs, Bvec, BvecIter, Op, SECTOR_SHIFT};
 use crate::genhd::{DevId, Topology};
 
 use conservation::{Issued, Miscount};
-use layout::{default_layout, plain_disk, Bounds, Layout, Mapper, Run, Runs};
+use fanout::Fanout;
+use layout::{default_layout, plain_disk, raid10_tiles, Bounds, Layout, Mapper, R10Tiles, Run, Runs};
 use oracle::Oracle;
 use streak::Streak;
 
 /// Violations kept word for word (the count goes on).
 const MAX_REPORTED: usize = 20;
+
+/// What the checks note of every root when it is submitted, whichever
+/// state then follows it (a [`Streak`], a [`Fanout`] or a [`RootState`]).
+#[derive(Clone, Copy, Default)]
+struct Root {
+    /// The root's number (1 for a run's first bio), for reports.
+    seq: u64,
+    dev: DevId,
+    op: Op,
+    start: u64,
+    sectors: u64,
+    /// The block core's count of failed bios when the root was submitted.
+    errors_at_start: u64,
+}
 
 /// What the checks know of one root bio while it is in flight. Finished
 /// states go back to a free list with their buffers (pieces, reads,
@@ -118,6 +134,9 @@ pub struct Checker {
     given: Vec<(DevId, Layout)>,
     /// Every device's layout, resolved on first use.
     layouts: Vec<Layout>,
+    /// Per device, resolved with `layouts`: a raid10 array's period in
+    /// closed form.
+    tiles: Vec<Option<R10Tiles>>,
     /// Per device, resolved with `layouts`: the plain disk and partition
     /// start its sectors live at ([`plain_disk`]), looked up once per root.
     plain: Vec<Option<(DevId, u64)>>,
@@ -129,6 +148,9 @@ pub struct Checker {
     /// Plain roots while their pieces form one streak, by root id (used
     /// when the oracle is off): most roots never need a `RootState`.
     streaks: Vec<Streak>,
+    /// Stacked roots of ops without data while their pieces continue their
+    /// reference runs, by root id (used when the oracle is off).
+    fanouts: Vec<Fanout>,
     next_seq: u64,
     oracle: Option<Oracle>,
     /// Roots compared at completion, and roots left unchecked.
@@ -188,6 +210,7 @@ impl Checker {
             }
         }
         self.plain = (0..self.layouts.len() as DevId).map(|d| plain_disk(&self.layouts, d)).collect();
+        self.tiles = raid10_tiles(&self.layouts);
     }
 
     fn violation(&mut self, msg: String) {
@@ -214,7 +237,7 @@ impl Checker {
     }
 
     fn mapper(&self, op: Op) -> Mapper<'_> {
-        Mapper { layouts: &self.layouts, op }
+        Mapper { layouts: &self.layouts, tiles: &self.tiles, op }
     }
 
     // ---- hooks ---------------------------------------------------------
@@ -239,11 +262,28 @@ impl Checker {
         if let Some(s) = self.streaks.get_mut(id as usize) {
             s.live = false;
         }
+        if let Some(f) = self.fanouts.get_mut(id as usize) {
+            f.live = false;
+        }
         if matches!(self.layouts[bio.dev as usize], Layout::Unknown) {
             return;
         }
         let plain = self.plain[bio.dev as usize];
         let (start, sectors) = (bio.iter.sector, bio.sectors() as u64);
+        // A stacked root of an op without data: its reference runs now
+        // rather than at completion; a fan-out follows them, or the full
+        // state keeps them.
+        let mut runs = None;
+        if plain.is_none() && self.oracle.is_none() && !bio.op.has_data() && sectors > 0 {
+            let mut r = self.scratch.take().unwrap_or_else(|| Runs::new(false));
+            r.clear(false);
+            self.mapper(bio.op).map(bio.dev, start, sectors, start, Bounds::EXACT, false, &mut r);
+            if self.begin_fanout(bio, id, errors, &r.runs) {
+                self.scratch = Some(r);
+                return;
+            }
+            runs = Some(r);
+        }
         let version = match &mut self.oracle {
             Some(o) if writes_data(bio.op) && sectors > 0 => o.begin(bio.dev, bio.op, start, start + sectors, self.next_seq),
             _ => 0,
@@ -261,6 +301,11 @@ impl Checker {
         st.base = data_offset(&bio.bvecs, &bio.iter);
         st.errors_at_start = errors;
         st.version = version;
+        if let Some(mut r) = runs {
+            std::mem::swap(&mut st.expected, &mut r);
+            st.has_expected = true;
+            self.scratch = Some(r);
+        }
         let i = id as usize;
         if self.roots.len() <= i {
             self.roots.resize_with(i + 1, || None);
@@ -277,10 +322,52 @@ impl Checker {
         }
         let s = &mut self.streaks[i];
         let (start, sectors) = (bio.iter.sector, bio.sectors() as u64);
-        (s.live, s.seq, s.dev, s.op, s.start, s.sectors) = (true, self.next_seq, bio.dev, bio.op, start, sectors);
-        (s.disk, s.offset, s.cursor, s.errors_at_start) = (disk, offset, start + offset, errors);
+        s.live = true;
+        s.root = Root { seq: self.next_seq, dev: bio.dev, op: bio.op, start, sectors, errors_at_start: errors };
+        (s.disk, s.offset, s.cursor) = (disk, offset, start + offset);
         s.bvecs = bio.bvecs.clone();
         s.base = data_offset(&bio.bvecs, &bio.iter);
+    }
+
+    /// A stacked root of an op without data (no oracle) follows its
+    /// reference `runs` in slot `id`, if they allow ([`Fanout::follow`]).
+    fn begin_fanout(&mut self, bio: &Bio, id: BioId, errors: u64, runs: &[Run]) -> bool {
+        let i = id as usize;
+        if self.fanouts.len() <= i {
+            self.fanouts.resize_with(i + 1, Fanout::default);
+        }
+        let f = &mut self.fanouts[i];
+        if !f.follow(runs) {
+            return false;
+        }
+        f.live = true;
+        f.root = Root { seq: self.next_seq, dev: bio.dev, op: bio.op, start: bio.iter.sector, sectors: bio.sectors() as u64, errors_at_start: errors };
+        true
+    }
+
+    /// The fan-out in slot `root` becomes a full [`RootState`] holding the
+    /// pieces counted so far.
+    #[cold]
+    #[inline(never)]
+    fn promote_fanout(&mut self, root: BioId) {
+        let i = root as usize;
+        self.fanouts[i].live = false;
+        let st = self.full_state(i, self.fanouts[i].root);
+        (st.plain, st.streak, st.cursor, st.bvecs, st.base) = (None, false, 0, BioVecs::None, 0);
+        let Checker { roots, fanouts, .. } = self;
+        fanouts[i].counted(&mut roots[i].as_mut().expect("placed").issued);
+    }
+
+    /// A full [`RootState`] for `root` in slot `i` (its other fields for
+    /// the caller to set).
+    fn full_state(&mut self, i: usize, root: Root) -> &mut RootState {
+        let mut st = self.free_roots.pop().unwrap_or_default();
+        (st.seq, st.dev, st.op, st.start, st.sectors) = (root.seq, root.dev, root.op, root.start, root.sectors);
+        (st.errors_at_start, st.version) = (root.errors_at_start, 0);
+        if self.roots.len() <= i {
+            self.roots.resize_with(i + 1, || None);
+        }
+        self.roots[i].insert(st)
     }
 
     /// The streak in slot `root` becomes a full [`RootState`], its pieces
@@ -291,14 +378,9 @@ impl Checker {
         let i = root as usize;
         let s = &mut self.streaks[i];
         s.live = false;
-        let mut st = self.free_roots.pop().unwrap_or_default();
-        (st.seq, st.dev, st.op, st.start, st.sectors) = (s.seq, s.dev, s.op, s.start, s.sectors);
-        (st.plain, st.streak, st.cursor) = (Some((s.disk, s.offset)), true, s.cursor);
-        (st.bvecs, st.base, st.errors_at_start, st.version) = (std::mem::take(&mut s.bvecs), s.base, s.errors_at_start, 0);
-        if self.roots.len() <= i {
-            self.roots.resize_with(i + 1, || None);
-        }
-        self.roots[i] = Some(st);
+        let (root, plain, cursor, bvecs, base) = (s.root, Some((s.disk, s.offset)), s.cursor, std::mem::take(&mut s.bvecs), s.base);
+        let st = self.full_state(i, root);
+        (st.plain, st.streak, st.cursor, st.bvecs, st.base) = (plain, true, cursor, bvecs, base);
     }
 
     /// A bio object is queued on a request-based disk for the first time
@@ -312,6 +394,12 @@ impl Checker {
                 return;
             }
             self.promote(root);
+        }
+        if let Some(f) = self.fanouts.get_mut(root as usize).filter(|f| f.live) {
+            if n == 0 || f.extend(bio.dev, bio.op, bio.iter.sector, n) {
+                return;
+            }
+            self.promote_fanout(root);
         }
         self.leaf_queued_full(topo, bio, root, n)
     }
@@ -409,13 +497,24 @@ impl Checker {
         if let Some(s) = self.streaks.get_mut(root as usize).filter(|s| s.live) {
             // What `check_root` passes at once: no error, the streak over
             // the whole root, an op the disk takes.
-            let takes = s.op == Op::Read || (Mapper { layouts: &self.layouts, op: s.op }).leaf_takes_op(s.disk);
-            if status == 0 && errors == s.errors_at_start && s.complete() && takes {
+            let op = s.root.op;
+            let takes = op == Op::Read || (Mapper { layouts: &self.layouts, tiles: &self.tiles, op }).leaf_takes_op(s.disk);
+            if status == 0 && errors == s.root.errors_at_start && s.complete() && takes {
                 (s.live, s.bvecs) = (false, BioVecs::None);
                 self.roots_checked += 1;
                 return;
             }
             self.promote(root);
+        }
+        if let Some(f) = self.fanouts.get_mut(root as usize).filter(|f| f.live) {
+            // What `check_counts` passes at once: every run covered once,
+            // nothing else issued.
+            if status == 0 && errors == f.root.errors_at_start && f.complete() {
+                f.live = false;
+                self.roots_checked += 1;
+                return;
+            }
+            self.promote_fanout(root);
         }
         self.root_done_full(topo, root, status, errors)
     }
@@ -534,6 +633,7 @@ mod tests {
     use super::*;
     use crate::genhd::{DiskKind, Driver, Queue};
     use crate::limits::{resolve, LimitsModel, SysfsWrites};
+    use crate::md::personality::{MdMember, Personality};
 
     /// sda (device 0) and its partition sda1 (device 1) from sector 2048.
     fn sda_with_partition() -> Topology {
@@ -550,6 +650,58 @@ mod tests {
         let mut b = Bio::new(0, op, 0, sector, bytes, pages.clone());
         b.iter.bvec_done = skip;
         b
+    }
+
+    /// Four NVMe disks (devices 0-3, with discard) and md0 (device 4), a
+    /// raid10 near 2 of them with 8-sector chunks, data at 0.
+    fn raid10_of_four() -> (Topology, Checker) {
+        let beh = crate::profile::profile("6.12").expect("profile").behaviour;
+        let (limits, attrs) = resolve(&DiskKind::Nvme.driver_limits(&beh), &SysfsWrites::default(), LimitsModel::Legacy, 2560).expect("limits");
+        let mut t = Topology::default();
+        let members: Vec<MdMember> = ["nvme0n1", "nvme1n1", "nvme2n1", "nvme3n1"]
+            .iter()
+            .map(|n| MdMember { dev: t.add_disk(n, DiskKind::Nvme, 1 << 20, Queue { limits: limits.clone(), attrs: attrs.clone() }, Driver::Mq(0)), data_offset: 0 })
+            .collect();
+        let md = t.add_disk("md0", DiskKind::Md, 1 << 21, Queue { limits, attrs }, Driver::BioBased(0));
+        let conf = crate::md::raid10::setup_conf(0x102, 8, 4, 1 << 20, vec![0; 4]).expect("conf");
+        let mut c = Checker::new();
+        c.set_layout(md, Layout::Md { pers: Personality::Raid10(conf), members });
+        (t, c)
+    }
+
+    #[test]
+    fn stacked_discards_are_followed_run_by_run() {
+        let (topo, mut c) = raid10_of_four();
+        let discard = |sector: u64, sectors: u64| Bio::new(4, Op::Discard, 0, sector, (sectors << SECTOR_SHIFT) as u32, BioVecs::None);
+        let piece = |dev: DevId, sector: u64, sectors: u64| Bio::new(dev, Op::Discard, 0, sector, (sectors << SECTOR_SHIFT) as u32, BioVecs::None);
+        // md0 [0, 64): 8 chunks, chunk k's copies on members 2k mod 4 and
+        // the next, row k / 2: each member holds [0, 32). Member 0 in two
+        // pieces, the others in one: followed to the end, no full state.
+        c.root_submitted(&topo, &discard(0, 64), 1, 0);
+        for (dev, sector, n) in [(0, 0, 16), (1, 0, 32), (2, 0, 32), (3, 0, 32), (0, 16, 16)] {
+            c.leaf_queued(&topo, &piece(dev, sector, n), 1);
+        }
+        c.root_done(&topo, 1, 0, 0);
+        assert_eq!((c.violation_count, c.roots_checked), (0, 1));
+        assert!(c.roots.iter().all(Option::is_none), "no full state");
+        // The same, member 3's piece 8 sectors late ([8, 40)): its
+        // [0, 8) is missed and [32, 40) holds no copy of the range.
+        c.root_submitted(&topo, &discard(0, 64), 1, 0);
+        for (dev, sector, n) in [(0, 0, 32), (1, 0, 32), (2, 0, 32), (3, 8, 32)] {
+            c.leaf_queued(&topo, &piece(dev, sector, n), 1);
+        }
+        c.root_done(&topo, 1, 0, 0);
+        assert_eq!((c.violation_count, c.roots_checked), (2, 2), "{:?}", c.violations);
+        assert_eq!(c.violations[0], "discard #2 of md0 [0, 64): nvme3n1 sectors [0, 8): discarded 0 time(s), expected 1");
+        assert_eq!(c.violations[1], "discard #2 of md0 [0, 64): nvme3n1 sectors [32, 40): discarded 1 time(s), expected none (no copy of the range lives there)");
+        // Every piece in place but member 1 short of its end ([0, 24)):
+        // found at completion.
+        c.root_submitted(&topo, &discard(0, 64), 1, 0);
+        for (dev, sector, n) in [(0, 0, 32), (1, 0, 24), (2, 0, 32), (3, 0, 32)] {
+            c.leaf_queued(&topo, &piece(dev, sector, n), 1);
+        }
+        c.root_done(&topo, 1, 0, 0);
+        assert_eq!(c.violations.last().map(String::as_str), Some("discard #3 of md0 [0, 64): nvme1n1 sectors [24, 32): discarded 0 time(s), expected 1"));
     }
 
     #[test]

@@ -5,21 +5,16 @@
 //! whole streak, becomes a full state there and then (`Checker::promote`),
 //! holding what the piece by piece bookkeeping would hold at that point.
 
-use crate::bio::{Bio, BioVecs, Op, SECTOR_SHIFT};
+use crate::bio::{Bio, BioVecs, SECTOR_SHIFT};
 use crate::genhd::DevId;
 
-use super::data_offset;
+use super::{data_offset, Root};
 
 #[derive(Default)]
 pub(super) struct Streak {
     /// A root in flight on this id is kept here (not in `Checker::roots`).
     pub live: bool,
-    pub seq: u64,
-    pub dev: DevId,
-    pub op: Op,
-    /// The root's first top sector and length.
-    pub start: u64,
-    pub sectors: u64,
+    pub root: Root,
     /// The disk and the partition's start (0 on a whole disk).
     pub disk: DevId,
     pub offset: u64,
@@ -28,7 +23,6 @@ pub(super) struct Streak {
     /// The submitter's pages, and where the root starts in them (bytes).
     pub bvecs: BioVecs,
     pub base: u64,
-    pub errors_at_start: u64,
 }
 
 impl Streak {
@@ -39,10 +33,10 @@ impl Streak {
     #[inline(always)]
     pub fn extend(&mut self, bio: &Bio, n: u64) -> bool {
         let phys = bio.iter.sector;
-        if !(bio.dev == self.disk && bio.op == self.op && phys == self.cursor) {
+        if !(bio.dev == self.disk && bio.op == self.root.op && phys == self.cursor) {
             return false;
         }
-        if bio.op.has_data() && !(bio.bvecs.same_pages(&self.bvecs) && self.start + ((data_offset(&bio.bvecs, &bio.iter) - self.base) >> SECTOR_SHIFT) + self.offset == phys) {
+        if bio.op.has_data() && !(bio.bvecs.same_pages(&self.bvecs) && self.root.start + ((data_offset(&bio.bvecs, &bio.iter) - self.base) >> SECTOR_SHIFT) + self.offset == phys) {
             return false;
         }
         self.cursor += n;
@@ -51,7 +45,7 @@ impl Streak {
 
     /// Did the streak reach the root's end?
     pub fn complete(&self) -> bool {
-        self.cursor == self.start + self.offset + self.sectors
+        self.cursor == self.root.start + self.offset + self.root.sectors
     }
 
 }

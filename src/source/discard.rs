@@ -223,11 +223,17 @@ pub fn blkdiscard(chop: DiscardChopping, lim: &DiscardLimits, start: u64, len: u
 /// is one bio (every 2 GiB step of mkfs.xfs on a 5.10+ kernel: a scenario
 /// checks each of a whole-device discard's calls before the run).
 pub fn blkdiscard_ok(chop: DiscardChopping, lim: &DiscardLimits, start: u64, len: u64, dev_bytes: u64) -> Result<(), DiscardError> {
-    blk_ioctl_discard_range(lim, start, len, dev_bytes)?;
-    if blkdev_issue_discard_one(chop, lim, start >> SECTOR_SHIFT, len >> SECTOR_SHIFT).is_some() {
+    if blkdiscard_one(chop, lim, start, len, dev_bytes).is_some() {
         return Ok(());
     }
-    blkdev_issue_discard(chop, lim, start >> SECTOR_SHIFT, len >> SECTOR_SHIFT).map(drop)
+    blkdiscard(chop, lim, start, len, dev_bytes).map(drop)
+}
+
+/// The one bio of [`blkdiscard`] when the call makes exactly one, without
+/// building a list (`None`: several, or refused; ask [`blkdiscard`] then).
+pub fn blkdiscard_one(chop: DiscardChopping, lim: &DiscardLimits, start: u64, len: u64, dev_bytes: u64) -> Option<DiscardBio> {
+    blk_ioctl_discard_range(lim, start, len, dev_bytes).ok()?;
+    blkdev_issue_discard_one(chop, lim, start >> SECTOR_SHIFT, len >> SECTOR_SHIFT)
 }
 
 /// `blk_ioctl_discard`'s own checks of the byte range: whole logical
@@ -415,6 +421,9 @@ mod tests {
         for chop in [MaxDiscardAligned, AllowedMaxSectors, GranularityAligned, BioDiscardLimit] {
             for (l, start, len) in &cases {
                 let full = blkdiscard(chop, l, *start, *len, 16 * g);
+                if let Some(one) = blkdiscard_one(chop, l, *start, *len, 16 * g) {
+                    assert_eq!(full, Ok(vec![one]), "{chop:?} {start}+{len}");
+                }
                 assert_eq!(blkdiscard_ok(chop, l, *start, *len, 16 * g), full.map(drop), "{chop:?} {start}+{len}");
             }
         }

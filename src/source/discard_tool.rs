@@ -18,7 +18,7 @@ use crate::genhd::{DevId, Topology};
 use crate::limits::QueueLimits;
 use crate::profile::Behaviour;
 
-use super::discard::{blkdev_issue_discard, blkdiscard, blkdiscard_ok, DiscardChopping, DiscardError, DiscardLimits};
+use super::discard::{blkdev_issue_discard, blkdev_issue_discard_one, blkdiscard, blkdiscard_ok, blkdiscard_one, DiscardChopping, DiscardError, DiscardLimits};
 use super::{BioSpec, IoUnit, Source, UnitKind};
 
 /// A device as `blkdev_issue_discard` sees it.
@@ -63,17 +63,36 @@ impl DiscardTarget {
 
     /// One BLKDISCARD of bytes [start, start + len).
     pub fn blkdiscard(&self, start: u64, len: u64) -> Result<IoUnit, DiscardError> {
+        self.blkdiscard_in(start, len, Vec::new())
+    }
+
+    /// [`Self::blkdiscard`] with its bios in `specs` (emptied first: a
+    /// finished unit's list, reused). A call of one bio (each 2 GiB step
+    /// of mkfs.xfs) builds no list of pieces.
+    fn blkdiscard_in(&self, start: u64, len: u64, specs: Vec<BioSpec>) -> Result<IoUnit, DiscardError> {
+        if let Some(one) = blkdiscard_one(self.chop, &self.limits, start, len, self.dev_bytes) {
+            return Ok(self.unit_in(Op::Discard, &[one], specs));
+        }
         let bios = blkdiscard(self.chop, &self.limits, start, len, self.dev_bytes)?;
-        Ok(self.unit(Op::Discard, &bios))
+        Ok(self.unit_in(Op::Discard, &bios, specs))
     }
 
     /// One FITRIM extent: `blkdev_issue_discard(sector, nr_sects)`.
     pub fn discard_sectors(&self, sector: u64, nr: u64) -> Result<IoUnit, DiscardError> {
+        self.discard_sectors_in(sector, nr, Vec::new())
+    }
+
+    /// [`Self::discard_sectors`] with its bios in `specs`, as
+    /// [`Self::blkdiscard_in`].
+    fn discard_sectors_in(&self, sector: u64, nr: u64, specs: Vec<BioSpec>) -> Result<IoUnit, DiscardError> {
         if (sector + nr) << SECTOR_SHIFT > self.dev_bytes {
             return Err(DiscardError::Invalid(format!("sectors {sector} + {nr} pass the device's end")));
         }
+        if let Some(one) = blkdev_issue_discard_one(self.chop, &self.limits, sector, nr) {
+            return Ok(self.unit_in(Op::Discard, &[one], specs));
+        }
         let bios = blkdev_issue_discard(self.chop, &self.limits, sector, nr)?;
-        Ok(self.unit(Op::Discard, &bios))
+        Ok(self.unit_in(Op::Discard, &bios, specs))
     }
 
     /// One BLKSECDISCARD: pieces of `max_secure_erase_sectors` (capped at
@@ -137,7 +156,13 @@ impl DiscardTarget {
 
     /// The call's bios in a plug, the last one `REQ_SYNC` (`submit_bio_wait`).
     fn unit(&self, op: Op, bios: &[(u64, u32)]) -> IoUnit {
-        let specs: Vec<BioSpec> = bios.iter().map(|&(sector, nr)| BioSpec { dev: self.dev, op, flags: 0, sector, bvecs: Vec::new(), size: nr << SECTOR_SHIFT }).collect();
+        self.unit_in(op, bios, Vec::new())
+    }
+
+    /// [`Self::unit`] with its bios in `specs` (emptied first).
+    fn unit_in(&self, op: Op, bios: &[(u64, u32)], mut specs: Vec<BioSpec>) -> IoUnit {
+        specs.clear();
+        specs.extend(bios.iter().map(|&(sector, nr)| BioSpec { dev: self.dev, op, flags: 0, sector, bvecs: Vec::new(), size: nr << SECTOR_SHIFT }));
         let kind = if op == Op::WriteZeroes { UnitKind::Other } else { UnitKind::Trim };
         plugged_sync_unit(specs, kind)
     }
@@ -182,10 +207,16 @@ impl DiscardCall {
     }
 
     pub fn unit(self, t: &DiscardTarget) -> Result<IoUnit, DiscardError> {
+        self.unit_in(t, Vec::new())
+    }
+
+    /// [`Self::unit`], a discard's bios in `specs` (a finished unit's
+    /// list: the tool's calls then allocate nothing once the first ran).
+    pub fn unit_in(self, t: &DiscardTarget, specs: Vec<BioSpec>) -> Result<IoUnit, DiscardError> {
         match self {
-            DiscardCall::Bytes(s, l) => t.blkdiscard(s, l),
+            DiscardCall::Bytes(s, l) => t.blkdiscard_in(s, l, specs),
             DiscardCall::Secure(s, l) => t.blksecdiscard(s, l),
-            DiscardCall::Sectors(s, n) => t.discard_sectors(s, n),
+            DiscardCall::Sectors(s, n) => t.discard_sectors_in(s, n, specs),
             DiscardCall::ZeroRange(s, l) => t.zero_range(s, l),
         }
     }
@@ -212,11 +243,13 @@ pub struct DiscardTool {
     target: DiscardTarget,
     calls: VecDeque<DiscardCall>,
     total: usize,
+    /// The last finished unit's bio list, for the next call's bios.
+    spare: Vec<BioSpec>,
 }
 
 impl DiscardTool {
     pub fn new(target: DiscardTarget, calls: Vec<DiscardCall>) -> Self {
-        DiscardTool { target, total: calls.len(), calls: calls.into() }
+        DiscardTool { target, total: calls.len(), calls: calls.into(), spare: Vec::new() }
     }
 }
 
@@ -225,7 +258,11 @@ impl Source for DiscardTool {
         let call = self.calls.pop_front()?;
         // The scenario reader checked every call against the same limits;
         // should one still fail, the ioctl returns an error and submits nothing.
-        Some(call.unit(&self.target).unwrap_or_default())
+        Some(call.unit_in(&self.target, std::mem::take(&mut self.spare)).unwrap_or_default())
+    }
+
+    fn unit_done(&mut self, bios: Vec<BioSpec>) {
+        self.spare = bios;
     }
 
     fn progress(&self, _now: u64) -> Option<f64> {
@@ -254,6 +291,26 @@ mod tests {
         // 4.19-5.9 chopping ignores max_discard: pieces of 8,388,607 sectors.
         let u = target(DiscardChopping::AllowedMaxSectors, 1024).blkdiscard(0, 8 << 30).unwrap();
         assert_eq!(u.bios[0].size >> 9, 8_388_607);
+    }
+
+    #[test]
+    fn a_tool_reuses_finished_lists_for_the_same_units() {
+        // 2 GiB steps of a 5 GiB device (one 6.1 bio each: 4,194,304
+        // sectors < 8,388,600) and an 8 GiB call (three bios): each unit
+        // built in the list the last one handed back is the unit built
+        // afresh.
+        let t = target(DiscardChopping::BioDiscardLimit, u32::MAX);
+        let g = 1u64 << 30;
+        let calls = vec![DiscardCall::Bytes(0, 2 * g), DiscardCall::Bytes(2 * g, 2 * g), DiscardCall::Bytes(0, 8 * g), DiscardCall::Sectors(8, 16)];
+        let mut tool = DiscardTool::new(t, calls.clone());
+        for call in calls {
+            let u = tool.next_unit().expect("a unit");
+            let fresh = call.unit(&t).unwrap();
+            let key = |u: &IoUnit| u.bios.iter().map(|b| (b.op, b.sector, b.size, b.flags)).collect::<Vec<_>>();
+            assert_eq!((key(&u), u.bytes, u.kind), (key(&fresh), fresh.bytes, fresh.kind));
+            tool.unit_done(u.bios);
+        }
+        assert!(tool.next_unit().is_none());
     }
 
     #[test]
