@@ -23,11 +23,12 @@ const BATCH_LINES: usize = 2048;
 /// Full batches waiting for the consumer, beyond the one it holds.
 const QUEUED: usize = 2;
 
-/// One line of a batch; a record's fields are in [`Batch::records`].
+/// One line of a batch; a record's fields are in [`Batch::records`], a
+/// bad line's (rare) in a box of its own, to keep the kinds small.
 enum Kind {
     Record,
     Skipped,
-    Bad(BadLine),
+    Bad(Box<BadLine>),
 }
 
 /// Lines read, in order, and the records among them.
@@ -60,7 +61,7 @@ impl Batch {
                 Kind::Record
             }
             Line::Skipped => Kind::Skipped,
-            Line::Bad(b) => Kind::Bad(b),
+            Line::Bad(b) => Kind::Bad(Box::new(b)),
         });
     }
 
@@ -75,7 +76,7 @@ impl Batch {
                     }
                 }
                 Kind::Skipped => f(Line::Skipped),
-                Kind::Bad(b) => f(Line::Bad(b)),
+                Kind::Bad(b) => f(Line::Bad(*b)),
             }
         }
         self.used = 0;
