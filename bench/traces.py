@@ -18,6 +18,8 @@ processor seconds (user + system) compare better than the wall ones:
   stats         blkstack stats TEXT -q (every report, btt's included)
                 against btt -i DUMP                                 (target A/B <= 1)
   stats-iostat  blkstack stats TEXT --iostat -q (no btt bookkeeping) against btt -i DUMP
+  stats-1core   stats on one core (taskset -c 0, both sides): blkstack then parses
+                on its own thread, not on a second one
   parse         blkstack stats TEXT --iostat -q against blkparse -i sda -D DIR (blktrace's files read back to text)
   memory        blkstack stats on the whole trace against its first half:
                 peak memory should not grow with the trace's length (A/B near 1)
@@ -145,6 +147,8 @@ def cases(f: Dict[str, Path], out: Path) -> List[Tuple[str, List[str], List[str]
     return [
         ("stats", b + ["stats", str(f["text"]), "-q"], ["btt", "-i", str(f["dump"]), "-o", str(out / "btt")], (0,)),
         ("stats-iostat", b + ["stats", str(f["text"]), "--iostat", "-q"], ["btt", "-i", str(f["dump"]), "-o", str(out / "btt")], (0,)),
+        ("stats-1core", ["taskset", "-c", "0"] + b + ["stats", str(f["text"]), "-q"],
+         ["taskset", "-c", "0", "btt", "-i", str(f["dump"]), "-o", str(out / "btt")], (0,)),
         ("parse", b + ["stats", str(f["text"]), "--iostat", "-q"], shell(f"blkparse -i sda -D {f['per_cpu']} > /dev/null"), (0,)),
         ("memory", b + ["stats", str(f["text"]), "--iostat", "-q"], b + ["stats", str(f["half"]), "--iostat", "-q"], (0,)),
         ("diff", b + ["diff", str(f["text"]), str(f["reordered"])], shell(gnu_diff), (0, 1)),
@@ -164,7 +168,7 @@ def spread(values: Sequence[float], fmt: str = "8.3f") -> str:
 
 def main(argv: Sequence[str]) -> int:
     p = argparse.ArgumentParser(prog="bench/traces.py", description=__doc__.split("\n\n")[0])
-    p.add_argument("cases", nargs="*", help="stats, stats-iostat, parse, memory, diff (default: all)")
+    p.add_argument("cases", nargs="*", help="stats, stats-iostat, stats-1core, parse, memory, diff (default: all)")
     p.add_argument("--ios", type=int, default=150_000, help="fio I/Os in the generated trace (default 150000: "
                    "about 1 M trace lines)")
     p.add_argument("--repeat", type=int, default=3, help="pairs of runs per case (default 3)")

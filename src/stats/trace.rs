@@ -426,7 +426,9 @@ fn analyse_records(parse: TraceParse, interval_ns: Option<u64>, keep: Keep) -> T
 
 /// Analyse the trace at `path` as [`analyse`] does, holding in memory what
 /// is in flight rather than the whole trace: a text trace is read line by
-/// line, its devices learnt as they come ([`TraceStats::learn`]); records
+/// line (parsed on a second thread while this one analyses the lines
+/// before, [`crate::trace::parse_thread`]), its devices learnt as they
+/// come ([`TraceStats::learn`]); records
 /// out of time order, from a joined or edited file, are read again and
 /// sorted in memory first. Binary blktrace files, whose per-CPU records
 /// interleave, are read whole ([`crate::trace::blktrace::read_trace_lines`]).

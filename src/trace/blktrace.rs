@@ -18,7 +18,7 @@
 use std::collections::HashMap;
 use std::io::Write;
 
-use super::parse::{DevNo, Extra, Line, TraceAction, TraceLines, TraceParse, TraceRecord};
+use super::parse::{DevNo, Extra, Line, TraceAction, TraceParse, TraceRecord};
 use super::{Action, Event, Task, TraceCtx, TraceSink};
 use crate::bio::{req, Op};
 
@@ -261,15 +261,13 @@ pub fn read_trace_file(path: &str) -> std::io::Result<TraceParse> {
 }
 
 /// Every line (record) of the trace at `path`, in order, to `f`: a text
-/// trace line by line, holding one line at a time; blktrace's binary files
-/// whole, since their per-CPU records interleave.
+/// trace line by line, parsed on a thread of its own while `f` runs
+/// ([`super::parse_thread`]), holding a few batches of lines at a time;
+/// blktrace's binary files whole, since their per-CPU records interleave.
 pub fn read_trace_lines(path: &str, mut f: impl FnMut(Line<&TraceRecord>)) -> std::io::Result<()> {
     if !file_is_blktrace(path)? {
-        let mut lines = TraceLines::new(std::io::BufReader::with_capacity(1 << 20, std::fs::File::open(path)?));
-        while let Some(line) = lines.next_line() {
-            f(line?);
-        }
-        return Ok(());
+        let src = std::io::BufReader::with_capacity(1 << 20, std::fs::File::open(path)?);
+        return super::parse_thread::for_each_line(src, f);
     }
     let TraceParse { records, bad, skipped } = read_trace_file(path)?;
     records.iter().for_each(|r| f(Line::Record(r)));

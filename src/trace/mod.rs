@@ -12,6 +12,7 @@ pub mod blktrace;
 pub mod columns;
 pub mod cpu;
 pub mod parse;
+pub mod parse_thread;
 pub mod requests;
 pub mod store;
 pub mod streams;

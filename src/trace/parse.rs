@@ -271,30 +271,47 @@ pub enum Line<R = TraceRecord> {
 /// common shapes are read byte by byte into one reused record
 /// ([`super::blkparse_fast`]); the others by [`classify`].
 pub struct TraceLines<R: std::io::BufRead> {
-    src: R,
-    buf: Vec<u8>,
-    n: usize,
-    in_summary: bool,
+    reader: LineReader<R>,
     rec: TraceRecord,
-    spare: super::blkparse_fast::Spare,
 }
 
 impl<R: std::io::BufRead> TraceLines<R> {
     pub fn new(src: R) -> Self {
-        TraceLines {
-            src,
-            buf: Vec::with_capacity(256),
-            n: 0,
-            in_summary: false,
-            rec: TraceRecord::blank(TraceAction::Message),
-            spare: Default::default(),
-        }
+        TraceLines { reader: LineReader::new(src), rec: TraceRecord::blank(TraceAction::Message) }
     }
 
-    /// The next line; a record is lent until the next call. A line in
-    /// blkparse's common shapes that lies whole in the reader's buffer is
-    /// read where it lies; any other is copied out first.
+    /// The next line; a record is lent until the next call.
     pub fn next_line(&mut self) -> Option<std::io::Result<Line<&TraceRecord>>> {
+        Some(self.reader.next_into(&mut self.rec)?.map(|line| match line {
+            Line::Record(()) => Line::Record(&self.rec),
+            Line::Skipped => Line::Skipped,
+            Line::Bad(b) => Line::Bad(b),
+        }))
+    }
+}
+
+/// What reads [`TraceLines`]' lines, each record into a record the caller
+/// holds (the one [`TraceLines`] lends, or a slot of a batch
+/// [`super::parse_thread`] hands over): the source, the line count and
+/// whether blkparse's closing summary is being read.
+pub struct LineReader<R: std::io::BufRead> {
+    src: R,
+    buf: Vec<u8>,
+    n: usize,
+    in_summary: bool,
+    spare: super::blkparse_fast::Spare,
+}
+
+impl<R: std::io::BufRead> LineReader<R> {
+    pub fn new(src: R) -> Self {
+        LineReader { src, buf: Vec::with_capacity(256), n: 0, in_summary: false, spare: Default::default() }
+    }
+
+    /// The next line, a record read into `rec` (left in any state when the
+    /// line is not one). A line in blkparse's common shapes that lies whole
+    /// in the reader's buffer is read where it lies; any other is copied
+    /// out first.
+    pub fn next_into(&mut self, rec: &mut TraceRecord) -> Option<std::io::Result<Line<()>>> {
         let held = match self.src.fill_buf() {
             Ok(b) => b,
             Err(e) => return Some(Err(e)),
@@ -304,9 +321,9 @@ impl<R: std::io::BufRead> TraceLines<R> {
         }
         self.buf.clear();
         if let Some(nl) = memchr::memchr(b'\n', held) {
-            if super::blkparse_fast::read_line(without_line_end(&held[..nl + 1]), &mut self.rec, &mut self.spare) {
+            if super::blkparse_fast::read_line(without_line_end(&held[..nl + 1]), rec, &mut self.spare) {
                 self.src.consume(nl + 1);
-                return Some(Ok(self.fast_record()));
+                return Some(Ok(self.fast_record(rec)));
             }
             self.buf.extend_from_slice(&held[..nl + 1]);
             self.src.consume(nl + 1);
@@ -314,30 +331,29 @@ impl<R: std::io::BufRead> TraceLines<R> {
             if let Err(e) = self.src.read_until(b'\n', &mut self.buf) {
                 return Some(Err(e));
             }
-            if super::blkparse_fast::read_line(without_line_end(&self.buf), &mut self.rec, &mut self.spare) {
-                return Some(Ok(self.fast_record()));
+            if super::blkparse_fast::read_line(without_line_end(&self.buf), rec, &mut self.spare) {
+                return Some(Ok(self.fast_record(rec)));
             }
         }
         self.n += 1;
         let raw = String::from_utf8_lossy(without_line_end(&self.buf));
         Some(Ok(match classify(raw.trim_end(), self.n, &mut self.in_summary) {
             Ok(Some(r)) => {
-                self.rec = r;
-                Line::Record(&self.rec)
+                *rec = r;
+                Line::Record(())
             }
             Ok(None) => Line::Skipped,
             Err(reason) => Line::Bad(BadLine { line: self.n, text: raw.into_owned(), reason }),
         }))
     }
-}
 
-impl<R: std::io::BufRead> TraceLines<R> {
-    /// The record [`super::blkparse_fast`] has just read, as the next line.
-    fn fast_record(&mut self) -> Line<&TraceRecord> {
+    /// The record [`super::blkparse_fast`] has just read into `rec`, as the
+    /// next line.
+    fn fast_record(&mut self, rec: &mut TraceRecord) -> Line<()> {
         self.n += 1;
-        self.rec.line = self.n;
+        rec.line = self.n;
         self.in_summary = false;
-        Line::Record(&self.rec)
+        Line::Record(())
     }
 }
 
