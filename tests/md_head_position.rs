@@ -6,8 +6,6 @@
 
 mod common;
 
-use blkstack::trace::Action;
-
 /// raid10 near-2 over four rotational virtio disks, 32 KiB chunks. Step 1
 /// reads md chunks 20..23 (128 KiB at 640 KiB), step 2 chunks 24..29
 /// (192 KiB at 768 KiB), both O_DIRECT.
@@ -62,10 +60,7 @@ fn raid10_near_balances_busy_mirrors_by_their_last_completed_end() {
     // A head that stayed at 0 on the member balanced while idle (vdb in
     // both steps) makes c28 a tie at 896, taken by the first slot, vda.
     let (e, ev) = common::run_events(N2_TWO_READS, &[]);
-    let md0 = e.core.topo.by_name("md0").unwrap();
     let (vda, vdb) = (e.core.topo.by_name("vda").unwrap(), e.core.topo.by_name("vdb").unwrap());
-    let member_of = |chunk: u64| -> blkstack::genhd::DevId {
-        ev.iter().find(|x| x.action == Action::Remap && x.from_dev == md0 && x.arg == chunk * 64).map(|x| x.dev).expect("remapped")
-    };
+    let member_of = |chunk: u64| common::remapped_to(&e, &ev, "md0", chunk * 64);
     assert_eq!([20, 22, 24, 26, 28].map(member_of), [vda, vdb, vda, vdb, vdb]);
 }

@@ -4,8 +4,6 @@
 
 mod common;
 
-use blkstack::trace::Action;
-
 /// raid10 far-2 over sdb (sata), vdb (virtio), sdc (virtio-scsi), sda
 /// (sata), 16 KiB chunks; one 2 MiB O_DIRECT read at md sector 0.
 const F2_MIXED: &str = r#"kernel = "6.12"
@@ -56,11 +54,8 @@ fn raid10_far_nonrot_choice_counts_array_reads_not_requests() {
     // (the 6.12 guest's choices). Counting requests instead, sda's far
     // reads 2, 6, 10 merge into one, and the choices drift.
     let (e, ev) = common::run_events(F2_MIXED, &[]);
-    let md0 = e.core.topo.by_name("md0").unwrap();
     let (sda, sdb) = (e.core.topo.by_name("sda").unwrap(), e.core.topo.by_name("sdb").unwrap());
-    let member_of = |chunk: u64| -> blkstack::genhd::DevId {
-        ev.iter().find(|x| x.action == Action::Remap && x.from_dev == md0 && x.arg == chunk * 32).map(|x| x.dev).expect("remapped")
-    };
+    let member_of = |chunk: u64| common::remapped_to(&e, &ev, "md0", chunk * 32);
     let got: Vec<bool> = [3u64, 7, 11, 15, 19, 23].iter().map(|&c| member_of(c) == sda).collect();
     assert_eq!(got, [true, false, true, false, true, false]);
     assert!([7u64, 15, 23].iter().all(|&c| member_of(c) == sdb));

@@ -23,6 +23,13 @@ pub fn on(engine: &blkstack::engine::Engine, events: &[Event], dev: &str, action
     events.iter().filter(|e| e.dev == id && e.action == action).map(|e| (e.sector, e.sectors())).collect()
 }
 
+/// The device the bio at `sector` of stacked device `from` was remapped to
+/// (its first `A` event).
+pub fn remapped_to(engine: &blkstack::engine::Engine, events: &[Event], from: &str, sector: u64) -> blkstack::genhd::DevId {
+    let from = engine.core.topo.by_name(from).expect("device");
+    events.iter().find(|e| e.action == Action::Remap && e.from_dev == from && e.arg == sector).map(|e| e.dev).expect("remapped")
+}
+
 /// Issued request sizes ('D') on `dev`.
 pub fn issued(engine: &blkstack::engine::Engine, events: &[Event], dev: &str) -> Vec<(u64, u32)> {
     on(engine, events, dev, Action::Issue)
