@@ -48,6 +48,13 @@ struct Root {
     errors_at_start: u64,
 }
 
+impl Root {
+    /// Root `bio`, the run's `seq`th, submitted with `errors` failed bios.
+    fn of(bio: &Bio, seq: u64, errors: u64) -> Root {
+        Root { seq, dev: bio.dev, op: bio.op, start: bio.iter.sector, sectors: bio.sectors() as u64, errors_at_start: errors }
+    }
+}
+
 /// What the checks know of one root bio while it is in flight. Finished
 /// states go back to a free list with their buffers (pieces, reads,
 /// reference runs) emptied but kept, so checking a root allocates nothing
@@ -288,29 +295,15 @@ impl Checker {
             Some(o) if writes_data(bio.op) && sectors > 0 => o.begin(bio.dev, bio.op, start, start + sectors, self.next_seq),
             _ => 0,
         };
-        let mut st = self.free_roots.pop().unwrap_or_default();
-        st.seq = self.next_seq;
-        st.dev = bio.dev;
-        st.op = bio.op;
-        st.start = start;
-        st.sectors = sectors;
-        st.plain = plain;
-        st.streak = false;
-        st.cursor = 0;
+        let st = self.full_state(id as usize, Root::of(bio, self.next_seq, errors));
+        (st.plain, st.streak, st.cursor, st.version) = (plain, false, 0, version);
         st.bvecs = bio.bvecs.clone();
         st.base = data_offset(&bio.bvecs, &bio.iter);
-        st.errors_at_start = errors;
-        st.version = version;
         if let Some(mut r) = runs {
             std::mem::swap(&mut st.expected, &mut r);
             st.has_expected = true;
             self.scratch = Some(r);
         }
-        let i = id as usize;
-        if self.roots.len() <= i {
-            self.roots.resize_with(i + 1, || None);
-        }
-        self.roots[i] = Some(st);
     }
 
     /// A plain root (no oracle) starts its streak in slot `id`.
@@ -321,10 +314,9 @@ impl Checker {
             self.streaks.resize_with(i + 1, Streak::default);
         }
         let s = &mut self.streaks[i];
-        let (start, sectors) = (bio.iter.sector, bio.sectors() as u64);
         s.live = true;
-        s.root = Root { seq: self.next_seq, dev: bio.dev, op: bio.op, start, sectors, errors_at_start: errors };
-        (s.disk, s.offset, s.cursor) = (disk, offset, start + offset);
+        s.root = Root::of(bio, self.next_seq, errors);
+        (s.disk, s.offset, s.cursor) = (disk, offset, bio.iter.sector + offset);
         s.bvecs = bio.bvecs.clone();
         s.base = data_offset(&bio.bvecs, &bio.iter);
     }
@@ -341,7 +333,7 @@ impl Checker {
             return false;
         }
         f.live = true;
-        f.root = Root { seq: self.next_seq, dev: bio.dev, op: bio.op, start: bio.iter.sector, sectors: bio.sectors() as u64, errors_at_start: errors };
+        f.root = Root::of(bio, self.next_seq, errors);
         true
     }
 

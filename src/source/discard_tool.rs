@@ -77,13 +77,8 @@ impl DiscardTarget {
         Ok(self.unit_in(Op::Discard, &bios, specs))
     }
 
-    /// One FITRIM extent: `blkdev_issue_discard(sector, nr_sects)`.
-    pub fn discard_sectors(&self, sector: u64, nr: u64) -> Result<IoUnit, DiscardError> {
-        self.discard_sectors_in(sector, nr, Vec::new())
-    }
-
-    /// [`Self::discard_sectors`] with its bios in `specs`, as
-    /// [`Self::blkdiscard_in`].
+    /// One FITRIM extent: `blkdev_issue_discard(sector, nr_sects)`, its
+    /// bios in `specs` as [`Self::blkdiscard_in`].
     fn discard_sectors_in(&self, sector: u64, nr: u64, specs: Vec<BioSpec>) -> Result<IoUnit, DiscardError> {
         if (sector + nr) << SECTOR_SHIFT > self.dev_bytes {
             return Err(DiscardError::Invalid(format!("sectors {sector} + {nr} pass the device's end")));
