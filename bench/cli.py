@@ -23,6 +23,10 @@ Cases:
             (target 0.15 s end to end)
   seeds     blkstack seeds (target 10 s; with two cores, --jobs 2 at least
             1.7 times as fast as --jobs 1)
+  seeds-cores  blkstack seeds on two cores against the same on one core
+            (`taskset -c 0`, --jobs 1): the two-core speed-up, with every
+            thread of a run (its analysis thread too) confined to one core
+            in the baseline (target 1.7)
   seed002   blkstack run of seed 002 full size, before (--kernel 5.8: about
             21.7 million bios; target 2.0 s)
   raid10-100t  blkstack run of seed 002's whole-array discard on 100 TiB
@@ -141,12 +145,15 @@ def cases(names: Sequence[str], python: str, baseline: Optional[str]) -> List[Ca
             else:
                 out.append(Case("seeds", cmd + ["seeds", "--jobs", "2"], cmd + ["seeds", "--jobs", "1"],
                                 "--jobs 2", "--jobs 1", TARGETS["seeds"]))
+        elif name == "seeds-cores":
+            out.append(Case("seeds-cores", cmd + ["seeds"], ["taskset", "-c", "0"] + cmd + ["seeds", "--jobs", "1"],
+                            "two cores", "one core (taskset)", TARGETS["seeds"]))
         elif name in ("seed002", "raid10-100t", "merge-4k"):
             args = speed_args(name)
             b, b_label = (other + args, "baseline") if other else (bare, "python -c pass")
             out.append(Case(name, cmd + args, b, "blkstack run", b_label, TARGETS[name]))
         else:
-            raise SystemExit(f"bench: unknown case {name} (known: version, help, run, seeds, seed002, raid10-100t, merge-4k)")
+            raise SystemExit(f"bench: unknown case {name} (known: version, help, run, seeds, seeds-cores, seed002, raid10-100t, merge-4k)")
     return out
 
 
@@ -178,15 +185,16 @@ def report(case: Case, got: Dict[str, List[float]]) -> None:
     print(f"  A {case.a_label:<22} wall {spread(got['a_wall'])}   cpu {spread(got['a_cpu'])}{target}")
     print(f"  B {case.b_label:<22} wall {spread(got['b_wall'])}   cpu {spread(got['b_cpu'])}")
     print(f"  A/B                      wall {spread(got['wall_ratio'])}   cpu {spread(got['cpu_ratio'])}")
-    if case.name == "seeds" and case.b_label == "--jobs 1":
+    if (case.name == "seeds" and case.b_label == "--jobs 1") or case.name == "seeds-cores":
         speedup = [1 / r for r in got["wall_ratio"]]
-        print(f"  speed-up of --jobs 2     {spread(speedup)}  (target 1.7 with two free cores)")
+        what = "of --jobs 2" if case.name == "seeds" else "of two cores"
+        print(f"  speed-up {what:<16}{spread(speedup)}  (target 1.7 with two free cores)")
     sys.stdout.flush()
 
 
 def main(argv: Sequence[str]) -> int:
     p = argparse.ArgumentParser(prog="bench/cli.py", description=__doc__.split("\n\n")[0])
-    p.add_argument("cases", nargs="*", metavar="CASE", help="version, help, run, seeds, seed002, raid10-100t, merge-4k (default: the first three)")
+    p.add_argument("cases", nargs="*", metavar="CASE", help="version, help, run, seeds, seeds-cores, seed002, raid10-100t, merge-4k (default: the first three)")
     p.add_argument("--baseline", metavar="PYTHON", help="the interpreter of another blkstack installation")
     p.add_argument("--repeat", type=int, default=5, help="pairs of runs per case (default 5; seeds and seed002 3)")
     args = p.parse_args(argv)
@@ -194,7 +202,7 @@ def main(argv: Sequence[str]) -> int:
     print(f"# {time.strftime('%Y-%m-%d %H:%M:%S UTC', time.gmtime())}, {os.cpu_count()} cpus, "
           f"load {os.getloadavg()[0]:.1f}; seconds as median [least-most]")
     for case in cases(names, sys.executable, args.baseline):
-        repeat = min(args.repeat, 3) if case.name in ("seeds", "seed002") and args.repeat == 5 else args.repeat
+        repeat = min(args.repeat, 3) if case.name in ("seeds", "seeds-cores", "seed002") and args.repeat == 5 else args.repeat
         report(case, measure(case, repeat))
     return 0
 
