@@ -502,6 +502,9 @@ impl BlockCore {
         }
     }
 
+    /// Inline: its call (five arguments, register saves) cost about a quarter of
+    /// the event, on every bio's 'Q' and more.
+    #[inline(always)]
     fn trace_bio_event(&mut self, action: Action, id: BioId, arg: u64, from_dev: DevId, error: i32) {
         let b = self.bio(id);
         let ev = Event {
