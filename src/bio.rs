@@ -204,9 +204,21 @@ impl BioVecs {
     }
 
     /// Do both tables hold the same pages, as a clone's and its original's do?
+    /// (Inline: the conservation check asks this of every piece a disk
+    /// queues, nearly always of two inline bvecs.)
+    #[inline(always)]
     pub fn same_pages(&self, other: &BioVecs) -> bool {
         match (self, other) {
             (BioVecs::Inline(a), BioVecs::Inline(b)) => a == b,
+            _ => self.same_pages_table(other),
+        }
+    }
+
+    /// [`Self::same_pages`] of any other pair: the same shared table, or
+    /// equal bvecs.
+    #[inline(never)]
+    fn same_pages_table(&self, other: &BioVecs) -> bool {
+        match (self, other) {
             (BioVecs::Shared(a), BioVecs::Shared(b)) if Rc::ptr_eq(a, b) => true,
             _ => self[..] == other[..],
         }

@@ -5,7 +5,7 @@
 //! These functions only decide *where* to split; [`crate::submit`] performs
 //! the split (`bio_split` + `bio_chain` + resubmission of the remainder).
 
-use crate::bio::{req, Bio, Bvec, Op, PAGE_SIZE, SECTOR_SHIFT};
+use crate::bio::{req, Bio, BioVecs, Bvec, Op, PAGE_SIZE, SECTOR_SHIFT};
 use crate::submit::{EAGAIN, EINVAL};
 use crate::limits::QueueLimits;
 use crate::profile::{Behaviour, SecureEraseLimit, WriteZeroesSplit};
@@ -158,6 +158,17 @@ pub fn bio_split_rw_at(lim: &QueueLimits, bio: &Bio, max_bytes: u64) -> SplitDec
     SplitDecision::At { sectors: (bytes >> SECTOR_SHIFT) as u32, nsegs }
 }
 
+/// The walk of [`bio_split_rw_at`] decided by one compare: a bio whose one
+/// (inline) bvec holds all its bytes inside a page, within `max_bytes`, is
+/// one segment that fits (what nearly every 4 KiB bio is). The walk would
+/// find the same: no gap before a first bvec, and the page-local case.
+#[inline(always)]
+fn one_page_fits(lim: &QueueLimits, bio: &Bio, max_bytes: u64) -> bool {
+    let BioVecs::Inline(bv) = &bio.bvecs else { return false };
+    let (size, done) = (bio.iter.size as u64, bio.iter.bvec_done as u64);
+    bio.iter.idx == 0 && size != 0 && done + size <= bv.len as u64 && (bv.phys + done) % PAGE_SIZE + size <= PAGE_SIZE && size <= max_bytes && lim.max_segments != 0
+}
+
 /// `bio_split_discard`: cap at `max_discard_sectors` (a multiple of the
 /// granularity) and pull the end back so the next piece starts aligned.
 pub fn bio_split_discard(lim: &QueueLimits, bio: &Bio, beh: &Behaviour) -> SplitDecision {
@@ -203,6 +214,9 @@ pub fn split_decision(lim: &QueueLimits, bio: &Bio, beh: &Behaviour) -> SplitDec
             if !bio.op.has_data() || bio.bvecs.is_empty() {
                 return SplitDecision::Fits { nsegs: 0 };
             }
+            if one_page_fits(lim, bio, max_bytes) {
+                return SplitDecision::Fits { nsegs: 1 };
+            }
             bio_split_rw_at(lim, bio, max_bytes)
         }
         Op::ZoneAppend => match bio_split_rw_at(lim, bio, (lim.max_sectors as u64) << SECTOR_SHIFT) {
@@ -218,7 +232,6 @@ pub fn split_decision(lim: &QueueLimits, bio: &Bio, beh: &Behaviour) -> SplitDec
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::bio::BioVecs;
 
     /// A write of `pages` zero pages (the same 4 KiB page each time, as
     /// `__blkdev_issue_zero_pages` builds it), `skip` bytes into the first.
@@ -260,5 +273,31 @@ mod tests {
         let seg = QueueLimits { max_segment_size: 65536, ..lim.clone() };
         let big = Bio::new(0, Op::Write, 0, 0, 131072, BioVecs::new(&[Bvec { phys: 0x10_0000, len: 131072 }]));
         assert_eq!(bio_split_rw_at(&seg, &big, 1 << 20), SplitDecision::Fits { nsegs: 2 });
+    }
+
+    #[test]
+    fn one_page_bios_fit_at_a_compare_and_others_still_walk() {
+        let beh = crate::profile::profile("6.12").expect("profile").behaviour;
+        let lim = QueueLimits { max_segments: 128, max_sectors: 8, ..QueueLimits::stacking() };
+        let write = |phys: u64, len: u32| Bio::new(0, Op::Write, 0, 0, len, BioVecs::new(&[Bvec { phys, len }]));
+        // 4 KiB in one page, 8 sectors allowed: one segment, no split.
+        assert!(one_page_fits(&lim, &write(0x10_0000, 4096), 4096));
+        assert_eq!(split_decision(&lim, &write(0x10_0000, 4096), &beh), SplitDecision::Fits { nsegs: 1 });
+        // The same 4 KiB 2 KiB into its page crosses into the next: not
+        // the one-page case; the walk still makes it one segment (no
+        // boundary or size limit within it).
+        assert!(!one_page_fits(&lim, &write(0x10_0800, 4096), 4096));
+        assert_eq!(split_decision(&lim, &write(0x10_0800, 4096), &beh), SplitDecision::Fits { nsegs: 1 });
+        // 2 KiB with 1 KiB allowed (2 sectors): past max_bytes, the walk
+        // cuts it after 1 KiB, 2 sectors in 1 segment.
+        let small = QueueLimits { max_sectors: 2, ..lim.clone() };
+        assert!(!one_page_fits(&small, &write(0x10_0000, 2048), 1024));
+        assert_eq!(split_decision(&small, &write(0x10_0000, 2048), &beh), SplitDecision::At { sectors: 2, nsegs: 1 });
+        // A split front's remainder, 1 KiB into its one bvec: 3 KiB left
+        // in the page, one segment.
+        let mut rest = write(0x10_0000, 4096);
+        crate::bio::bvec_iter_advance(&rest.bvecs.clone(), &mut rest.iter, 1024);
+        assert!(one_page_fits(&lim, &rest, 4096));
+        assert_eq!(split_decision(&lim, &rest, &beh), SplitDecision::Fits { nsegs: 1 });
     }
 }

@@ -502,6 +502,9 @@ impl BlockCore {
         }
     }
 
+    /// Inline: its call (five arguments, register saves) cost about a quarter of
+    /// the event, on every bio's 'Q' and more.
+    #[inline(always)]
     fn trace_bio_event(&mut self, action: Action, id: BioId, arg: u64, from_dev: DevId, error: i32) {
         let b = self.bio(id);
         let ev = Event {
@@ -831,9 +834,10 @@ impl BlockCore {
     }
 
     /// A submitter's bio ended: the checks compare what its pieces did, and
-    /// its job hears of it. Out of line: the checks are large, and most
-    /// bios that end are not roots.
-    #[inline(never)]
+    /// its job hears of it. Inline: the checks' fast path (a root whose
+    /// pieces formed one streak or fan-out) is a few compares, their
+    /// rest out of line.
+    #[inline]
     fn root_bio_done(&mut self, id: BioId, status: i32) {
         let b = self.bio(id);
         let (owner, cookie) = (b.owner, b.cookie);

@@ -206,10 +206,18 @@ impl Checker {
         self.oracle.is_some()
     }
 
+    /// Every device's layout, resolved once per run: a compare on every
+    /// root (inline), the work itself out of line.
+    #[inline(always)]
     fn resolve(&mut self, topo: &Topology) {
-        if self.layouts.len() == topo.devs.len() {
-            return;
+        if self.layouts.len() != topo.devs.len() {
+            self.resolve_layouts(topo);
         }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn resolve_layouts(&mut self, topo: &Topology) {
         self.layouts = (0..topo.devs.len() as DevId).map(|d| default_layout(topo, d)).collect();
         for (d, l) in &self.given {
             if let Some(slot) = self.layouts.get_mut(*d as usize) {
