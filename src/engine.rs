@@ -333,12 +333,14 @@ impl Stack for Engine {
     /// in 6.12 bracketed by a plug of its own when the task has none.
     fn __submit_bio(&mut self, mut bio: BioId) -> Submit {
         // blk_crypto_bio_prep comes first, before the plug and the driver.
-        if self.core.bio(bio).flags & req::CRYPT_CTX != 0 {
+        let b = self.core.bio(bio);
+        let (flags, mut dev) = (b.flags, b.dev);
+        if flags & req::CRYPT_CTX != 0 {
             bio = self.core.blk_crypto_bio_prep(bio);
+            dev = self.core.bio(bio).dev;
         }
         let task = self.core.current;
         let own_plug = self.core.beh.submit_bio_plug && mq::blk_start_plug(&mut self.core, task);
-        let dev = self.core.bio(bio).dev;
         let status = match self.core.topo.dev(dev).driver {
             Driver::Mq(qi) => blk_mq_submit_bio(&mut self.queues, &mut self.core, qi, bio),
             Driver::BioBased(d) => {
