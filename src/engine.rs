@@ -100,17 +100,20 @@ struct UnitSlot {
 
 impl Job {
     /// Take a unit in flight: a slot, and a place in the submission under
-    /// way.
-    fn queue_unit(&mut self, unit: IoUnit, now: u64) {
+    /// way. The unit is read in place and its bio list taken out, not the
+    /// whole unit moved in (one per unit, a copy as costly as the rest).
+    #[inline(always)]
+    fn queue_unit(&mut self, unit: &mut IoUnit, now: u64) {
         let slot = self.free_slots.pop().unwrap_or_else(|| {
             self.slots.push(UnitSlot::default());
             (self.slots.len() - 1) as u32
         });
+        let bios = std::mem::take(&mut unit.bios);
         let s = &mut self.slots[slot as usize];
         // One reference per bio, and one for the submission itself.
-        s.left = unit.bios.len() as u32 + 1;
+        s.left = bios.len() as u32 + 1;
         (s.kind, s.start, s.bytes, s.issued) = (unit.kind, unit.started_ns.unwrap_or(now).min(now), unit.bytes, now);
-        s.requeue = unit.requeue;
+        s.requeue = unit.requeue.take();
         if let Some(k) = unit.kind.index() {
             self.stats.fio.issued(k);
         }
@@ -118,7 +121,30 @@ impl Job {
         if unit.sync {
             self.sync_slot = Some(slot);
         }
-        self.current.push_back(Submitting { bios: unit.bios, next: 0, slot });
+        self.current.push_back(Submitting { bios, next: 0, slot });
+    }
+}
+
+impl Job {
+    /// The rest of the short unit in `slot` goes ahead of new ones.
+    #[cold]
+    #[inline(never)]
+    fn requeue(&mut self, slot: u32) {
+        if let Some(rest) = self.slots[slot as usize].requeue.take() {
+            self.requeued.push_back(*rest);
+        }
+    }
+
+    /// What the tool counts of the completed unit in `slot`, of kind index
+    /// `k`: its latency and bytes. Out of line, so the path of uncounted
+    /// units (dd, explicit bios) stays short.
+    #[inline(never)]
+    fn count_completion(&mut self, k: usize, slot: u32, now: u64) {
+        let s = &self.slots[slot as usize];
+        let (start, bytes, issued) = (s.start, s.bytes, s.issued);
+        let clat = self.stats.fio.completed(k, start, issued, now, bytes);
+        self.stats.clat[k].add(clat);
+        self.stats.bytes[k] += bytes;
     }
 }
 
@@ -307,12 +333,14 @@ impl Stack for Engine {
     /// in 6.12 bracketed by a plug of its own when the task has none.
     fn __submit_bio(&mut self, mut bio: BioId) -> Submit {
         // blk_crypto_bio_prep comes first, before the plug and the driver.
-        if self.core.bio(bio).flags & req::CRYPT_CTX != 0 {
+        let b = self.core.bio(bio);
+        let (flags, mut dev) = (b.flags, b.dev);
+        if flags & req::CRYPT_CTX != 0 {
             bio = self.core.blk_crypto_bio_prep(bio);
+            dev = self.core.bio(bio).dev;
         }
         let task = self.core.current;
         let own_plug = self.core.beh.submit_bio_plug && mq::blk_start_plug(&mut self.core, task);
-        let dev = self.core.bio(bio).dev;
         let status = match self.core.topo.dev(dev).driver {
             Driver::Mq(qi) => blk_mq_submit_bio(&mut self.queues, &mut self.core, qi, bio),
             Driver::BioBased(d) => {
@@ -561,13 +589,13 @@ impl Engine {
                 return;
             }
             while let Some(mut u) = self.jobs[j].current.pop_front() {
-                while u.next < u.bios.len() {
-                    u.next += 1;
+                while let Some(spec) = u.bios.get(u.next) {
                     // bio_alloc_bioset and bio_iov_iter_get_pages: the bio
                     // and its user pages pinned.
-                    let pages = (u.bios[u.next - 1].size as u64).div_ceil(PAGE_SIZE);
-                    self.core.cpu_charge(|c| c.bio_alloc as u64 + c.page as u64 * pages);
-                    if !self.submit_root(task, &u.bios[u.next - 1], j as u32, u.slot) {
+                    self.core.cpu_charge(|c| c.bio_alloc as u64 + c.page as u64 * (spec.size as u64).div_ceil(PAGE_SIZE));
+                    let awake = self.submit_root(task, spec, j as u32, u.slot);
+                    u.next += 1;
+                    if !awake {
                         // Asleep inside this bio's submission: the rest waits,
                         // and the driver threads it woke run.
                         self.jobs[j].current.push_front(u);
@@ -642,7 +670,7 @@ impl Engine {
         let (mut n, mut plug, mut plug_sleeps, mut counted) = (0u32, false, false, 0u32);
         while n < room {
             let u = if job.requeued.is_empty() && job.pending.is_none() { next_from_source(job, now) } else { job.requeued.pop_front().or_else(|| job.pending.take()) };
-            let Some(u) = u else { break };
+            let Some(mut u) = u else { break };
             let held = u.not_before > now || (u.drain && job.in_flight > 0) || ((u.sync || u.drain) && n > 0);
             if held {
                 job.pending = Some(u);
@@ -651,13 +679,16 @@ impl Engine {
             let alone = u.sync || u.drain;
             plug |= u.plug;
             plug_sleeps |= u.sleeps_in_plug;
-            job.stats.first_submit_ns.get_or_insert(now);
             counted += u.kind.index().is_some() as u32;
-            job.queue_unit(u, now);
+            job.queue_unit(&mut u, now);
             n += 1;
             if alone {
                 break;
             }
+        }
+        if n > 0 {
+            // The submission's first unit was taken in flight now.
+            job.stats.first_submit_ns.get_or_insert(now);
         }
         if n == 0 {
             // A unit due while the job still has I/O in flight waits until
@@ -712,18 +743,14 @@ impl Engine {
         job.units_done += 1;
         job.unreaped += 1;
         job.reaping = job.reaping.saturating_sub(1);
-        let s = &mut job.slots[slot as usize];
-        if let Some(rest) = s.requeue.take() {
-            job.requeued.push_back(*rest);
+        if job.slots[slot as usize].requeue.is_some() {
+            job.requeue(slot);
         }
-        let (start, kind, bytes, issued) = (s.start, s.kind, s.bytes, s.issued);
         if job.sync_slot == Some(slot) {
             job.sync_slot = None;
         }
-        if let Some(k) = kind.index() {
-            let clat = job.stats.fio.completed(k, start, issued, now, bytes);
-            job.stats.clat[k].add(clat);
-            job.stats.bytes[k] += bytes;
+        if let Some(k) = job.slots[slot as usize].kind.index() {
+            job.count_completion(k, slot, now);
         }
         job.stats.last_complete_ns = now;
     }

@@ -29,6 +29,7 @@ impl Mddev {
     }
 
     /// A copy's member sector: `addr` + the member's data offset.
+    #[inline(always)]
     fn copy_sector(&self, c: &R10Copy) -> u64 {
         c.addr + self.r10conf().data_offset[c.devnum as usize]
     }
@@ -122,17 +123,18 @@ impl Mddev {
     /// without discard.
     fn raid10_write_request(&mut self, core: &mut BlockCore, bio: BioId) {
         let b = core.bio(bio);
-        let (sector, op, flags) = (b.iter.sector, b.op, b.flags & (req::SYNC | req::FUA));
-        let sectors = core.bio(bio).sectors() as u64;
+        let (sector, op, flags, sectors) = (b.iter.sector, b.op, b.flags & (req::SYNC | req::FUA), b.sectors() as u64);
         self.raid10_copies(sector);
+        // The copies are few (near × far) and stay put while the clones are
+        // sent: walked by index, each copy's member and sector found once.
         for i in 0..self.copies.len() {
             let c = self.copies[i];
-            let dev = self.members[c.devnum as usize].dev;
+            let (dev, at) = (self.members[c.devnum as usize].dev, self.copy_sector(&c));
             if op == Op::Discard && !member_discards(core, dev) {
                 continue;
             }
             self.sent(core, c.devnum, c.addr + sectors);
-            let clone = md_clone(core, bio, dev, self.copy_sector(&c), flags);
+            let clone = md_clone(core, bio, dev, at, flags);
             self.md_submit_write(core, bio, clone, sector);
         }
     }

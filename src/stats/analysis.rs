@@ -220,6 +220,7 @@ impl DeviceAnalysis {
         self.stages[i].add(v);
     }
 
+    #[inline(always)]
     fn event(&mut self, ev: &Event) {
         let t = ev.time;
         match ev.action {
@@ -329,6 +330,15 @@ impl Analysis {
 
     #[inline]
     pub fn add(&mut self, ev: &Event) {
+        self.add_inlined(ev);
+    }
+
+    /// [`Self::add`], always inlined into its caller: the analysis
+    /// thread's loop over a batch of events then saves and restores the
+    /// registers the analysis needs once per batch instead of once per
+    /// event (about 16 instructions of each event's 60).
+    #[inline(always)]
+    pub fn add_inlined(&mut self, ev: &Event) {
         let i = ev.dev as usize;
         if self.devices.len() <= i {
             self.devices.resize_with(i + 1, DeviceAnalysis::default);

@@ -110,7 +110,7 @@ impl AnalysisThread {
 fn apply(analysis: &mut Analysis, batch: &[Msg]) {
     for m in batch {
         match *m {
-            Msg::Event(ref ev) => analysis.add(ev),
+            Msg::Event(ref ev) => analysis.add_inlined(ev),
             Msg::UntracedMerge(dev, sector) => analysis.untraced_merge(dev, sector),
         }
     }
