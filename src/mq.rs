@@ -66,42 +66,64 @@ impl Request {
     }
 }
 
-/// The queue's requests, by slot.
+/// The queue's requests, by slot. A freed slot keeps its last request
+/// until it is reused: the paths every request takes pay a bounds check
+/// per lookup, not a test of an `Option` as well. Debug builds (the
+/// tests) still check that a lookup finds a live request.
 #[derive(Default)]
 pub struct Rqs {
-    slots: Vec<Option<Request>>,
+    slots: Vec<Request>,
     free: Vec<u32>,
+    #[cfg(debug_assertions)]
+    live: Vec<bool>,
 }
 
 impl Rqs {
     pub fn alloc(&mut self, rq: Request) -> u32 {
-        match self.free.pop() {
+        let id = match self.free.pop() {
             Some(i) => {
-                self.slots[i as usize] = Some(rq);
+                self.slots[i as usize] = rq;
                 i
             }
             None => {
-                self.slots.push(Some(rq));
+                self.slots.push(rq);
                 (self.slots.len() - 1) as u32
             }
+        };
+        #[cfg(debug_assertions)]
+        {
+            self.live.resize(self.slots.len(), false);
+            self.live[id as usize] = true;
         }
+        id
     }
 
+    #[inline(always)]
+    fn check_live(&self, _id: u32) {
+        #[cfg(debug_assertions)]
+        assert!(self.live[_id as usize], "live request");
+    }
+
+    #[inline(always)]
     pub fn get(&self, id: u32) -> &Request {
-        self.slots[id as usize].as_ref().expect("live request")
+        self.check_live(id);
+        &self.slots[id as usize]
     }
 
     #[inline(always)]
     pub fn get_mut(&mut self, id: u32) -> &mut Request {
-        self.slots[id as usize].as_mut().expect("live request")
+        self.check_live(id);
+        &mut self.slots[id as usize]
     }
 
     /// Two different requests at once (a request merge).
     pub fn get2_mut(&mut self, a: u32, b: u32) -> (&mut Request, &mut Request) {
         assert_ne!(a, b, "a request cannot merge with itself");
+        self.check_live(a);
+        self.check_live(b);
         let (lo, hi) = (a.min(b) as usize, a.max(b) as usize);
         let (left, right) = self.slots.split_at_mut(hi);
-        let (x, y) = (left[lo].as_mut().expect("live request"), right[0].as_mut().expect("live request"));
+        let (x, y) = (&mut left[lo], &mut right[0]);
         if a < b {
             (x, y)
         } else {
@@ -111,8 +133,13 @@ impl Rqs {
 
     /// Free the slot and hand the request back.
     pub fn take(&mut self, id: u32) -> Request {
+        self.check_live(id);
+        #[cfg(debug_assertions)]
+        {
+            self.live[id as usize] = false;
+        }
         self.free.push(id);
-        self.slots[id as usize].take().expect("live request")
+        self.slots[id as usize].clone()
     }
 }
 
