@@ -566,21 +566,33 @@ pub fn blk_flush_plug(qs: &mut [RequestQueue], core: &mut BlockCore, task: u32, 
     }
 }
 
-/// `blk_mq_flush_plug_list`.
+/// `blk_mq_flush_plug_list`. Inline: a plug flushed as each large
+/// request comes (BLK_PLUG_FLUSH_SIZE) holds one request, and its flush
+/// (path A for a lone request) costs the caller no call into the batch
+/// paths.
+#[inline(always)]
 pub fn blk_mq_flush_plug_list(qs: &mut [RequestQueue], core: &mut BlockCore, task: u32, from_schedule: bool) {
     let Some(plug) = core.plugs.get_mut(task as usize).and_then(|p| p.as_mut()) else { return };
     if plug.rq_count == 0 {
         return;
     }
-    let depth = plug.rq_count as u64;
-    plug.rq_count = 0;
-    let (multi, elevator) = (plug.multiple_queues, plug.has_elevator);
-    if depth == 1 && plug.list.len() == 1 && !multi && !elevator && !from_schedule {
-        // Path A for a lone request (a plug flushed as each large request
-        // comes, BLK_PLUG_FLUSH_SIZE): the list stays in the plug.
+    if plug.rq_count == 1 && plug.list.len() == 1 && !plug.multiple_queues && !plug.has_elevator && !from_schedule {
+        // The list stays in the plug.
+        plug.rq_count = 0;
         let rq = plug.list.pop_front().expect("a plugged request");
         return flush_plug_one(qs, core, rq, task);
     }
+    flush_plug_batch(qs, core, task, from_schedule);
+}
+
+/// The rest of `blk_mq_flush_plug_list`: a plug of several requests (or
+/// with an elevator, several queues, or flushed by the scheduler).
+#[inline(never)]
+fn flush_plug_batch(qs: &mut [RequestQueue], core: &mut BlockCore, task: u32, from_schedule: bool) {
+    let plug = core.plugs[task as usize].as_mut().expect("a plug with requests");
+    let depth = plug.rq_count as u64;
+    plug.rq_count = 0;
+    let (multi, elevator) = (plug.multiple_queues, plug.has_elevator);
     let mut list = std::mem::take(&mut plug.list);
     if core.beh.plug_sort && multi && depth > 2 {
         plug_rq_cmp_sort(qs, &mut list);
@@ -614,6 +626,8 @@ pub fn blk_mq_flush_plug_list(qs: &mut [RequestQueue], core: &mut BlockCore, tas
 
 /// Path A of `blk_mq_flush_plug_list` for one request: 'U' (per version)
 /// and its issue, which `->queue_rqs` and `->queue_rq` do alike for one.
+/// Out of line: [`blk_mq_flush_plug_list`] is inline in several callers.
+#[inline(never)]
 fn flush_plug_one(qs: &mut [RequestQueue], core: &mut BlockCore, (qi, id): RqRef, task: u32) {
     core.cpu_charge(|c| c.flush_plug as u64);
     let qi = qi as usize;
