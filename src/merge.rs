@@ -101,11 +101,22 @@ fn biovec_phys_mergeable(lim: &QueueLimits, a: &Bvec, b: &Bvec) -> bool {
 /// `bio_will_gap`: would putting `next` after `prev` leave a hole the
 /// device's virt boundary cannot describe? `first` is the first bio of the
 /// request being extended (back merge) or `prev` itself (front merge).
+///
+/// Inline: most queues have no virt boundary, and their every merge pays
+/// this one test instead of a call (the bvec rules stay out of line).
+#[inline(always)]
 pub fn bio_will_gap(lim: &QueueLimits, rule: GapRule, first: &Bio, prev: &Bio, next: &Bio) -> bool {
-    let mask = lim.virt_boundary_mask;
-    if mask == 0 || !prev.op.has_data() {
+    if lim.virt_boundary_mask == 0 || !prev.op.has_data() {
         return false;
     }
+    bio_will_gap_bvecs(lim, rule, first, prev, next)
+}
+
+/// The rest of [`bio_will_gap`] on a queue with a virt boundary: the
+/// last bvec of `prev` against the first of `next`, per version.
+#[inline(never)]
+fn bio_will_gap_bvecs(lim: &QueueLimits, rule: GapRule, first: &Bio, prev: &Bio, next: &Bio) -> bool {
+    let mask = lim.virt_boundary_mask;
     let (Some(pb), Some(nb)) = (prev.last_bvec(), next.first_bvec()) else { return false };
     let prev_end = (pb.offset() as u64 + pb.len as u64) % PAGE_SIZE;
     match rule {
@@ -149,13 +160,15 @@ fn ll_new_hw_segment(rq: &mut Request, nsegs: u32, lim: &QueueLimits) -> bool {
     true
 }
 
-/// `ll_back_merge_fn`.
-pub fn ll_back_merge_fn(core: &BlockCore, rq: &mut Request, bio: BioId, nsegs: u32, lim: &QueueLimits) -> bool {
-    let (first, last, b) = (core.bio(rq.bio), core.bio(rq.biotail), core.bio(bio));
-    if bio_will_gap(lim, core.beh.gap_rule, first, last, b) {
+/// `ll_back_merge_fn` for a bio of `sectors`.
+#[inline(always)]
+fn ll_back_merge_fn(core: &BlockCore, rq: &mut Request, bio: BioId, sectors: u32, nsegs: u32, lim: &QueueLimits) -> bool {
+    // The request's bios are looked up only where bio_will_gap looks at
+    // them: on a queue with a virt boundary (its first test).
+    if lim.virt_boundary_mask != 0 && bio_will_gap(lim, core.beh.gap_rule, core.bio(rq.bio), core.bio(rq.biotail), core.bio(bio)) {
         return false;
     }
-    if rq.nr_sectors + b.sectors() > blk_rq_get_max_sectors(rq, rq.sector, lim) {
+    if rq.nr_sectors + sectors > blk_rq_get_max_sectors(rq, rq.sector, lim) {
         req_set_nomerge(rq);
         return false;
     }
@@ -197,11 +210,12 @@ fn rq_append_bio(core: &mut BlockCore, rq: &mut Request, bio: BioId) {
 
 /// `bio_attempt_back_merge`.
 pub fn bio_attempt_back_merge(core: &mut BlockCore, rq: &mut Request, bio: BioId, nsegs: u32, lim: &QueueLimits) -> BioMerge {
-    if !ll_back_merge_fn(core, rq, bio, nsegs, lim) {
+    let sectors = core.bio(bio).sectors();
+    if !ll_back_merge_fn(core, rq, bio, sectors, nsegs, lim) {
         return BioMerge::Failed;
     }
     bio_merged(core, rq, bio, Some(Action::BackMerge));
-    rq.nr_sectors += core.bio(bio).sectors();
+    rq.nr_sectors += sectors;
     rq_append_bio(core, rq, bio);
     BioMerge::Ok
 }
@@ -240,7 +254,9 @@ pub fn bio_attempt_discard_merge(core: &mut BlockCore, rq: &mut Request, bio: Bi
     BioMerge::Ok
 }
 
-/// `blk_attempt_bio_merge`: try `bio` against one request.
+/// `blk_attempt_bio_merge`: try `bio` against one request. Inline: a
+/// few tests before the merge itself, and every plug merge comes here.
+#[inline(always)]
 pub fn blk_attempt_bio_merge(core: &mut BlockCore, rq: &mut Request, bio: BioId, nsegs: u32, lim: &QueueLimits) -> BioMerge {
     if !blk_rq_merge_ok(rq, core.bio(bio)) {
         return BioMerge::None;

@@ -66,42 +66,64 @@ impl Request {
     }
 }
 
-/// The queue's requests, by slot.
+/// The queue's requests, by slot. A freed slot keeps its last request
+/// until it is reused: the paths every request takes pay a bounds check
+/// per lookup, not a test of an `Option` as well. Debug builds (the
+/// tests) still check that a lookup finds a live request.
 #[derive(Default)]
 pub struct Rqs {
-    slots: Vec<Option<Request>>,
+    slots: Vec<Request>,
     free: Vec<u32>,
+    #[cfg(debug_assertions)]
+    live: Vec<bool>,
 }
 
 impl Rqs {
     pub fn alloc(&mut self, rq: Request) -> u32 {
-        match self.free.pop() {
+        let id = match self.free.pop() {
             Some(i) => {
-                self.slots[i as usize] = Some(rq);
+                self.slots[i as usize] = rq;
                 i
             }
             None => {
-                self.slots.push(Some(rq));
+                self.slots.push(rq);
                 (self.slots.len() - 1) as u32
             }
+        };
+        #[cfg(debug_assertions)]
+        {
+            self.live.resize(self.slots.len(), false);
+            self.live[id as usize] = true;
         }
+        id
     }
 
+    #[inline(always)]
+    fn check_live(&self, _id: u32) {
+        #[cfg(debug_assertions)]
+        assert!(self.live[_id as usize], "live request");
+    }
+
+    #[inline(always)]
     pub fn get(&self, id: u32) -> &Request {
-        self.slots[id as usize].as_ref().expect("live request")
+        self.check_live(id);
+        &self.slots[id as usize]
     }
 
     #[inline(always)]
     pub fn get_mut(&mut self, id: u32) -> &mut Request {
-        self.slots[id as usize].as_mut().expect("live request")
+        self.check_live(id);
+        &mut self.slots[id as usize]
     }
 
     /// Two different requests at once (a request merge).
     pub fn get2_mut(&mut self, a: u32, b: u32) -> (&mut Request, &mut Request) {
         assert_ne!(a, b, "a request cannot merge with itself");
+        self.check_live(a);
+        self.check_live(b);
         let (lo, hi) = (a.min(b) as usize, a.max(b) as usize);
         let (left, right) = self.slots.split_at_mut(hi);
-        let (x, y) = (left[lo].as_mut().expect("live request"), right[0].as_mut().expect("live request"));
+        let (x, y) = (&mut left[lo], &mut right[0]);
         if a < b {
             (x, y)
         } else {
@@ -111,8 +133,13 @@ impl Rqs {
 
     /// Free the slot and hand the request back.
     pub fn take(&mut self, id: u32) -> Request {
+        self.check_live(id);
+        #[cfg(debug_assertions)]
+        {
+            self.live[id as usize] = false;
+        }
         self.free.push(id);
-        self.slots[id as usize].take().expect("live request")
+        self.slots[id as usize].clone()
     }
 }
 
@@ -539,21 +566,33 @@ pub fn blk_flush_plug(qs: &mut [RequestQueue], core: &mut BlockCore, task: u32, 
     }
 }
 
-/// `blk_mq_flush_plug_list`.
+/// `blk_mq_flush_plug_list`. Inline: a plug flushed as each large
+/// request comes (BLK_PLUG_FLUSH_SIZE) holds one request, and its flush
+/// (path A for a lone request) costs the caller no call into the batch
+/// paths.
+#[inline(always)]
 pub fn blk_mq_flush_plug_list(qs: &mut [RequestQueue], core: &mut BlockCore, task: u32, from_schedule: bool) {
     let Some(plug) = core.plugs.get_mut(task as usize).and_then(|p| p.as_mut()) else { return };
     if plug.rq_count == 0 {
         return;
     }
-    let depth = plug.rq_count as u64;
-    plug.rq_count = 0;
-    let (multi, elevator) = (plug.multiple_queues, plug.has_elevator);
-    if depth == 1 && plug.list.len() == 1 && !multi && !elevator && !from_schedule {
-        // Path A for a lone request (a plug flushed as each large request
-        // comes, BLK_PLUG_FLUSH_SIZE): the list stays in the plug.
+    if plug.rq_count == 1 && plug.list.len() == 1 && !plug.multiple_queues && !plug.has_elevator && !from_schedule {
+        // The list stays in the plug.
+        plug.rq_count = 0;
         let rq = plug.list.pop_front().expect("a plugged request");
         return flush_plug_one(qs, core, rq, task);
     }
+    flush_plug_batch(qs, core, task, from_schedule);
+}
+
+/// The rest of `blk_mq_flush_plug_list`: a plug of several requests (or
+/// with an elevator, several queues, or flushed by the scheduler).
+#[inline(never)]
+fn flush_plug_batch(qs: &mut [RequestQueue], core: &mut BlockCore, task: u32, from_schedule: bool) {
+    let plug = core.plugs[task as usize].as_mut().expect("a plug with requests");
+    let depth = plug.rq_count as u64;
+    plug.rq_count = 0;
+    let (multi, elevator) = (plug.multiple_queues, plug.has_elevator);
     let mut list = std::mem::take(&mut plug.list);
     if core.beh.plug_sort && multi && depth > 2 {
         plug_rq_cmp_sort(qs, &mut list);
@@ -587,6 +626,8 @@ pub fn blk_mq_flush_plug_list(qs: &mut [RequestQueue], core: &mut BlockCore, tas
 
 /// Path A of `blk_mq_flush_plug_list` for one request: 'U' (per version)
 /// and its issue, which `->queue_rqs` and `->queue_rq` do alike for one.
+/// Out of line: [`blk_mq_flush_plug_list`] is inline in several callers.
+#[inline(never)]
 fn flush_plug_one(qs: &mut [RequestQueue], core: &mut BlockCore, (qi, id): RqRef, task: u32) {
     core.cpu_charge(|c| c.flush_plug as u64);
     let qi = qi as usize;

@@ -58,30 +58,32 @@ impl Plug {
     /// The one request `blk_attempt_plug_merge` tries for a bio of queue `q`.
     #[inline(always)]
     pub fn merge_candidate(&self, q: u32, rule: PlugMerge) -> Option<RqRef> {
-        let first_of_q = || {
-            for &r in &self.list {
-                if r.0 == q {
-                    return Some(r);
-                }
-                // 6.1: only keep walking past other queues' requests when
-                // the plug holds several queues.
-                if !self.multiple_queues && rule == PlugMerge::FirstFromHead {
-                    return None;
-                }
-            }
-            None
-        };
         match rule {
-            PlugMerge::FirstFromHead => first_of_q(),
+            PlugMerge::FirstFromHead => {
+                // A plug of one queue: its head or nothing (6.1 only keeps
+                // walking past other queues' requests when the plug holds
+                // several queues).
+                if !self.multiple_queues {
+                    return self.list.front().copied().filter(|r| r.0 == q);
+                }
+                self.first_of_queue(q)
+            }
             PlugMerge::TailThenFirstFromHead => match self.list.back() {
                 Some(&t) if t.0 == q => Some(t),
-                Some(_) if self.multiple_queues => first_of_q(),
+                Some(_) if self.multiple_queues => self.first_of_queue(q),
                 _ => None,
             },
             // The first the walk tries (blk_attempt_plug_merge_walk in
             // mq.rs goes on to the others).
             PlugMerge::EveryFromTail => self.list.iter().rev().find(|r| r.0 == q).copied(),
         }
+    }
+
+    /// The request of queue `q` nearest the head, in a plug of several
+    /// queues (out of line: a plug of one queue never walks).
+    #[inline(never)]
+    fn first_of_queue(&self, q: u32) -> Option<RqRef> {
+        self.list.iter().find(|r| r.0 == q).copied()
     }
 }
 

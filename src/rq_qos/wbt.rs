@@ -315,6 +315,8 @@ fn int_sqrt(x: u64) -> u64 {
 
 /// Arm the window's timer at `at` (now, or a missed firing being caught
 /// up) and schedule its firing when that is still to come.
+#[cold]
+#[inline(never)]
 fn arm(rwb: &mut RqWb, core: &mut BlockCore, qi: u32, at: u64) {
     let e = rwb.rwb_arm_timer(at);
     if e >= core.now && rwb.event_at != Some(e) {
@@ -325,6 +327,8 @@ fn arm(rwb: &mut RqWb, core: &mut BlockCore, qi: u32, at: u64) {
 
 /// The window's timer fires at `at`: `blk_stat_timer_fn` → `wb_timer_fn`.
 /// The step is decided, and the timer re-armed while scaled or busy.
+#[cold]
+#[inline(never)]
 fn timer_fire(rwb: &mut RqWb, core: &mut BlockCore, qi: u32, at: u64) {
     let inflight = rwb.inflight();
     let stat = rwb.cb.fire();
@@ -356,6 +360,8 @@ fn rwb_wake_all(rwb: &mut RqWb, core: &mut BlockCore, qi: u32) {
 }
 
 /// `wake_up_all` on one wait queue: each sleeper under its own limit.
+#[cold]
+#[inline(never)]
 fn wake_rq_wait(rwb: &mut RqWb, core: &mut BlockCore, qi: u32, i: usize) {
     if rwb.rq_wait[i].waiters.is_empty() {
         return;
@@ -372,6 +378,9 @@ fn wake_rq_wait(rwb: &mut RqWb, core: &mut BlockCore, qi: u32, i: usize) {
 }
 
 /// `wbt_wait` (the `throttle` hook): false when the submitter sleeps.
+/// Inline in `rq_qos_throttle`: a few tests and a count for each bio of
+/// a queue with wbt, about what a call costs.
+#[inline(always)]
 pub fn wbt_wait(rwb: &mut RqWb, core: &mut BlockCore, qi: u32, bio: BioId, nsegs: u32) -> bool {
     catch_up(rwb, core, qi);
     let (op, flags) = (core.bio(bio).op, core.bio(bio).flags);
@@ -414,7 +423,9 @@ pub fn wbt_completed(rwb: &mut RqWb, core: &mut BlockCore, qi: u32, id: u32, rq:
     wbt_done(rwb, core, qi, id, rq.wbt_flags);
 }
 
-/// `wbt_done`: a request ends or is freed.
+/// `wbt_done`: a request ends or is freed. Inline: a few tests and a
+/// count for each request, about what a call costs.
+#[inline(always)]
 pub fn wbt_done(rwb: &mut RqWb, core: &mut BlockCore, qi: u32, id: u32, wb_flags: u8) {
     catch_up(rwb, core, qi);
     if wb_flags & WBT_TRACKED == 0 {
