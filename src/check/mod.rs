@@ -61,12 +61,7 @@ impl Root {
 /// once a run has as many states as it has roots in flight.
 #[derive(Default)]
 struct RootState {
-    /// The root's number (1 for a run's first bio), for reports.
-    seq: u64,
-    dev: DevId,
-    op: Op,
-    start: u64,
-    sectors: u64,
+    root: Root,
     /// The root's device is a plain disk or a partition of one: (the disk,
     /// the partition start). Its sectors have one home each, found without
     /// mapping.
@@ -85,7 +80,6 @@ struct RootState {
     /// bio holds the same pages (a clone or split of the root).
     bvecs: BioVecs,
     base: u64,
-    errors_at_start: u64,
     issued: Issued,
     /// Read roots: (top sector, sectors) of each piece.
     reads: Vec<(u64, u64)>,
@@ -110,18 +104,18 @@ impl RootState {
             return;
         }
         let (disk, offset) = self.plain.expect("a streak is a plain root's");
-        let first = self.start + offset;
+        let first = self.root.start + offset;
         if self.cursor > first {
-            self.issued.push(disk, self.op, first, self.cursor);
-            if self.op == Op::Read {
-                self.reads.push((self.start, self.cursor - first));
+            self.issued.push(disk, self.root.op, first, self.cursor);
+            if self.root.op == Op::Read {
+                self.reads.push((self.root.start, self.cursor - first));
             }
         }
     }
 
     /// Did the streak reach the root's end?
     fn streak_complete(&self) -> bool {
-        self.streak && self.plain.is_some_and(|(_, offset)| self.cursor == self.start + offset + self.sectors)
+        self.streak && self.plain.is_some_and(|(_, offset)| self.cursor == self.root.start + offset + self.root.sectors)
     }
 
     /// Back to empty for the next root, keeping the buffers.
@@ -362,8 +356,7 @@ impl Checker {
     /// the caller to set).
     fn full_state(&mut self, i: usize, root: Root) -> &mut RootState {
         let mut st = self.free_roots.pop().unwrap_or_default();
-        (st.seq, st.dev, st.op, st.start, st.sectors) = (root.seq, root.dev, root.op, root.start, root.sectors);
-        (st.errors_at_start, st.version) = (root.errors_at_start, 0);
+        (st.root, st.version) = (root, 0);
         if self.roots.len() <= i {
             self.roots.resize_with(i + 1, || None);
         }
@@ -415,10 +408,10 @@ impl Checker {
         let (leaf, phys) = (bio.dev, bio.iter.sector);
         st.end_streak();
         st.issued.push(leaf, bio.op, phys, phys + n);
-        let allowed = bio.op == st.op || (bio.op == Op::Read && st.op == Op::Write);
+        let allowed = bio.op == st.root.op || (bio.op == Op::Read && st.root.op == Op::Write);
         let attributed = bio.op.has_data() && bio.bvecs.same_pages(&st.bvecs);
-        let logical = attributed.then(|| st.start + ((data_offset(&bio.bvecs, &bio.iter) - st.base) >> SECTOR_SHIFT));
-        let root_op = st.op;
+        let logical = attributed.then(|| st.root.start + ((data_offset(&bio.bvecs, &bio.iter) - st.base) >> SECTOR_SHIFT));
+        let root_op = st.root.op;
         if !allowed {
             return self.wrong_op(topo, root, bio);
         }
@@ -437,7 +430,7 @@ impl Checker {
     #[cold]
     fn wrong_op(&mut self, topo: &Topology, root: BioId, bio: &Bio) {
         let st = self.roots[root as usize].as_ref().expect("root");
-        let (seq, dev, op, phys, end) = (st.seq, st.dev, st.op, bio.iter.sector, bio.end_sector());
+        let (seq, dev, op, phys, end) = (st.root.seq, st.root.dev, st.root.op, bio.iter.sector, bio.end_sector());
         let name = &topo.dev(bio.dev).name;
         self.violation(format!("{} #{seq} of {}: a {} reached {name} sectors [{phys}, {end})", op.name(), topo.dev(dev).name, bio.op.name()));
     }
@@ -446,7 +439,7 @@ impl Checker {
     #[cold]
     fn foreign_read(&mut self, topo: &Topology, root: BioId, bio: &Bio) {
         let st = self.roots[root as usize].as_ref().expect("root");
-        let (seq, dev, phys, end) = (st.seq, st.dev, bio.iter.sector, bio.end_sector());
+        let (seq, dev, phys, end) = (st.root.seq, st.root.dev, bio.iter.sector, bio.end_sector());
         self.violation(format!("read #{seq} of {}: {} sectors [{phys}, {end}) were read into pages that are not the submitter's", topo.dev(dev).name, topo.dev(bio.dev).name));
     }
 
@@ -454,7 +447,7 @@ impl Checker {
     /// exactly those sectors lives; a read piece is also noted for tiling.
     fn check_placement(&mut self, topo: &Topology, root: BioId, leaf: DevId, phys: u64, n: u64, l: u64) {
         let st = self.roots[root as usize].as_mut().expect("root");
-        if st.op == Op::Read {
+        if st.root.op == Op::Read {
             st.reads.push((l, n));
         }
         if st.plain.is_some_and(|(disk, offset)| leaf == disk && phys == l + offset) {
@@ -469,7 +462,7 @@ impl Checker {
     #[inline(never)]
     fn check_mapped_placement(&mut self, topo: &Topology, root: BioId, leaf: DevId, phys: u64, n: u64, l: u64) {
         let st = self.roots[root as usize].as_ref().expect("root");
-        let (dev, seq, op) = (st.dev, st.seq, st.op);
+        let (dev, seq, op) = (st.root.dev, st.root.seq, st.root.op);
         let mut runs = self.scratch.take().unwrap_or_else(|| Runs::new(true));
         runs.clear(true);
         self.mapper(Op::Read).map(dev, l, n, l, Bounds::EXACT, false, &mut runs);
@@ -529,23 +522,23 @@ impl Checker {
     }
 
     fn check_root(&mut self, topo: &Topology, st: &mut RootState, status: i32, errors: u64) {
-        if status != 0 || errors != st.errors_at_start {
+        if status != 0 || errors != st.root.errors_at_start {
             self.roots_unchecked += 1;
             return;
         }
         self.roots_checked += 1;
         // A streak over the whole root is what both checks below pass at
         // once (one range, exactly the root's; reads tiling it once).
-        if st.streak_complete() && (st.op == Op::Read || self.mapper(st.op).leaf_takes_op(st.plain.expect("plain").0)) {
+        if st.streak_complete() && (st.root.op == Op::Read || self.mapper(st.root.op).leaf_takes_op(st.plain.expect("plain").0)) {
             return;
         }
         st.end_streak();
-        if st.op == Op::Read {
+        if st.root.op == Op::Read {
             self.check_read_tiling(topo, st);
-        } else if st.sectors > 0 {
+        } else if st.root.sectors > 0 {
             self.check_counts(topo, st);
         }
-        if self.oracle.is_some() && writes_data(st.op) && st.sectors > 0 {
+        if self.oracle.is_some() && writes_data(st.root.op) && st.root.sectors > 0 {
             let version = st.version;
             let copies = self.copies(st);
             let mut out = Vec::new();
@@ -555,8 +548,8 @@ impl Checker {
     }
 
     fn check_read_tiling(&mut self, topo: &Topology, st: &mut RootState) {
-        if let Some((at, what)) = conservation::reads_tile(&mut st.reads, st.start, st.start + st.sectors) {
-            self.violation(format!("read #{} of {} [{}, {}): sector {at} {what}", st.seq, topo.dev(st.dev).name, st.start, st.start + st.sectors));
+        if let Some((at, what)) = conservation::reads_tile(&mut st.reads, st.root.start, st.root.start + st.root.sectors) {
+            self.violation(format!("read #{} of {} [{}, {}): sector {at} {what}", st.root.seq, topo.dev(st.root.dev).name, st.root.start, st.root.start + st.root.sectors));
         }
     }
 
@@ -564,16 +557,16 @@ impl Checker {
         // A plain disk's reference is the root's own range, once: what
         // compare() passes at once when that range is all that was issued.
         if let Some((disk, offset)) = st.plain {
-            let (s, e) = (st.start + offset, st.start + offset + st.sectors);
-            if st.issued.ranges() == [(disk, st.op, s, e)] && self.mapper(st.op).leaf_takes_op(disk) {
+            let (s, e) = (st.root.start + offset, st.root.start + offset + st.root.sectors);
+            if st.issued.ranges() == [(disk, st.root.op, s, e)] && self.mapper(st.root.op).leaf_takes_op(disk) {
                 return;
             }
         }
         self.expected(st);
         let mut bad: Vec<Miscount> = Vec::new();
-        conservation::compare_in(&st.issued, &st.expected.runs, st.op, &mut bad, &mut self.compare_scratch);
+        conservation::compare_in(&st.issued, &st.expected.runs, st.root.op, &mut bad, &mut self.compare_scratch);
         for m in bad.iter().take(4) {
-            let msg = format!("{} #{} of {} [{}, {}): {}", st.op.name(), st.seq, topo.dev(st.dev).name, st.start, st.start + st.sectors, conservation::describe(topo, m));
+            let msg = format!("{} #{} of {} [{}, {}): {}", st.root.op.name(), st.root.seq, topo.dev(st.root.dev).name, st.root.start, st.root.start + st.root.sectors, conservation::describe(topo, m));
             self.violation(msg);
         }
         self.violation_count += bad.len().saturating_sub(4) as u64;
@@ -583,7 +576,7 @@ impl Checker {
     fn expected<'s>(&self, st: &'s mut RootState) -> &'s [Run] {
         if !st.has_expected {
             st.expected.clear(false);
-            self.mapper(st.op).map(st.dev, st.start, st.sectors, st.start, Bounds::EXACT, false, &mut st.expected);
+            self.mapper(st.root.op).map(st.root.dev, st.root.start, st.root.sectors, st.root.start, Bounds::EXACT, false, &mut st.expected);
             st.has_expected = true;
         }
         &st.expected.runs
@@ -593,7 +586,7 @@ impl Checker {
     fn copies<'s>(&self, st: &'s mut RootState) -> &'s [Run] {
         if !st.has_copies {
             st.copies.clear(true);
-            self.mapper(Op::Read).map(st.dev, st.start, st.sectors, st.start, Bounds::EXACT, false, &mut st.copies);
+            self.mapper(Op::Read).map(st.root.dev, st.root.start, st.root.sectors, st.root.start, Bounds::EXACT, false, &mut st.copies);
             st.has_copies = true;
         }
         &st.copies.runs
@@ -608,8 +601,8 @@ impl Checker {
         let mut out = Vec::new();
         match op {
             Op::Read => {
-                if let (Some(l), Op::Read) = (logical, st.op) {
-                    self.oracle.as_ref().expect("on").read_piece(topo, st.dev, st.seq, leaf, phys, n, l, &mut out);
+                if let (Some(l), Op::Read) = (logical, st.root.op) {
+                    self.oracle.as_ref().expect("on").read_piece(topo, st.root.dev, st.root.seq, leaf, phys, n, l, &mut out);
                 }
             }
             Op::Write | Op::ZoneAppend => {
