@@ -324,6 +324,14 @@ fn profiles() -> String {
     profiles_json().to_string()
 }
 
+/// The kernel profiles' names, in `profiles()`'s order: what every
+/// command's `--kernel` accepts, without building and parsing the whole
+/// JSON document at each start.
+#[pyfunction]
+fn profile_names() -> Vec<&'static str> {
+    crate::profile::profiles().iter().map(|p| p.name).collect()
+}
+
 #[pyfunction]
 fn version() -> &'static str {
     env!("CARGO_PKG_VERSION")
@@ -334,6 +342,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("ScenarioError", m.py().get_type::<ScenarioError>())?;
     m.add("CheckError", m.py().get_type::<CheckError>())?;
     m.add_function(wrap_pyfunction!(run, m)?)?;
+    m.add_function(wrap_pyfunction!(profile_names, m)?)?;
     m.add_function(wrap_pyfunction!(interrupt, m)?)?;
     m.add_function(wrap_pyfunction!(run_columns, m)?)?;
     m.add_function(wrap_pyfunction!(check, m)?)?;

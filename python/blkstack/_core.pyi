@@ -82,6 +82,9 @@ def profiles() -> str:
     "description": "...", "per_profile": {"6.1": "tail", ...}}, ...]}``
     """
 
+def profile_names() -> list[str]:
+    """Return the kernel profiles' names, in :func:`profiles`'s order."""
+
 def run_columns(
     path: str,
     kernel: str | None = None,

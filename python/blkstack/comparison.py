@@ -9,7 +9,9 @@ them as a table with the changes marked.
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # annotations only: importing typing would cost every command's start
+    from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 # diskstats fields (Documentation/admin-guide/iostats.rst): merges of reads,
 # writes and discards.

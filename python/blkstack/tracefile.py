@@ -14,7 +14,9 @@ from __future__ import annotations
 
 import os
 import struct
-from typing import Union
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # annotations only: importing typing would cost every command's start
+    from typing import Union
 
 # include/uapi/linux/blktrace_api.h
 BLK_IO_TRACE_MAGIC = 0x65617400

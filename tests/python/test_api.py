@@ -161,6 +161,7 @@ def test_profiles():
     data = blkstack.profiles()
     assert json.loads(_core.profiles()) == data
     names = [p["name"] for p in data["profiles"]]
+    assert _core.profile_names() == names, "--kernel's choices are the profiles, in order"
     assert set(KERNELS) <= set(names), "the profiles this project promises"
     for prof in data["profiles"]:
         assert prof["kernel"].startswith(prof["name"] + ".")

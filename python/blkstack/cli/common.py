@@ -9,8 +9,9 @@ import json
 import os
 import stat
 import sys
-import textwrap
-from typing import Any, Dict, List, NoReturn, Optional, Sequence, TextIO, Tuple, Union
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # annotations only: importing typing would cost every command's start
+    from typing import Any, Dict, List, NoReturn, Optional, Sequence, TextIO, Tuple, Union
 
 from blkstack import _core
 
@@ -48,6 +49,28 @@ class ArgumentParser(argparse.ArgumentParser):
 
     def error(self, message: str) -> NoReturn:
         raise UsageError(f"{message} (see '{self.prog} --help')")
+
+    def _get_formatter(self) -> argparse.HelpFormatter:
+        # argparse builds a formatter for every add_argument and, given no
+        # width, asks shutil for the terminal's; importing shutil (bz2, lzma,
+        # zlib) then costs every command's start, though a width is only
+        # used when help is printed.
+        return self.formatter_class(prog=self.prog, width=terminal_columns() - 2)
+
+
+def terminal_columns() -> int:
+    """``shutil.get_terminal_size().columns``: $COLUMNS, else standard
+    output's terminal, else 80."""
+    try:
+        columns = int(os.environ["COLUMNS"])
+    except (KeyError, ValueError):
+        columns = 0
+    if columns <= 0:
+        try:
+            columns = os.get_terminal_size(sys.__stdout__.fileno()).columns
+        except (AttributeError, ValueError, OSError):
+            columns = 0
+    return columns or 80
 
 
 def one_line(text: str) -> str:
@@ -228,7 +251,7 @@ def os_error_message(exc: OSError) -> str:
 
 def kernel_choices() -> List[str]:
     try:
-        names = [str(p["name"]) for p in json.loads(_core.profiles())["profiles"]]
+        names = list(_core.profile_names())
     except Exception:
         names = []
     return names or list(KNOWN_KERNELS)
@@ -362,6 +385,8 @@ def say(stream: TextIO, line: str) -> None:
 
 
 def bullet(text: str) -> List[str]:
+    import textwrap  # only for notes: its patterns cost every start
+
     return textwrap.wrap(text, width=78, initial_indent="  * ", subsequent_indent="    ")
 
 

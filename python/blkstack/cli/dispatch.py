@@ -23,7 +23,9 @@ import select
 import signal
 import stat
 import sys
-from typing import Any, List, Optional, Sequence
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # annotations only: importing typing would cost every command's start
+    from typing import Any, List, Optional, Sequence
 
 from blkstack import ScenarioError, __version__
 from blkstack._core import CheckError

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Any, Dict, List
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # annotations only: importing typing would cost every command's start
+    from typing import Any, Dict, List
 
 from blkstack.cli import common
 from blkstack.cli.common import (EXIT_OK, add_bio_option, bio_tools, check_input, check_run_outputs, check_sets, fmt_duration_ns,
