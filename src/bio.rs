@@ -7,7 +7,7 @@
 //! moves the [`BvecIter`].
 
 use std::ops::Deref;
-use std::rc::Rc;
+use std::sync::Arc;
 
 use crate::genhd::DevId;
 
@@ -191,7 +191,7 @@ pub enum BioVecs {
     #[default]
     None,
     Inline(Bvec),
-    Shared(Rc<[Bvec]>),
+    Shared(Arc<[Bvec]>),
 }
 
 impl BioVecs {
@@ -199,7 +199,7 @@ impl BioVecs {
         match bvecs {
             [] => BioVecs::None,
             [bv] => BioVecs::Inline(*bv),
-            _ => BioVecs::Shared(Rc::from(bvecs)),
+            _ => BioVecs::Shared(Arc::from(bvecs)),
         }
     }
 
@@ -219,7 +219,7 @@ impl BioVecs {
     #[inline(never)]
     fn same_pages_table(&self, other: &BioVecs) -> bool {
         match (self, other) {
-            (BioVecs::Shared(a), BioVecs::Shared(b)) if Rc::ptr_eq(a, b) => true,
+            (BioVecs::Shared(a), BioVecs::Shared(b)) if Arc::ptr_eq(a, b) => true,
             _ => self[..] == other[..],
         }
     }
