@@ -1110,26 +1110,13 @@ impl Engine {
     /// false stops the run (Ctrl-C) and `None` is returned.
     pub fn run_with(&mut self, tick: &mut dyn FnMut(&Progress) -> bool) -> Option<RunStats> {
         let wall = Instant::now();
-        self.take_sample();
-        if let Some(every) = self.sample_every {
-            self.core.schedule(every, SimEvent::Sample);
-        }
-        for j in 0..self.jobs.len() {
-            self.run_job(j);
-        }
-        if !self.drain(wall, tick) {
+        // A long run's checks may go to a thread of their own meanwhile;
+        // they are back, every hook taken, however the run ends.
+        self.core.allow_check_thread(true);
+        let finished = self.run_phases(wall, tick);
+        self.core.allow_check_thread(false);
+        if !finished {
             return None;
-        }
-        // Later phases start once everything before them is done.
-        while let Some(phase) = self.phases.pop_front() {
-            let first = self.jobs.len();
-            phase(self);
-            for j in first..self.jobs.len() {
-                self.run_job(j);
-            }
-            if !self.drain(wall, tick) {
-                return None;
-            }
         }
         // A trailing sample must not stretch the run.
         self.core.now = self.core.now.min(self.core.last_activity.max(self.samples.last().map_or(0, |s| s.0)));
@@ -1144,6 +1131,35 @@ impl Engine {
             units: self.jobs.iter().map(|j| j.units_done).sum(),
             errors: self.jobs.iter().map(|j| j.errors).sum(),
         })
+    }
+
+    /// [`Self::run_with`]'s jobs and phases; `false` when `tick` stopped it.
+    fn run_phases(&mut self, wall: Instant, tick: &mut dyn FnMut(&Progress) -> bool) -> bool {
+        self.take_sample();
+        if let Some(every) = self.sample_every {
+            self.core.schedule(every, SimEvent::Sample);
+        }
+        for j in 0..self.jobs.len() {
+            self.run_job(j);
+        }
+        if !self.drain(wall, tick) {
+            return false;
+        }
+        // Later phases start once everything before them is done (and may
+        // change the stack, which the checks' thread holds a copy of).
+        while let Some(phase) = self.phases.pop_front() {
+            self.core.allow_check_thread(false);
+            let first = self.jobs.len();
+            phase(self);
+            self.core.allow_check_thread(true);
+            for j in first..self.jobs.len() {
+                self.run_job(j);
+            }
+            if !self.drain(wall, tick) {
+                return false;
+            }
+        }
+        true
     }
 
     /// Run timed events until nothing is pending.

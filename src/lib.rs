@@ -38,6 +38,7 @@ pub mod split;
 pub mod stats;
 pub mod submit;
 pub mod trace;
+pub mod worker;
 pub mod zoned;
 
 #[cfg(feature = "python")]

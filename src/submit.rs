@@ -11,6 +11,7 @@ use std::collections::binary_heap::PeekMut;
 use std::collections::{BinaryHeap, VecDeque};
 
 use crate::bio::{bvec_iter_advance, req, Bio, BioId, BioVecs, Bvec, BvecIter, Op, SECTOR_SHIFT};
+use crate::check::thread::{CheckThread, Hook};
 use crate::check::Checker;
 use crate::genhd::{DevId, Driver, Topology};
 use crate::host_cpu::{CpuCosts, HostCpu};
@@ -31,6 +32,11 @@ pub const EAGAIN: i32 = -11;
 pub const IRQ: u32 = 0;
 /// Task index of the kworker that runs queues asynchronously.
 pub const KWORKER: u32 = 1;
+
+/// Hooks a run's checks take on the engine's thread before they move to a
+/// thread of their own: past a small scenario's few thousand, the thread's
+/// start costs less than the checking it takes off the engine's path.
+pub const CHECK_THREAD_AFTER: u64 = 1 << 14;
 
 /// A driver with its own `->submit_bio` (md, dm, test doubles).
 pub trait BioDriver {
@@ -285,6 +291,17 @@ pub struct BlockCore {
     event_seq: u64,
     /// Conservation (always) and integrity (on request) checks.
     pub check: Checker,
+    /// The checks on a thread of their own meanwhile (a long run's: see
+    /// [`BlockCore::allow_check_thread`]); `check` is then empty.
+    check_thread: Option<CheckThread>,
+    /// Hooks the checks took on this thread while they could move.
+    checked_here: u64,
+    /// After how many of those they move ([`CHECK_THREAD_AFTER`]; tests
+    /// set 1 or `u64::MAX` to compare the two).
+    pub check_thread_after: u64,
+    /// The checks may move to a thread of their own, or are on it: their
+    /// hooks go through [`BlockCore::check_hook`].
+    check_movable: bool,
     /// Bios failed so far (the checks skip roots during which any failed).
     pub errors_total: u64,
     /// Bounce pages the blk-crypto fallback took so far ([`crate::crypto`]).
@@ -331,6 +348,10 @@ impl BlockCore {
             last_activity: 0,
             event_seq: 0,
             check: Checker::new(),
+            check_thread: None,
+            checked_here: 0,
+            check_thread_after: CHECK_THREAD_AFTER,
+            check_movable: false,
             errors_total: 0,
             bounce_pages: 0,
             loop_work: Vec::new(),
@@ -486,7 +507,7 @@ impl BlockCore {
 
     /// Emit an event for bio `id` on its queue's trace stream (inlined
     /// down to the check, so an untraced run pays no call).
-    #[inline]
+    #[inline(always)]
     pub fn trace_bio(&mut self, action: Action, id: BioId, arg: u64, from_dev: DevId) {
         if self.tracer.active() {
             self.trace_bio_event(action, id, arg, from_dev, 0);
@@ -737,6 +758,9 @@ impl BlockCore {
     /// path is a few stores, less than a call).
     #[inline(always)]
     pub fn check_root(&mut self, id: BioId) {
+        if self.check_movable {
+            return self.check_hook_root(id);
+        }
         self.check.root_submitted(&self.topo, &self.bios[id as usize], id, self.errors_total);
     }
 
@@ -744,8 +768,69 @@ impl BlockCore {
     /// (inline, as [`Self::check_root`]).
     #[inline(always)]
     fn check_leaf(&mut self, id: BioId) {
+        if self.check_movable {
+            return self.check_hook_leaf(id);
+        }
         let root = self.root_of(id);
         self.check.leaf_queued(&self.topo, &self.bios[id as usize], root);
+    }
+
+    /// A submitter's bio ended with `status` (inline, as [`Self::check_root`]).
+    #[inline(always)]
+    fn check_root_done(&mut self, root: BioId, status: i32) {
+        if self.check_movable {
+            return self.check_hook(Hook::Done { root, status, errors: self.errors_total });
+        }
+        self.check.root_done(&self.topo, root, status, self.errors_total);
+    }
+
+    /// [`Self::check_root`] of checks that may move (out of line, with the
+    /// copy of the bio: the hooks of checks that stay cost what they did).
+    #[inline(never)]
+    fn check_hook_root(&mut self, id: BioId) {
+        self.check_hook(Hook::Root { id, errors: self.errors_total, bio: self.bios[id as usize].clone() });
+    }
+
+    /// [`Self::check_leaf`] of checks that may move (as [`Self::check_hook_root`]).
+    #[inline(never)]
+    fn check_hook_leaf(&mut self, id: BioId) {
+        self.check_hook(Hook::Leaf { root: self.root_of(id), bio: self.bios[id as usize].clone() });
+    }
+
+    /// A hook of checks that may move to a thread of their own: on their
+    /// thread, or here for the first [`Self::check_thread_after`] hooks.
+    #[inline(never)]
+    fn check_hook(&mut self, hook: Hook) {
+        if self.check_thread.is_none() && self.checked_here >= self.check_thread_after {
+            self.check_to_thread();
+        }
+        if let Some(t) = &mut self.check_thread {
+            return t.push(hook);
+        }
+        crate::check::thread::call(&mut self.check, &self.topo, &hook);
+        self.checked_here += 1;
+    }
+
+    /// The checks move to a thread of their own (or, if none can be
+    /// started, stay here for the rest of the run).
+    #[cold]
+    #[inline(never)]
+    fn check_to_thread(&mut self) {
+        match crate::check::thread::start(std::mem::take(&mut self.check), &self.topo) {
+            Ok(t) => self.check_thread = Some(t),
+            Err(c) => (self.check, self.check_movable) = (c, false),
+        }
+    }
+
+    /// A run starts (`true`): checks worth it ([`Checker::worth_a_thread`])
+    /// may move to a thread of their own. Or it ends, or comes to a phase
+    /// that may change the stack (`false`): the checks are back here with
+    /// every hook handed over taken.
+    pub fn allow_check_thread(&mut self, allow: bool) {
+        if let Some(t) = self.check_thread.take() {
+            self.check = t.finish().check;
+        }
+        self.check_movable = allow && self.check.worth_a_thread();
     }
 
     // ---- bio-based accounting (md, dm) ------------------------------------
@@ -841,7 +926,7 @@ impl BlockCore {
     fn root_bio_done(&mut self, id: BioId, status: i32) {
         let b = self.bio(id);
         let (owner, cookie) = (b.owner, b.cookie);
-        self.check.root_done(&self.topo, id, status, self.errors_total);
+        self.check_root_done(id, status);
         self.bio_put(id);
         self.done_roots.push(RootDone { owner, cookie, status });
     }

@@ -21,6 +21,7 @@ pub mod intervals;
 pub mod layout;
 pub mod oracle;
 mod streak;
+pub mod thread;
 
 use crate::bio::{Bio, BioId, BioVecs, Bvec, BvecIter, Op, SECTOR_SHIFT};
 use crate::genhd::{DevId, Topology};
@@ -198,6 +199,14 @@ impl Checker {
 
     pub fn oracle_enabled(&self) -> bool {
         self.oracle.is_some()
+    }
+
+    /// Do the checks map pieces through stacked devices' layouts or keep
+    /// the oracle's versions (work worth a thread of their own, see
+    /// [`thread`]), rather than only follow plain disks' streaks (a few
+    /// compares a piece, about what handing it over costs)?
+    pub fn worth_a_thread(&self) -> bool {
+        !self.given.is_empty() || self.oracle.is_some()
     }
 
     /// Every device's layout, resolved once per run: a compare on every
