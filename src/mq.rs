@@ -274,7 +274,7 @@ impl RequestQueue {
 /// Trace a request event ('I', 'D', 'C', and 'M' for a request merge).
 #[inline]
 pub fn trace_rq(core: &mut BlockCore, action: Action, rq: &Request, task: u32) {
-    if core.tracer.active() {
+    if core.tracer.hears(action) {
         trace_rq_event(core, action, rq, task);
     }
 }
@@ -303,7 +303,7 @@ fn trace_plug(core: &mut BlockCore, dev: DevId, action: Action, depth: u64, task
         Action::Plug => s.plugs += 1,
         _ => s.unplugs += 1,
     }
-    if core.tracer.active() {
+    if core.tracer.hears(action) {
         let ev = Event { time: core.clock(), dev, action, op: Op::Read, flags: 0, sector: 0, bytes: 0, task, error: 0, arg: depth, from_dev: 0 };
         core.emit(ev);
     }

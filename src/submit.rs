@@ -485,9 +485,13 @@ impl BlockCore {
     // ---- tracing -------------------------------------------------------
 
     /// Emit an event for bio `id` on its queue's trace stream (inlined
-    /// down to the check, so an untraced run pays no call).
+    /// down to the check, so an untraced run pays no call). `action` is
+    /// one the analysis reads (the merges' is not a constant, and
+    /// [`crate::trace::Tracer::hears`] of it would cost a test per merge);
+    /// 'A' goes through [`Self::trace_bio_remap`].
     #[inline]
     pub fn trace_bio(&mut self, action: Action, id: BioId, arg: u64, from_dev: DevId) {
+        debug_assert!(crate::stats::analysis::READS & 1 << action as u16 != 0);
         if self.tracer.active() {
             self.trace_bio_event(action, id, arg, from_dev, 0);
         }
@@ -556,7 +560,9 @@ impl BlockCore {
     pub fn trace_bio_remap(&mut self, id: BioId, from_dev: DevId, from_sector: u64) {
         let dev = self.topo.dev(self.bio(id).dev).whole;
         self.stats[dev as usize].remaps += 1;
-        self.trace_bio(Action::Remap, id, from_sector, from_dev);
+        if self.tracer.hears(Action::Remap) {
+            self.trace_bio_event(Action::Remap, id, from_sector, from_dev, 0);
+        }
     }
 
     // ---- submission ----------------------------------------------------

@@ -128,6 +128,17 @@ impl Log2Hist {
     }
 }
 
+/// The actions [`DeviceAnalysis::event`] reads, a bit per [`Action`]
+/// (see [`crate::trace::Tracer::hears`]); it passes over the others.
+pub const READS: u16 = 1 << Action::Queue as u16
+    | 1 << Action::Split as u16
+    | 1 << Action::GetRq as u16
+    | 1 << Action::BackMerge as u16
+    | 1 << Action::FrontMerge as u16
+    | 1 << Action::Insert as u16
+    | 1 << Action::Issue as u16
+    | 1 << Action::Complete as u16;
+
 /// A request being followed from 'G' to 'C'.
 #[derive(Clone, Copy, Debug)]
 struct Tracked {
@@ -220,6 +231,7 @@ impl DeviceAnalysis {
         self.stages[i].add(v);
     }
 
+    /// Reads only the actions in [`READS`].
     #[inline(always)]
     fn event(&mut self, ev: &Event) {
         let t = ev.time;
@@ -254,7 +266,8 @@ impl DeviceAnalysis {
             }
             Action::Issue => self.issue(ev),
             Action::Complete => self.complete(ev),
-            _ => {}
+            // Not in READS.
+            Action::Remap | Action::Plug | Action::Unplug | Action::UnplugTimer | Action::Requeue => {}
         }
     }
 

@@ -221,8 +221,7 @@ const ANALYSIS_THREAD_AFTER: u64 = 1 << 16;
 /// Fans events out to sinks; records the first write error and stops.
 #[derive(Default)]
 pub struct Tracer {
-    /// Anyone listens (a sink, the log or the analysis): one flag for the
-    /// check every trace point makes.
+    /// Anyone listens (a sink, the log or the analysis).
     on: bool,
     sinks: Vec<Box<dyn TraceSink>>,
     pub log: Option<EventLog>,
@@ -240,6 +239,8 @@ pub struct Tracer {
     pub error: Option<io::Error>,
     /// Tracing is stopped for now (an untraced scenario step).
     paused: bool,
+    /// Anyone but the analysis thread listens.
+    others: bool,
     /// The analysis on its thread is the only listener (what a plain
     /// `blkstack run` has after its first events): [`Tracer::emit`] hands
     /// the event to it and looks at nothing else.
@@ -287,6 +288,7 @@ impl Tracer {
         let others = !self.sinks.is_empty() || self.log.is_some() || self.store.is_some() || self.analysis.is_some() || self.btt.is_some();
         self.on = !self.paused && (others || self.analysis_thread.is_some());
         self.thread_only = self.on && !others;
+        self.others = self.on && others;
     }
 
     /// A bio merged into a request without an event: the analysis forgets
@@ -314,6 +316,21 @@ impl Tracer {
     #[inline]
     pub fn active(&self) -> bool {
         self.on
+    }
+
+    /// Whether anyone listens for `action`; callers skip building its
+    /// event otherwise. The analysis thread alone (a plain run) hears
+    /// only the actions the analysis reads
+    /// ([`crate::stats::analysis::READS`]), so a plain run builds no 'P',
+    /// 'U' or 'A' for it to pass over. For a constant action this is one
+    /// test, as [`Tracer::active`] is.
+    #[inline(always)]
+    pub fn hears(&self, action: Action) -> bool {
+        if crate::stats::analysis::READS & 1 << action as u16 != 0 {
+            self.on
+        } else {
+            self.others
+        }
     }
 
     /// The analysis thread, when it is the only listener: the engine's
