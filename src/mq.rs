@@ -280,7 +280,7 @@ pub fn trace_rq(core: &mut BlockCore, action: Action, rq: &Request, task: u32) {
 }
 
 fn trace_rq_event(core: &mut BlockCore, action: Action, rq: &Request, task: u32) {
-    let ev = Event {
+    core.emit(|core| Event {
         time: core.clock(),
         dev: rq.dev,
         action,
@@ -292,8 +292,7 @@ fn trace_rq_event(core: &mut BlockCore, action: Action, rq: &Request, task: u32)
         error: if rq.error == crate::nvme_multipath::FAILED_OVER { 0 } else { rq.error },
         arg: 0,
         from_dev: 0,
-    };
-    core.emit(ev);
+    });
 }
 
 /// 'P' or 'U'/'UT' (no data, so blkparse shows "N").
@@ -304,8 +303,7 @@ fn trace_plug(core: &mut BlockCore, dev: DevId, action: Action, depth: u64, task
         _ => s.unplugs += 1,
     }
     if core.tracer.hears(action) {
-        let ev = Event { time: core.clock(), dev, action, op: Op::Read, flags: 0, sector: 0, bytes: 0, task, error: 0, arg: depth, from_dev: 0 };
-        core.emit(ev);
+        core.emit(|core| Event { time: core.clock(), dev, action, op: Op::Read, flags: 0, sector: 0, bytes: 0, task, error: 0, arg: depth, from_dev: 0 });
     }
 }
 

@@ -510,21 +510,22 @@ impl BlockCore {
     /// the event, on every bio's 'Q' and more.
     #[inline(always)]
     fn trace_bio_event(&mut self, action: Action, id: BioId, arg: u64, from_dev: DevId, error: i32) {
-        let b = self.bio(id);
-        let ev = Event {
-            time: self.clock(),
-            dev: self.topo.dev(b.dev).whole,
-            action,
-            op: b.op,
-            flags: b.flags,
-            sector: b.iter.sector,
-            bytes: b.iter.size,
-            task: self.current,
-            error,
-            arg,
-            from_dev,
-        };
-        self.emit(ev);
+        self.emit(|core| {
+            let b = core.bio(id);
+            Event {
+                time: core.clock(),
+                dev: core.topo.dev(b.dev).whole,
+                action,
+                op: b.op,
+                flags: b.flags,
+                sector: b.iter.sector,
+                bytes: b.iter.size,
+                task: core.current,
+                error,
+                arg,
+                from_dev,
+            }
+        });
     }
 
     /// The time the running code has reached: now, plus the CPU time it
@@ -543,15 +544,22 @@ impl BlockCore {
         }
     }
 
-    /// Hand `ev` to the listeners: straight into the analysis thread's
-    /// batch when it alone listens, else to each through [`crate::trace::Tracer::emit`].
-    #[inline]
-    pub fn emit(&mut self, ev: Event) {
-        if let Some(t) = self.tracer.only_thread() {
-            return t.add(&ev);
+    /// Hand the event `make` builds to the listeners: straight into the
+    /// analysis thread's batch when it alone listens, else to each through
+    /// [`crate::trace::Tracer::emit`]. Each way builds its own: the
+    /// thread's takes only the fields the analysis reads
+    /// ([`crate::stats::analysis::EventBrief`]), and the compiler leaves out
+    /// the loads of the others.
+    #[inline(always)]
+    pub fn emit(&mut self, make: impl FnOnce(&Self) -> Event) {
+        if self.tracer.thread_only() {
+            let ev = make(self);
+            self.tracer.to_thread(&ev);
+        } else {
+            let ev = make(self);
+            let ctx = TraceCtx { topo: &self.topo, tasks: &self.tasks };
+            self.tracer.emit(ev, &ctx);
         }
-        let ctx = TraceCtx { topo: &self.topo, tasks: &self.tasks };
-        self.tracer.emit(ev, &ctx);
     }
 
     /// `trace_block_bio_remap`: `id` now addresses its (lower) device;

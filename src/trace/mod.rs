@@ -333,19 +333,24 @@ impl Tracer {
         }
     }
 
-    /// The analysis thread, when it is the only listener: the engine's
-    /// path hands it each event directly ([`crate::submit::BlockCore::emit`]).
+    /// Whether the analysis thread is the only listener: the engine's
+    /// path then hands it each event directly ([`Tracer::to_thread`],
+    /// from [`crate::submit::BlockCore::emit`]).
     #[inline(always)]
-    pub fn only_thread(&mut self) -> Option<&mut crate::stats::analysis_thread::AnalysisThread> {
-        if self.thread_only {
-            self.analysis_thread.as_mut()
-        } else {
-            None
+    pub fn thread_only(&self) -> bool {
+        self.thread_only
+    }
+
+    /// Hand `ev` to the analysis thread (when [`Tracer::thread_only`]).
+    #[inline(always)]
+    pub fn to_thread(&mut self, ev: &Event) {
+        if let Some(t) = &mut self.analysis_thread {
+            t.add(ev);
         }
     }
 
     /// Every listener hears the event, in a fixed order (out of line: a
-    /// plain run's events take [`Tracer::only_thread`] instead).
+    /// plain run's events take [`Tracer::to_thread`] instead).
     #[inline(never)]
     pub fn emit(&mut self, ev: Event, ctx: &TraceCtx) {
         if let Some(log) = &mut self.log {
