@@ -216,7 +216,7 @@ impl TraceSink for EventLog {
 /// to a thread of its own: past the few thousand events of a small
 /// scenario, the thread's start costs less than the analysis it takes off
 /// the engine's path.
-const ANALYSIS_THREAD_AFTER: u64 = 1 << 16;
+const ANALYSIS_THREAD_AFTER: u64 = 1 << 12;
 
 /// Fans events out to sinks; records the first write error and stops.
 #[derive(Default)]
