@@ -506,9 +506,13 @@ impl BlockCore {
     // ---- tracing -------------------------------------------------------
 
     /// Emit an event for bio `id` on its queue's trace stream (inlined
-    /// down to the check, so an untraced run pays no call).
+    /// down to the check, so an untraced run pays no call). `action` is
+    /// one the analysis reads (the merges' is not a constant, and
+    /// [`crate::trace::Tracer::hears`] of it would cost a test per merge);
+    /// 'A' goes through [`Self::trace_bio_remap`].
     #[inline(always)]
     pub fn trace_bio(&mut self, action: Action, id: BioId, arg: u64, from_dev: DevId) {
+        debug_assert!(crate::stats::analysis::READS & 1 << action as u16 != 0);
         if self.tracer.active() {
             self.trace_bio_event(action, id, arg, from_dev, 0);
         }
@@ -527,21 +531,22 @@ impl BlockCore {
     /// the event, on every bio's 'Q' and more.
     #[inline(always)]
     fn trace_bio_event(&mut self, action: Action, id: BioId, arg: u64, from_dev: DevId, error: i32) {
-        let b = self.bio(id);
-        let ev = Event {
-            time: self.clock(),
-            dev: self.topo.dev(b.dev).whole,
-            action,
-            op: b.op,
-            flags: b.flags,
-            sector: b.iter.sector,
-            bytes: b.iter.size,
-            task: self.current,
-            error,
-            arg,
-            from_dev,
-        };
-        self.emit(ev);
+        self.emit(|core| {
+            let b = core.bio(id);
+            Event {
+                time: core.clock(),
+                dev: core.topo.dev(b.dev).whole,
+                action,
+                op: b.op,
+                flags: b.flags,
+                sector: b.iter.sector,
+                bytes: b.iter.size,
+                task: core.current,
+                error,
+                arg,
+                from_dev,
+            }
+        });
     }
 
     /// The time the running code has reached: now, plus the CPU time it
@@ -560,15 +565,22 @@ impl BlockCore {
         }
     }
 
-    /// Hand `ev` to the listeners: straight into the analysis thread's
-    /// batch when it alone listens, else to each through [`crate::trace::Tracer::emit`].
-    #[inline]
-    pub fn emit(&mut self, ev: Event) {
-        if let Some(t) = self.tracer.only_thread() {
-            return t.add(&ev);
+    /// Hand the event `make` builds to the listeners: straight into the
+    /// analysis thread's batch when it alone listens, else to each through
+    /// [`crate::trace::Tracer::emit`]. Each way builds its own: the
+    /// thread's takes only the fields the analysis reads
+    /// ([`crate::stats::analysis::EventBrief`]), and the compiler leaves out
+    /// the loads of the others.
+    #[inline(always)]
+    pub fn emit(&mut self, make: impl FnOnce(&Self) -> Event) {
+        if self.tracer.thread_only() {
+            let ev = make(self);
+            self.tracer.to_thread(&ev);
+        } else {
+            let ev = make(self);
+            let ctx = TraceCtx { topo: &self.topo, tasks: &self.tasks };
+            self.tracer.emit(ev, &ctx);
         }
-        let ctx = TraceCtx { topo: &self.topo, tasks: &self.tasks };
-        self.tracer.emit(ev, &ctx);
     }
 
     /// `trace_block_bio_remap`: `id` now addresses its (lower) device;
@@ -577,7 +589,9 @@ impl BlockCore {
     pub fn trace_bio_remap(&mut self, id: BioId, from_dev: DevId, from_sector: u64) {
         let dev = self.topo.dev(self.bio(id).dev).whole;
         self.stats[dev as usize].remaps += 1;
-        self.trace_bio(Action::Remap, id, from_sector, from_dev);
+        if self.tracer.hears(Action::Remap) {
+            self.trace_bio_event(Action::Remap, id, from_sector, from_dev, 0);
+        }
     }
 
     // ---- submission ----------------------------------------------------

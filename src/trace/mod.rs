@@ -216,13 +216,12 @@ impl TraceSink for EventLog {
 /// to a thread of its own: past the few thousand events of a small
 /// scenario, the thread's start costs less than the analysis it takes off
 /// the engine's path.
-const ANALYSIS_THREAD_AFTER: u64 = 1 << 16;
+const ANALYSIS_THREAD_AFTER: u64 = 1 << 12;
 
 /// Fans events out to sinks; records the first write error and stops.
 #[derive(Default)]
 pub struct Tracer {
-    /// Anyone listens (a sink, the log or the analysis): one flag for the
-    /// check every trace point makes.
+    /// Anyone listens (a sink, the log or the analysis).
     on: bool,
     sinks: Vec<Box<dyn TraceSink>>,
     pub log: Option<EventLog>,
@@ -240,6 +239,8 @@ pub struct Tracer {
     pub error: Option<io::Error>,
     /// Tracing is stopped for now (an untraced scenario step).
     paused: bool,
+    /// Anyone but the analysis thread listens.
+    others: bool,
     /// The analysis on its thread is the only listener (what a plain
     /// `blkstack run` has after its first events): [`Tracer::emit`] hands
     /// the event to it and looks at nothing else.
@@ -287,6 +288,7 @@ impl Tracer {
         let others = !self.sinks.is_empty() || self.log.is_some() || self.store.is_some() || self.analysis.is_some() || self.btt.is_some();
         self.on = !self.paused && (others || self.analysis_thread.is_some());
         self.thread_only = self.on && !others;
+        self.others = self.on && others;
     }
 
     /// A bio merged into a request without an event: the analysis forgets
@@ -316,19 +318,39 @@ impl Tracer {
         self.on
     }
 
-    /// The analysis thread, when it is the only listener: the engine's
-    /// path hands it each event directly ([`crate::submit::BlockCore::emit`]).
+    /// Whether anyone listens for `action`; callers skip building its
+    /// event otherwise. The analysis thread alone (a plain run) hears
+    /// only the actions the analysis reads
+    /// ([`crate::stats::analysis::READS`]), so a plain run builds no 'P',
+    /// 'U' or 'A' for it to pass over. For a constant action this is one
+    /// test, as [`Tracer::active`] is.
     #[inline(always)]
-    pub fn only_thread(&mut self) -> Option<&mut crate::stats::analysis_thread::AnalysisThread> {
-        if self.thread_only {
-            self.analysis_thread.as_mut()
+    pub fn hears(&self, action: Action) -> bool {
+        if crate::stats::analysis::READS & 1 << action as u16 != 0 {
+            self.on
         } else {
-            None
+            self.others
+        }
+    }
+
+    /// Whether the analysis thread is the only listener: the engine's
+    /// path then hands it each event directly ([`Tracer::to_thread`],
+    /// from [`crate::submit::BlockCore::emit`]).
+    #[inline(always)]
+    pub fn thread_only(&self) -> bool {
+        self.thread_only
+    }
+
+    /// Hand `ev` to the analysis thread (when [`Tracer::thread_only`]).
+    #[inline(always)]
+    pub fn to_thread(&mut self, ev: &Event) {
+        if let Some(t) = &mut self.analysis_thread {
+            t.add(ev);
         }
     }
 
     /// Every listener hears the event, in a fixed order (out of line: a
-    /// plain run's events take [`Tracer::only_thread`] instead).
+    /// plain run's events take [`Tracer::to_thread`] instead).
     #[inline(never)]
     pub fn emit(&mut self, ev: Event, ctx: &TraceCtx) {
         if let Some(log) = &mut self.log {
