@@ -406,26 +406,35 @@ impl BlockCore {
     }
 
     /// A new bio object that starts as a copy of `id`, its completion and
-    /// request state cleared (`__bio_clone`). It is copied into its slot
-    /// and adjusted there: building it on the stack and moving it in
+    /// request state cleared (`__bio_clone`), and `adjust` applied (the
+    /// caller's fields: device, sector, flags, size). It is copied into its
+    /// slot and adjusted there: building it on the stack and moving it in
     /// stalls on store forwarding, on the path every clone and split takes.
+    /// The copy, the reset and `adjust` go through one borrow of the slot:
+    /// each lookup again cost a bounds check and reloads of the arena (its
+    /// length might have changed with any store, for all the compiler
+    /// knows), and the fields set twice were stored twice.
     #[inline(always)]
-    fn bio_copy(&mut self, id: BioId) -> BioId {
-        let new = match self.take_free_slot() {
+    fn bio_copy(&mut self, id: BioId, adjust: impl FnOnce(&mut Bio)) -> BioId {
+        let (new, c) = match self.take_free_slot() {
             Some(new) => {
                 let (src, dst) = (id as usize, new as usize);
-                if src < dst {
+                let c = if src < dst {
                     let (lo, hi) = self.bios.split_at_mut(dst);
                     hi[0].clone_from(&lo[src]);
+                    &mut hi[0]
                 } else {
                     let (lo, hi) = self.bios.split_at_mut(src);
                     lo[dst].clone_from(&hi[0]);
-                }
-                new
+                    &mut lo[dst]
+                };
+                (new, c)
             }
-            None => self.bio_copy_to_new_slot(id),
+            None => {
+                let new = self.bio_copy_to_new_slot(id);
+                (new, &mut self.bios[new as usize])
+            }
         };
-        let c = self.bio_mut(new);
         c.parent = None;
         c.remaining = 1;
         c.in_request = false;
@@ -436,6 +445,7 @@ impl BlockCore {
         c.status = 0;
         // A clone starts with no bio flags: blk-throttle sees it afresh.
         c.throtl = 0;
+        adjust(c);
         new
     }
 
@@ -453,12 +463,19 @@ impl BlockCore {
     /// the clone is a new object, so it gets its own 'Q' where submitted.
     #[inline(always)]
     pub fn bio_alloc_clone(&mut self, id: BioId, dev: DevId) -> BioId {
-        let clone = self.bio_copy(id);
-        let c = self.bio_mut(clone);
-        c.dev = dev;
-        c.traced = false;
-        c.remapped = false;
-        clone
+        self.bio_alloc_clone_with(id, dev, |_| {})
+    }
+
+    /// [`Self::bio_alloc_clone`] with the caller's changes (`adjust`) made
+    /// as the clone is set up (see [`Self::bio_copy`]).
+    #[inline(always)]
+    pub fn bio_alloc_clone_with(&mut self, id: BioId, dev: DevId, adjust: impl FnOnce(&mut Bio)) -> BioId {
+        self.bio_copy(id, |c| {
+            c.dev = dev;
+            c.traced = false;
+            c.remapped = false;
+            adjust(c);
+        })
     }
 
     /// `bio_split`: a clone covering the first `sectors`; the original is
@@ -469,8 +486,7 @@ impl BlockCore {
         let bytes = sectors << SECTOR_SHIFT;
         let b = self.bio(id);
         assert!(sectors > 0 && bytes < b.iter.size, "bio_split of {sectors} sectors out of range");
-        let front = self.bio_copy(id);
-        self.bio_mut(front).iter.size = bytes;
+        let front = self.bio_copy(id, |c| c.iter.size = bytes);
         let b = self.bio_mut(id);
         bvec_iter_advance(&b.bvecs, &mut b.iter, bytes);
         front
