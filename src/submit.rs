@@ -486,7 +486,8 @@ impl BlockCore {
         let bytes = sectors << SECTOR_SHIFT;
         let b = self.bio(id);
         assert!(sectors > 0 && bytes < b.iter.size, "bio_split of {sectors} sectors out of range");
-        let front = self.bio_copy(id, |c| c.iter.size = bytes);
+        let front = self.bio_copy(id, |_| {});
+        self.bio_mut(front).iter.size = bytes;
         let b = self.bio_mut(id);
         bvec_iter_advance(&b.bvecs, &mut b.iter, bytes);
         front
