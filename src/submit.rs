@@ -607,7 +607,7 @@ impl BlockCore {
             self.trace_bio_remap(id, devid, sector);
         }
         // From here on the disk's queue decides (looked up once).
-        let q = self.topo.queue(whole);
+        let q = self.topo.whole_queue(whole);
         if op_unsupported(&q.limits, op) {
             self.bio_io_error(id, EOPNOTSUPP);
             return None;

@@ -238,10 +238,10 @@ impl BioDriver for Mddev {
     /// version, and hand the bio to the personality.
     fn submit_bio(&mut self, core: &mut BlockCore, bio: BioId) {
         let Some((bio, _)) = core.bio_split_to_limits(bio) else { return };
-        core.bio_mut(bio).flags &= !req::NOMERGE;
-        let b = core.bio(bio);
-        let (dev, op, flags, sectors) = (b.dev, b.op, b.flags, b.sectors() as u64);
-        if core.beh.md_accounting == MdAccounting::SubmitBio && b.acct().is_none() && sectors != 0 {
+        let b = core.bio_mut(bio);
+        b.flags &= !req::NOMERGE;
+        let (dev, op, flags, sectors, unaccounted) = (b.dev, b.op, b.flags, b.sectors() as u64, b.acct().is_none());
+        if core.beh.md_accounting == MdAccounting::SubmitBio && unaccounted && sectors != 0 {
             core.bio_start_io_acct(bio);
         }
         self.make_request(core, bio);
