@@ -697,8 +697,10 @@ impl BlockCore {
     /// `None` if the bio was failed.
     #[inline(always)]
     pub fn bio_split_to_limits(&mut self, id: BioId) -> Option<(BioId, u32)> {
+        // Called from a driver's `->submit_bio`, with a bio off
+        // `current->bio_list`: it addresses a whole disk.
         let b = self.bio(id);
-        match split_decision(self.topo.limits(b.dev), b, &self.beh) {
+        match split_decision(&self.topo.whole_queue(b.dev).limits, b, &self.beh) {
             SplitDecision::Fits { nsegs } => Some((id, nsegs)),
             SplitDecision::At { sectors, nsegs } => Some((self.bio_submit_split(id, sectors), nsegs)),
             SplitDecision::Fail(status) => {
@@ -823,13 +825,12 @@ impl BlockCore {
             if b.status != 0 {
                 status = b.status as i32;
             }
-            let (traced, in_rq, parent) = (b.traced, b.in_request, b.parent);
+            let (traced, in_rq, parent, dev) = (b.traced, b.in_request, b.parent, b.dev);
             if let Some((start, sectors)) = b.acct() {
-                let (dev, op, flags) = (b.dev, b.op, b.flags);
+                let (op, flags) = (b.op, b.flags);
                 self.bio_end_io_acct(dev, op, flags, start, sectors);
             }
             if traced && !in_rq {
-                let dev = self.bio(id).dev;
                 self.stats[dev as usize].bio_completions += 1;
                 if self.tracer.active() {
                     // Completions run in interrupt context.
