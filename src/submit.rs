@@ -633,9 +633,12 @@ impl BlockCore {
     #[inline(always)]
     pub fn submit_bio_noacct_nocheck(&mut self, id: BioId, split: bool) -> Option<BioId> {
         let b = self.bio_mut(id);
+        // Its disk, which nothing below changes, read once for the 'Q'
+        // and the list.
+        let disk = b.dev;
         if !b.traced {
             b.traced = true;
-            let (dev, op, sectors) = (b.dev, b.op, b.sectors() as u64);
+            let (dev, op, sectors) = (disk, b.op, b.sectors() as u64);
             let s = &mut self.stats[dev as usize];
             s.queued += 1;
             s.sectors_queued[op as usize] += sectors;
@@ -652,7 +655,7 @@ impl BlockCore {
         let Some(lists) = &mut bio_lists[*current as usize] else { return Some(id) };
         // The bio addresses its whole disk (remapped by submit_bio_noacct,
         // or a remainder of a bio that was): its device is its queue.
-        let lower = lists.queue.is_some_and(|q| bios[id as usize].dev != q);
+        let lower = lists.queue.is_some_and(|q| disk != q);
         let list = if lower { &mut lists.lower } else { &mut lists.same };
         if head {
             list.add_head(bios, id);
