@@ -71,12 +71,6 @@ pub struct FlushQueue {
 }
 
 impl FlushQueue {
-    /// Is request `id` part of the flush machinery (a sequence's request or
-    /// the flush request)?
-    pub fn owns(&self, id: u32) -> bool {
-        self.flush_rq == Some(id) || self.seq.iter().any(|&(r, _)| r == id)
-    }
-
     fn steps(&mut self, id: u32) -> &mut u8 {
         &mut self.seq.iter_mut().find(|(r, _)| *r == id).expect("request in a flush sequence").1
     }
@@ -134,6 +128,7 @@ pub fn blk_insert_flush(qs: &mut [RequestQueue], core: &mut BlockCore, qi: usize
     }
     // Unmergeable from here on, as RQF_FLUSH_SEQ makes it.
     rq.flags |= req::NOMERGE;
+    rq.flush_seq = true;
     if normal && policy == FSEQ_DATA | FSEQ_POSTFLUSH {
         // 615939a2ae73: sent as a normal request, the post-flush to follow.
         q.flush.seq.push((id, FSEQ_PREFLUSH));
@@ -167,6 +162,7 @@ fn blk_flush_complete_seq(qs: &mut [RequestQueue], core: &mut BlockCore, qi: usi
         }
         _ => {
             fq.seq.retain(|&(r, _)| r != id);
+            qs[qi].rqs.get_mut(id).flush_seq = false;
             end_request(qs, core, qi, id);
         }
     }
@@ -195,7 +191,7 @@ fn blk_kick_flush(qs: &mut [RequestQueue], core: &mut BlockCore, qi: usize) {
     flush.flags = req::PREFLUSH;
     (flush.sector, flush.nr_sectors, flush.nr_phys_segments) = (0, 0, 0);
     (flush.start_time_ns, flush.task) = (core.now, KWORKER);
-    (flush.sched_tag, flush.driver_tag, flush.in_elevator) = (false, q.sched.is_none(), false);
+    (flush.sched_tag, flush.driver_tag, flush.in_elevator, flush.flush_seq) = (false, q.sched.is_none(), false, true);
     let fid = q.rqs.alloc(flush);
     q.flush.flush_rq = Some(fid);
     match core.beh.flush_data_path {
@@ -205,7 +201,7 @@ fn blk_kick_flush(qs: &mut [RequestQueue], core: &mut BlockCore, qi: usize) {
     blk_mq_run_hw_queue(qs, core, qi, true);
 }
 
-/// The device completed request `id`, which [`FlushQueue::owns`]: the
+/// The device completed request `id`, marked `flush_seq`: the
 /// flush request (`flush_end_io`) or a sequence's data
 /// (`mq_flush_data_end_io`).
 pub fn rq_completed(qs: &mut [RequestQueue], core: &mut BlockCore, qi: usize, id: u32) {

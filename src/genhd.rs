@@ -351,6 +351,14 @@ impl Topology {
         self.queues[whole as usize].as_ref().expect("whole disk has a queue")
     }
 
+    /// [`Self::queue`] of a device known to be a whole disk (its own
+    /// `whole`): one lookup fewer, for the paths every bio takes.
+    #[inline(always)]
+    pub fn whole_queue(&self, whole: DevId) -> &Queue {
+        debug_assert_eq!(self.devs[whole as usize].whole, whole, "a whole disk");
+        self.queues[whole as usize].as_ref().expect("whole disk has a queue")
+    }
+
     pub fn limits(&self, id: DevId) -> &QueueLimits {
         &self.queue(id).limits
     }

@@ -54,6 +54,9 @@ pub struct Request {
     /// `io_start_time_ns`: when the driver took it, stamped only while an
     /// rq-qos policy keeps statistics.
     pub io_start_time_ns: u64,
+    /// `RQF_FLUSH_SEQ`: the flush machinery completes it (a request in a
+    /// flush sequence, or the flush request).
+    pub flush_seq: bool,
 }
 
 impl Request {
@@ -493,6 +496,7 @@ fn blk_mq_alloc_done(qs: &mut [RequestQueue], core: &mut BlockCore, qi: usize, b
         error: 0,
         wbt_flags: 0,
         io_start_time_ns: 0,
+        flush_seq: false,
     };
     let mut rq = rq;
     crate::rq_qos::rq_qos_track(&qs[qi], &mut rq, core, bio);
@@ -833,7 +837,7 @@ fn zone_refuses(q: &mut RequestQueue, core: &mut BlockCore, id: u32, stream: usi
 /// `blk_mq_end_request`: 'C', accounting, tags back, bios ended, then
 /// tag waiters woken and the queue run again.
 pub fn blk_mq_complete_request(qs: &mut [RequestQueue], core: &mut BlockCore, qi: usize, id: u32) {
-    if qs[qi].flush.owns(id) {
+    if qs[qi].rqs.get(id).flush_seq {
         return crate::flush::rq_completed(qs, core, qi, id);
     }
     if core.mpath.is_some() {

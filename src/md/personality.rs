@@ -238,10 +238,10 @@ impl BioDriver for Mddev {
     /// version, and hand the bio to the personality.
     fn submit_bio(&mut self, core: &mut BlockCore, bio: BioId) {
         let Some((bio, _)) = core.bio_split_to_limits(bio) else { return };
-        core.bio_mut(bio).flags &= !req::NOMERGE;
-        let b = core.bio(bio);
-        let (dev, op, flags, sectors) = (b.dev, b.op, b.flags, b.sectors() as u64);
-        if core.beh.md_accounting == MdAccounting::SubmitBio && b.acct().is_none() && sectors != 0 {
+        let b = core.bio_mut(bio);
+        b.flags &= !req::NOMERGE;
+        let (dev, op, flags, sectors, unaccounted) = (b.dev, b.op, b.flags, b.sectors() as u64, b.acct().is_none());
+        if core.beh.md_accounting == MdAccounting::SubmitBio && unaccounted && sectors != 0 {
             core.bio_start_io_acct(bio);
         }
         self.make_request(core, bio);
@@ -361,11 +361,10 @@ pub(crate) fn md_remap(core: &mut BlockCore, bio: BioId, member: DevId, sector: 
 /// as the two fields it sets.
 #[inline(always)]
 pub(crate) fn md_clone(core: &mut BlockCore, bio: BioId, member: DevId, sector: u64, flags: u32) -> BioId {
-    let clone = core.bio_alloc_clone(bio, member);
-    let c = core.bio_mut(clone);
-    c.iter.sector = sector;
-    c.flags = flags;
-    clone
+    core.bio_alloc_clone_with(bio, member, |c| {
+        c.iter.sector = sector;
+        c.flags = flags;
+    })
 }
 
 /// Chain an already remapped `clone` to `parent`, trace and submit it.
@@ -382,13 +381,12 @@ pub(crate) fn submit_remapped(core: &mut BlockCore, parent: BioId, clone: BioId,
 /// `dev` at `sector` (not yet chained or submitted): its pages are the
 /// bio's own, as `bio_alloc_clone` + `bio_advance` + `bio_trim` give.
 pub(crate) fn clone_part(core: &mut BlockCore, bio: BioId, dev: DevId, skip: u32, sectors: u32, sector: u64, flags: u32) -> BioId {
-    let clone = core.bio_alloc_clone(bio, dev);
-    let c = core.bio_mut(clone);
-    crate::bio::bvec_iter_advance(&c.bvecs, &mut c.iter, skip << SECTOR_SHIFT);
-    c.iter.size = sectors << SECTOR_SHIFT;
-    c.iter.sector = sector;
-    c.flags = flags;
-    clone
+    core.bio_alloc_clone_with(bio, dev, |c| {
+        crate::bio::bvec_iter_advance(&c.bvecs, &mut c.iter, skip << SECTOR_SHIFT);
+        c.iter.size = sectors << SECTOR_SHIFT;
+        c.iter.sector = sector;
+        c.flags = flags;
+    })
 }
 
 /// A new bio of `sectors` on `dev` at `sector`, with no pages unless it is

@@ -76,10 +76,11 @@ impl Mddev {
     /// read or write path.
     #[inline(never)]
     pub(crate) fn raid10_make_request(&mut self, core: &mut BlockCore, bio: BioId) {
-        if core.bio(bio).flags & req::PREFLUSH != 0 && self.md_flush_request(core, bio) {
+        let (flags, op) = (core.bio(bio).flags, core.bio(bio).op);
+        if flags & req::PREFLUSH != 0 && self.md_flush_request(core, bio) {
             return;
         }
-        if core.bio(bio).op == Op::Discard {
+        if op == Op::Discard {
             let version = match core.beh.raid10_discard {
                 Raid10Discard::ChunkLimited => None,
                 Raid10Discard::WholeRange => Some(Raid10DiscardVersion::V2),
@@ -90,7 +91,7 @@ impl Mddev {
             }
         }
         let b = core.bio(bio);
-        let (sectors, op) = (b.sectors(), b.op);
+        let sectors = b.sectors();
         let max = self.r10conf().raid10_make_request_split(b.iter.sector, sectors).unwrap_or(sectors);
         // __make_request → raid10_read_request / raid10_write_request split
         // at r10_bio->sectors and resubmit the rest.

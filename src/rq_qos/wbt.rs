@@ -416,11 +416,14 @@ pub fn wbt_issue(rwb: &mut RqWb, id: u32, wb_flags: u8, now: u64) {
 }
 
 /// A request ends: `blk_stat_add` with its issue-to-completion time, then
-/// `wbt_done`.
+/// `wbt_done`. Inline: a few tests and counts for each request that ends,
+/// where the call and its register saves cost about a third as much.
+#[inline(always)]
 pub fn wbt_completed(rwb: &mut RqWb, core: &mut BlockCore, qi: u32, id: u32, rq: &Request) {
     catch_up(rwb, core, qi);
     rwb.cb.blk_stat_add(rq.op, core.now.saturating_sub(rq.io_start_time_ns));
-    wbt_done(rwb, core, qi, id, rq.wbt_flags);
+    // Caught up just now: the window cannot have closed since.
+    wbt_done_caught_up(rwb, core, qi, id, rq.wbt_flags);
 }
 
 /// `wbt_done`: a request ends or is freed. Inline: a few tests and a
@@ -428,6 +431,12 @@ pub fn wbt_completed(rwb: &mut RqWb, core: &mut BlockCore, qi: u32, id: u32, rq:
 #[inline(always)]
 pub fn wbt_done(rwb: &mut RqWb, core: &mut BlockCore, qi: u32, id: u32, wb_flags: u8) {
     catch_up(rwb, core, qi);
+    wbt_done_caught_up(rwb, core, qi, id, wb_flags);
+}
+
+/// [`wbt_done`] once any window that closed is dealt with.
+#[inline(always)]
+fn wbt_done_caught_up(rwb: &mut RqWb, core: &mut BlockCore, qi: u32, id: u32, wb_flags: u8) {
     if wb_flags & WBT_TRACKED == 0 {
         if rwb.sync.is_some_and(|(_, c)| c == id) {
             rwb.sync = None;
