@@ -1,10 +1,14 @@
 #!/usr/bin/env python3
 """Run the seeds' and the validation suite's scenarios through `blkstack run
 --json FILE --btt --histograms --iostat` into a directory (the JSON summary
-and the printed reports of each), or compare two such directories file by
-file: a change meant to leave every figure alone (the analysis, the
-engine's speed) shows that it does. The run's wall time and speed (in the
-JSON, and on the printed summary's line) are left out of the comparison.
+and the printed reports of each), and again without `--btt` (a plain run,
+whose analysis thread is then the only listener of the engine's events),
+or compare two such directories file by file: a change meant to leave
+every figure alone (the analysis, the engine's speed) shows that it does.
+What differs from run to run is left out of the comparison: the run's wall
+time and speed (in the JSON, and on the printed summary's line), the dates
+fio's and iostat's reports print. Scenarios are named relative to the
+checkout, so two checkouts' outputs compare.
 
   bench/same_outputs.py run OUT [--python PY]    # one blkstack, every case
   bench/same_outputs.py compare DIR_A DIR_B      # counts of identical files
@@ -28,7 +32,9 @@ from typing import List, Sequence, Tuple
 ROOT = Path(__file__).resolve().parents[1]
 SEED_DIR = ROOT / "python" / "blkstack" / "scenarios"
 VALIDATE_DIR = ROOT / "validate" / "scenarios"
-REPORTS = ["--btt", "--histograms", "--iostat"]
+# Each case's reports, and the suffix of its files: with btt's own
+# bookkeeping, and without (the analysis thread alone listens).
+REPORTS = [("", ["--btt", "--histograms", "--iostat"]), ("-plain", ["--histograms", "--iostat"])]
 QUICK_002 = [f"disks.nvme{i}n1.size=29687496704" for i in range(4)]
 FSTRIM_002 = 'workload={type = "fstrim", device = "/dev/md0", extents = %s}'
 
@@ -62,22 +68,27 @@ def cases() -> List[Tuple[str, Path, str, List[str]]]:
 
 
 def run_all(out: Path, blkstack: Sequence[str]) -> int:
+    out = out.resolve()
     out.mkdir(parents=True, exist_ok=True)
-    for name, path, kernel, sets in cases():
-        args = list(blkstack) + ["run", str(path)] + (["--kernel", kernel] if kernel else [])
-        for s in sets:
-            args += ["--set", s]
-        args += ["--json", str(out / f"{name}.json")] + REPORTS
-        proc = subprocess.run(args, stdin=subprocess.DEVNULL, capture_output=True)
-        (out / f"{name}.txt").write_bytes(proc.stdout)
-        if proc.returncode != 0:
-            (out / f"{name}.error").write_bytes(proc.stderr)
-        print(f"{name}: {'error ' + str(proc.returncode) if proc.returncode else 'ok'}", flush=True)
+    for case, path, kernel, sets in cases():
+        for suffix, reports in REPORTS:
+            name = case + suffix
+            args = list(blkstack) + ["run", str(path.relative_to(ROOT))] + (["--kernel", kernel] if kernel else [])
+            for s in sets:
+                args += ["--set", s]
+            args += ["--json", str(out / f"{name}.json")] + reports
+            proc = subprocess.run(args, stdin=subprocess.DEVNULL, capture_output=True, cwd=ROOT)
+            (out / f"{name}.txt").write_bytes(proc.stdout)
+            if proc.returncode != 0:
+                (out / f"{name}.error").write_bytes(proc.stderr)
+            print(f"{name}: {'error ' + str(proc.returncode) if proc.returncode else 'ok'}", flush=True)
     return 0
 
 
-# fio's report dates its job's end by the wall clock ("pid=4242: Wed Nov 25 04:44:47 2026").
+# fio's report dates its job's end by the wall clock ("pid=4242: Wed Nov 25 04:44:47 2026"),
+# iostat's header the day of the run ("Linux 6.12.117 (blkstack) \t12/07/26 \t").
 FIO_DATE = re.compile(rb"[A-Z][a-z]{2} [A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d \d{4}")
+IOSTAT_DATE = re.compile(rb"\(blkstack\) \t\d\d/\d\d/\d\d \t")
 
 
 def without_timing(path: Path) -> bytes:
@@ -92,7 +103,7 @@ def without_timing(path: Path) -> bytes:
         data = json.dumps(doc, sort_keys=True).encode()
     else:
         data = b"".join(line for line in data.splitlines(keepends=True) if b" wall " not in line)
-    return FIO_DATE.sub(b"DATE", data)
+    return IOSTAT_DATE.sub(b"(blkstack) \tDATE \t", FIO_DATE.sub(b"DATE", data))
 
 
 def compare(a: Path, b: Path) -> int:
