@@ -48,7 +48,9 @@ impl<S: Send + Default + 'static, M: Send + 'static> Worker<S, M> {
         Ok(Worker { batch: Vec::with_capacity(BATCH), full: Some(full), empty, handle: Some(handle) })
     }
 
-    #[inline]
+    /// Inline: every event of a plain run comes through here (the call
+    /// cost about as much as the copy on merge4k, callgrind).
+    #[inline(always)]
     pub fn push(&mut self, m: M) {
         self.batch.push(m);
         if self.batch.len() == BATCH {

@@ -4,12 +4,10 @@
 //! function of the event sequence alone and the batches arrive in order, so
 //! its figures are those of the analysis run inline.
 
-use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
-use std::thread::JoinHandle;
-
 use super::analysis::{Analysis, EventBrief};
 use crate::genhd::DevId;
 use crate::trace::Event;
+use crate::worker::Worker;
 
 /// What the engine hands the analysis, in the order it happened.
 #[derive(Clone, Copy, Debug)]
@@ -19,93 +17,33 @@ enum Msg {
     UntracedMerge(DevId, u64),
 }
 
-/// Messages per batch: the engine's thread sends a batch (and takes an
-/// empty one back) once per this many.
-const BATCH: usize = 4096;
-/// Batches on their way at most: the engine waits when the analysis is
-/// this far behind, so the memory held stays bounded.
-const IN_FLIGHT: usize = 8;
-
 /// The engine's end of an analysis running on its own thread.
 pub struct AnalysisThread {
-    batch: Vec<Msg>,
-    full: Option<SyncSender<Vec<Msg>>>,
-    empty: Receiver<Vec<Msg>>,
-    handle: Option<JoinHandle<Analysis>>,
+    worker: Worker<Analysis, Msg>,
 }
 
 impl AnalysisThread {
     /// Move `analysis` onto a new thread; `Err` gives it back when no
     /// thread can be started.
-    pub fn start(mut analysis: Analysis) -> Result<Self, Analysis> {
-        let (full, full_rx) = sync_channel::<Vec<Msg>>(IN_FLIGHT);
-        let (empty_tx, empty) = sync_channel::<Vec<Msg>>(IN_FLIGHT + 1);
-        let (give_back, taken) = std::sync::mpsc::channel::<Analysis>();
-        let spawned = std::thread::Builder::new().name("blkstack-analysis".into()).spawn(move || {
-            let mut analysis = match taken.recv() {
-                Ok(a) => a,
-                Err(_) => return Analysis::default(),
-            };
-            for mut batch in full_rx {
-                apply(&mut analysis, &batch);
-                batch.clear();
-                let _ = empty_tx.try_send(batch);
-            }
-            analysis
-        });
-        let handle = match spawned {
-            Ok(h) => h,
-            Err(_) => return Err(analysis),
-        };
-        if let Err(e) = give_back.send(analysis) {
-            analysis = e.0;
-            return Err(analysis);
-        }
-        Ok(AnalysisThread { batch: Vec::with_capacity(BATCH), full: Some(full), empty, handle: Some(handle) })
+    pub fn start(analysis: Analysis) -> Result<Self, Analysis> {
+        Worker::start(analysis, "blkstack-analysis", apply).map(|worker| AnalysisThread { worker })
     }
 
     /// Inline: out of line, its call and the event it takes by reference
     /// cost about as much as the copy (callgrind, merge4k).
     #[inline(always)]
     pub fn add(&mut self, ev: &Event) {
-        self.push(Msg::Event(EventBrief::of(ev)));
+        self.worker.push(Msg::Event(EventBrief::of(ev)));
     }
 
     pub fn untraced_merge(&mut self, dev: DevId, sector: u64) {
-        self.push(Msg::UntracedMerge(dev, sector));
-    }
-
-    #[inline(always)]
-    fn push(&mut self, m: Msg) {
-        self.batch.push(m);
-        if self.batch.len() == BATCH {
-            self.send();
-        }
-    }
-
-    #[inline(never)]
-    fn send(&mut self) {
-        let next = self.empty.try_recv().unwrap_or_else(|_| Vec::with_capacity(BATCH));
-        let batch = std::mem::replace(&mut self.batch, next);
-        if let Some(full) = &self.full {
-            // The thread ends only when this end hangs up, or by a panic,
-            // which `finish` passes on.
-            let _ = full.send(batch);
-        }
+        self.worker.push(Msg::UntracedMerge(dev, sector));
     }
 
     /// Hand over what is left, wait for the thread, and give back the
     /// analysis of every event.
-    pub fn finish(mut self) -> Analysis {
-        if !self.batch.is_empty() {
-            self.send();
-        }
-        self.full = None;
-        let handle = self.handle.take().expect("finished once");
-        match handle.join() {
-            Ok(a) => a,
-            Err(panic) => std::panic::resume_unwind(panic),
-        }
+    pub fn finish(self) -> Analysis {
+        self.worker.finish()
     }
 }
 
