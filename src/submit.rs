@@ -297,7 +297,7 @@ pub struct BlockCore {
     /// Hooks the checks took on this thread while they could move.
     checked_here: u64,
     /// After how many of those they move ([`CHECK_THREAD_AFTER`]; tests
-    /// set 1 or `u64::MAX` to compare the two).
+    /// set 0 or `u64::MAX` to compare the two).
     pub check_thread_after: u64,
     /// The checks may move to a thread of their own, or are on it: their
     /// hooks go through [`BlockCore::check_hook`].
@@ -621,9 +621,10 @@ impl BlockCore {
     /// caller must start a submission loop (no `current->bio_list` yet).
     pub fn submit_bio_noacct(&mut self, id: BioId) -> Option<BioId> {
         self.cpu_charge(|c| c.submit_bio as u64);
-        // What the checks read of the bio, read once: each lookup of it
-        // again cost a bounds check and reloads of the arena, on every bio
-        // submitted. (None of it changes below but the sector and device.)
+        // What this function's checks read of the bio, read once: each
+        // lookup of it again cost a bounds check and reloads of the arena,
+        // on every bio submitted. (None of it changes below but the sector
+        // and device.)
         let b = self.bio(id);
         let (devid, op, size, sector, end) = (b.dev, b.op, b.iter.size, b.iter.sector, b.end_sector());
         let dev = self.topo.dev(devid);

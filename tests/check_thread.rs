@@ -10,7 +10,7 @@ use blkstack::scenario;
 
 /// md0: raid10 near 2 over four NVMe disks (64 KiB chunks), written with
 /// 1 MiB O_DIRECT writes then read back, then discarded whole: writes,
-/// reads and a stacked discard, about 3,000 hooks.
+/// reads and a stacked discard, a few thousand hooks.
 const RAID10: &str = r#"
 kernel = "6.12"
 [disks.nvme0n1]
