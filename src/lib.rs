@@ -13,6 +13,7 @@
 
 pub mod bio;
 pub mod check;
+pub mod critical_path;
 pub mod crypto;
 pub mod disk;
 pub mod dm;

@@ -1,7 +1,8 @@
 //! The `blkstack._core` extension module: a thin layer over `crate::run`.
 
 use std::io::{IsTerminal, Write};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::Duration;
 
 use pyo3::create_exception;
 use pyo3::exceptions::{PyBrokenPipeError, PyException, PyKeyboardInterrupt, PyOSError, PyValueError};
@@ -9,6 +10,7 @@ use pyo3::prelude::*;
 
 use pyo3::types::{PyBytes, PyDict};
 
+use crate::critical_path::{run_on_own_thread, Seat};
 use crate::engine::Progress;
 use crate::run::{profiles_json, progress_line, run_file_full, BlktraceTarget, Output, RunError, RunOptions, RunResult};
 use crate::trace::store::{Column, EventStore, Keep};
@@ -28,7 +30,8 @@ fn to_py(e: RunError) -> PyErr {
     }
 }
 
-/// Wall-clock seconds between two looks at Python's signals (Ctrl-C).
+/// Wall-clock seconds between two looks at Python's signals (Ctrl-C) by
+/// the thread that waits for a run.
 const SIGNAL_EVERY_S: f64 = 0.1;
 /// Wall-clock seconds between two redraws of the progress bar.
 const DRAW_EVERY_S: f64 = 0.25;
@@ -45,41 +48,50 @@ fn progress_after() -> f64 {
 static INTERRUPTS: AtomicU64 = AtomicU64::new(0);
 
 /// Run with a tick that honours Ctrl-C and, when asked, shows a progress
-/// bar on stderr (a terminal only). The run itself holds no GIL, so runs on
-/// several Python threads use several cores. The engine ticks every 65536
-/// events; the tick reads the `INTERRUPTS` flag, and only a few times a
-/// second of wall time takes the GIL to let Python look at its signals
-/// (Ctrl-C on the main thread) and redraws the bar, so the loop stays in
-/// Rust.
+/// bar on stderr (a terminal only). The run holds no GIL, so runs on
+/// several Python threads use several cores, and its engine has a thread
+/// of its own (`critical_path`: among runs at once, the longest goes
+/// first). The engine ticks every 65536 events; the tick reads the
+/// `INTERRUPTS` flag and the calling thread's stop flag, and redraws the
+/// bar a few times a second. The calling thread, meanwhile, takes the GIL
+/// a few times a second to let Python look at its signals (Ctrl-C on the
+/// main thread), so the loop stays in Rust.
 fn run_checked(py: Python<'_>, path: &str, opts: &RunOptions, progress: bool) -> PyResult<RunResult> {
     let show = progress && std::io::stderr().is_terminal();
     let after = progress_after();
     let epoch = INTERRUPTS.load(Ordering::Relaxed);
-    let (mut shown, mut checked, mut drawn, mut draws) = (false, f64::NEG_INFINITY, f64::NEG_INFINITY, 0u64);
-    let mut tick = |p: &Progress| {
-        if INTERRUPTS.load(Ordering::Relaxed) != epoch {
-            return false;
-        }
-        if p.wall_s - checked >= SIGNAL_EVERY_S {
-            checked = p.wall_s;
-            if Python::attach(|py| py.check_signals()).is_err() {
+    let stop = AtomicBool::new(false);
+    let engine = |seat: Option<&Seat>| {
+        let (mut shown, mut drawn, mut draws) = (false, f64::NEG_INFINITY, 0u64);
+        let mut tick = |p: &Progress| {
+            if INTERRUPTS.load(Ordering::Relaxed) != epoch || stop.load(Ordering::Relaxed) {
                 return false;
             }
+            if let Some(seat) = seat {
+                seat.tick();
+            }
+            if show && p.wall_s >= after && p.wall_s - drawn >= DRAW_EVERY_S {
+                drawn = p.wall_s;
+                let mut err = std::io::stderr().lock();
+                let _ = write!(err, "\r{}\x1b[K", progress_line(p, draws));
+                let _ = err.flush();
+                draws += 1;
+                shown = true;
+            }
+            true
+        };
+        let result = run_file_full(path, opts, &mut tick);
+        if shown {
+            eprint!("\r\x1b[K");
         }
-        if show && p.wall_s >= after && p.wall_s - drawn >= DRAW_EVERY_S {
-            drawn = p.wall_s;
-            let mut err = std::io::stderr().lock();
-            let _ = write!(err, "\r{}\x1b[K", progress_line(p, draws));
-            let _ = err.flush();
-            draws += 1;
-            shown = true;
-        }
-        true
+        result
     };
-    let result = py.detach(|| run_file_full(path, opts, &mut tick));
-    if shown {
-        eprint!("\r\x1b[K");
-    }
+    let look_at_signals = || {
+        if !stop.load(Ordering::Relaxed) && Python::attach(|py| py.check_signals()).is_err() {
+            stop.store(true, Ordering::Relaxed);
+        }
+    };
+    let result = py.detach(|| run_on_own_thread(engine, Duration::from_secs_f64(SIGNAL_EVERY_S), look_at_signals));
     result.map_err(to_py)
 }
 

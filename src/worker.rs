@@ -7,6 +7,8 @@
 use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
 use std::thread::JoinHandle;
 
+use crate::critical_path::Follower;
+
 /// Messages per batch: the engine's thread sends a batch (and takes an
 /// empty one back) once per this many.
 const BATCH: usize = 4096;
@@ -32,9 +34,11 @@ impl<S: Send + Default + 'static, M: Send + 'static> Worker<S, M> {
         // The state goes over once the thread runs: a failed spawn drops
         // its closure, and the state with it, had the closure taken it.
         let (give, taken) = std::sync::mpsc::channel::<S>();
+        let mut follower = Follower::of_this_run();
         let spawned = std::thread::Builder::new().name(name.into()).spawn(move || {
             let Ok(mut state) = taken.recv() else { return S::default() };
             for mut batch in full_rx {
+                follower.follow();
                 apply(&mut state, &batch);
                 batch.clear();
                 let _ = empty_tx.try_send(batch);

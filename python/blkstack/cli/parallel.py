@@ -1,11 +1,14 @@
 """Independent runs on every processor, with the sequential results.
 
 The engine runs without Python's GIL (``blkstack._core.run`` releases it),
-so runs on threads use one processor each. ``Runs`` hands out futures and
-the caller reads them in the order it submitted them: what it prints, and
-the first error it raises, are then those of running one after another.
-With one job nothing runs ahead: each call runs when its result is read,
-exactly as a loop would.
+so runs on threads use one processor each. Among runs at once, one that
+has had far less processor time than another lowers its threads'
+priority (the engine's ``critical_path``), so the long run is not slowed
+by the short ones beside it: submit the slow calls first. ``Runs`` hands
+out futures and the caller reads them in the order it submitted them:
+what it prints, and the first error it raises, are then those of running
+one after another. With one job nothing runs ahead: each call runs when
+its result is read, exactly as a loop would.
 """
 
 from __future__ import annotations
