@@ -105,7 +105,7 @@ pub fn run_on_own_thread<T: Send>(f: impl FnOnce(Option<&Seat>) -> T + Send, eve
     let f = Mutex::new(Some(f));
     let take = || f.lock().unwrap_or_else(|e| e.into_inner()).take().expect("run once");
     std::thread::scope(|s| {
-        let spawned = std::thread::Builder::new().name("blkstack-run".into()).stack_size(ENGINE_STACK).spawn_scoped(s, || {
+        let spawned = std::thread::Builder::new().name("blkstack-engine".into()).stack_size(ENGINE_STACK).spawn_scoped(s, || {
             let _ended = ended; // hung up when `f` returns or unwinds
             let seat = Seat::take();
             take()(Some(&seat))
