@@ -126,6 +126,39 @@ impl Job {
 }
 
 impl Job {
+    /// One reference on the unit in `slot` dropped (a bio of it ended, or
+    /// its submission finished), at `now`: inline, as most drops leave the
+    /// unit in flight. A method of the job, so callers that already hold
+    /// it look it up once.
+    #[inline(always)]
+    fn unit_bio_done(&mut self, slot: u32, now: u64) {
+        let left = &mut self.slots[slot as usize].left;
+        *left -= 1;
+        if *left == 0 {
+            self.unit_complete(slot, now);
+        }
+    }
+
+    /// The unit in `slot` completed at `now`: its slot is free, and what
+    /// the tool counts of it is counted.
+    fn unit_complete(&mut self, slot: u32, now: u64) {
+        self.free_slots.push(slot);
+        self.in_flight -= 1;
+        self.units_done += 1;
+        self.unreaped += 1;
+        self.reaping = self.reaping.saturating_sub(1);
+        if self.slots[slot as usize].requeue.is_some() {
+            self.requeue(slot);
+        }
+        if self.sync_slot == Some(slot) {
+            self.sync_slot = None;
+        }
+        if let Some(k) = self.slots[slot as usize].kind.index() {
+            self.count_completion(k, slot, now);
+        }
+        self.stats.last_complete_ns = now;
+    }
+
     /// The rest of the short unit in `slot` goes ahead of new ones.
     #[cold]
     #[inline(never)]
@@ -605,10 +638,13 @@ impl Engine {
                 }
                 // All bios of the unit were submitted: drop the submission's
                 // own reference, so the unit completes with its last bio,
-                // and hand the bios' buffers back to the source.
-                self.jobs[j].slots[u.slot as usize].issued = self.core.now;
-                self.unit_bio_done(j, u.slot);
-                self.jobs[j].source.unit_done(u.bios);
+                // and hand the bios' buffers back to the source. One lookup
+                // of the job and the slot for the three.
+                let now = self.core.now;
+                let job = &mut self.jobs[j];
+                job.slots[u.slot as usize].issued = now;
+                job.unit_bio_done(u.slot, now);
+                job.source.unit_done(u.bios);
             }
             if std::mem::take(&mut self.jobs[j].plugged) {
                 if std::mem::take(&mut self.jobs[j].plug_sleeps) {
@@ -719,40 +755,6 @@ impl Engine {
             self.jobs[j].plug_sleeps = plug_sleeps;
         }
         true
-    }
-
-    /// One reference on the unit in `slot` dropped (a bio of it ended, or
-    /// its submission finished): inline, as most drops leave the unit in
-    /// flight.
-    #[inline(always)]
-    fn unit_bio_done(&mut self, j: usize, slot: u32) {
-        let left = &mut self.jobs[j].slots[slot as usize].left;
-        *left -= 1;
-        if *left == 0 {
-            self.unit_complete(j, slot);
-        }
-    }
-
-    /// The unit in `slot` completed: its slot is free, and what the tool
-    /// counts of it is counted.
-    fn unit_complete(&mut self, j: usize, slot: u32) {
-        let now = self.core.now;
-        let job = &mut self.jobs[j];
-        job.free_slots.push(slot);
-        job.in_flight -= 1;
-        job.units_done += 1;
-        job.unreaped += 1;
-        job.reaping = job.reaping.saturating_sub(1);
-        if job.slots[slot as usize].requeue.is_some() {
-            job.requeue(slot);
-        }
-        if job.sync_slot == Some(slot) {
-            job.sync_slot = None;
-        }
-        if let Some(k) = job.slots[slot as usize].kind.index() {
-            job.count_completion(k, slot, now);
-        }
-        job.stats.last_complete_ns = now;
     }
 
     /// A task that got a tag back finishes its allocation, then its loop,
@@ -951,8 +953,9 @@ impl Engine {
                     self.lo_rw_aio_complete(d);
                     continue;
                 }
-                self.jobs[j].errors += (d.status != 0) as u64;
-                self.unit_bio_done(j, d.cookie);
+                let job = &mut self.jobs[j];
+                job.errors += (d.status != 0) as u64;
+                job.unit_bio_done(d.cookie, self.core.now);
                 if !self.reaped.ready.contains(&j) {
                     self.reaped.ready.push(j);
                 }
