@@ -705,18 +705,20 @@ impl Engine {
         // drain unit is held by `n > 0`), so it sees no unit of this batch.
         let (mut n, mut plug, mut plug_sleeps, mut counted) = (0u32, false, false, 0u32);
         while n < room {
-            let u = if job.requeued.is_empty() && job.pending.is_none() { next_from_source(job, now) } else { job.requeued.pop_front().or_else(|| job.pending.take()) };
-            let Some(mut u) = u else { break };
+            let mut next = if job.requeued.is_empty() && job.pending.is_none() { next_from_source(job, now) } else { job.requeued.pop_front().or_else(|| job.pending.take()) };
+            // The unit is read where the source left it: moved out of its
+            // Option, all of it was copied once more for every unit.
+            let Some(u) = next.as_mut() else { break };
             let held = u.not_before > now || (u.drain && job.in_flight > 0) || ((u.sync || u.drain) && n > 0);
             if held {
-                job.pending = Some(u);
+                job.pending = next;
                 break;
             }
             let alone = u.sync || u.drain;
             plug |= u.plug;
             plug_sleeps |= u.sleeps_in_plug;
             counted += u.kind.index().is_some() as u32;
-            job.queue_unit(&mut u, now);
+            job.queue_unit(u, now);
             n += 1;
             if alone {
                 break;
