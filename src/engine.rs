@@ -147,13 +147,16 @@ impl Job {
         self.units_done += 1;
         self.unreaped += 1;
         self.reaping = self.reaping.saturating_sub(1);
-        if self.slots[slot as usize].requeue.is_some() {
+        // What the slot says of the unit, read in one lookup.
+        let s = &self.slots[slot as usize];
+        let (requeue, counted) = (s.requeue.is_some(), s.kind.index());
+        if requeue {
             self.requeue(slot);
         }
         if self.sync_slot == Some(slot) {
             self.sync_slot = None;
         }
-        if let Some(k) = self.slots[slot as usize].kind.index() {
+        if let Some(k) = counted {
             self.count_completion(k, slot, now);
         }
         self.stats.last_complete_ns = now;
@@ -958,7 +961,9 @@ impl Engine {
                 let job = &mut self.jobs[j];
                 job.errors += (d.status != 0) as u64;
                 job.unit_bio_done(d.cookie, self.core.now);
-                if !self.reaped.ready.contains(&j) {
+                // Roots in a row mostly belong to one job: the last entry
+                // answers before a scan.
+                if self.reaped.ready.last() != Some(&j) && !self.reaped.ready.contains(&j) {
                     self.reaped.ready.push(j);
                 }
             }
