@@ -126,6 +126,42 @@ impl Job {
 }
 
 impl Job {
+    /// One reference on the unit in `slot` dropped (a bio of it ended, or
+    /// its submission finished), at `now`: inline, as most drops leave the
+    /// unit in flight. A method of the job, so callers that already hold
+    /// it look it up once.
+    #[inline(always)]
+    fn unit_bio_done(&mut self, slot: u32, now: u64) {
+        let left = &mut self.slots[slot as usize].left;
+        *left -= 1;
+        if *left == 0 {
+            self.unit_complete(slot, now);
+        }
+    }
+
+    /// The unit in `slot` completed at `now`: its slot is free, and what
+    /// the tool counts of it is counted.
+    fn unit_complete(&mut self, slot: u32, now: u64) {
+        self.free_slots.push(slot);
+        self.in_flight -= 1;
+        self.units_done += 1;
+        self.unreaped += 1;
+        self.reaping = self.reaping.saturating_sub(1);
+        // What the slot says of the unit, read in one lookup.
+        let s = &self.slots[slot as usize];
+        let (requeue, counted) = (s.requeue.is_some(), s.kind.index());
+        if requeue {
+            self.requeue(slot);
+        }
+        if self.sync_slot == Some(slot) {
+            self.sync_slot = None;
+        }
+        if let Some(k) = counted {
+            self.count_completion(k, slot, now);
+        }
+        self.stats.last_complete_ns = now;
+    }
+
     /// The rest of the short unit in `slot` goes ahead of new ones.
     #[cold]
     #[inline(never)]
@@ -605,10 +641,13 @@ impl Engine {
                 }
                 // All bios of the unit were submitted: drop the submission's
                 // own reference, so the unit completes with its last bio,
-                // and hand the bios' buffers back to the source.
-                self.jobs[j].slots[u.slot as usize].issued = self.core.now;
-                self.unit_bio_done(j, u.slot);
-                self.jobs[j].source.unit_done(u.bios);
+                // and hand the bios' buffers back to the source. One lookup
+                // of the job and the slot for the three.
+                let now = self.core.now;
+                let job = &mut self.jobs[j];
+                job.slots[u.slot as usize].issued = now;
+                job.unit_bio_done(u.slot, now);
+                job.source.unit_done(u.bios);
             }
             if std::mem::take(&mut self.jobs[j].plugged) {
                 if std::mem::take(&mut self.jobs[j].plug_sleeps) {
@@ -669,18 +708,20 @@ impl Engine {
         // drain unit is held by `n > 0`), so it sees no unit of this batch.
         let (mut n, mut plug, mut plug_sleeps, mut counted) = (0u32, false, false, 0u32);
         while n < room {
-            let u = if job.requeued.is_empty() && job.pending.is_none() { next_from_source(job, now) } else { job.requeued.pop_front().or_else(|| job.pending.take()) };
-            let Some(mut u) = u else { break };
+            let mut next = if job.requeued.is_empty() && job.pending.is_none() { next_from_source(job, now) } else { job.requeued.pop_front().or_else(|| job.pending.take()) };
+            // The unit is read where the source left it: moved out of its
+            // Option, all of it was copied once more for every unit.
+            let Some(u) = next.as_mut() else { break };
             let held = u.not_before > now || (u.drain && job.in_flight > 0) || ((u.sync || u.drain) && n > 0);
             if held {
-                job.pending = Some(u);
+                job.pending = next;
                 break;
             }
             let alone = u.sync || u.drain;
             plug |= u.plug;
             plug_sleeps |= u.sleeps_in_plug;
             counted += u.kind.index().is_some() as u32;
-            job.queue_unit(&mut u, now);
+            job.queue_unit(u, now);
             n += 1;
             if alone {
                 break;
@@ -719,40 +760,6 @@ impl Engine {
             self.jobs[j].plug_sleeps = plug_sleeps;
         }
         true
-    }
-
-    /// One reference on the unit in `slot` dropped (a bio of it ended, or
-    /// its submission finished): inline, as most drops leave the unit in
-    /// flight.
-    #[inline(always)]
-    fn unit_bio_done(&mut self, j: usize, slot: u32) {
-        let left = &mut self.jobs[j].slots[slot as usize].left;
-        *left -= 1;
-        if *left == 0 {
-            self.unit_complete(j, slot);
-        }
-    }
-
-    /// The unit in `slot` completed: its slot is free, and what the tool
-    /// counts of it is counted.
-    fn unit_complete(&mut self, j: usize, slot: u32) {
-        let now = self.core.now;
-        let job = &mut self.jobs[j];
-        job.free_slots.push(slot);
-        job.in_flight -= 1;
-        job.units_done += 1;
-        job.unreaped += 1;
-        job.reaping = job.reaping.saturating_sub(1);
-        if job.slots[slot as usize].requeue.is_some() {
-            job.requeue(slot);
-        }
-        if job.sync_slot == Some(slot) {
-            job.sync_slot = None;
-        }
-        if let Some(k) = job.slots[slot as usize].kind.index() {
-            job.count_completion(k, slot, now);
-        }
-        job.stats.last_complete_ns = now;
     }
 
     /// A task that got a tag back finishes its allocation, then its loop,
@@ -951,9 +958,12 @@ impl Engine {
                     self.lo_rw_aio_complete(d);
                     continue;
                 }
-                self.jobs[j].errors += (d.status != 0) as u64;
-                self.unit_bio_done(j, d.cookie);
-                if !self.reaped.ready.contains(&j) {
+                let job = &mut self.jobs[j];
+                job.errors += (d.status != 0) as u64;
+                job.unit_bio_done(d.cookie, self.core.now);
+                // Roots in a row mostly belong to one job: the last entry
+                // answers before a scan.
+                if self.reaped.ready.last() != Some(&j) && !self.reaped.ready.contains(&j) {
                     self.reaped.ready.push(j);
                 }
             }

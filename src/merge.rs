@@ -189,6 +189,9 @@ pub fn ll_front_merge_fn(core: &BlockCore, rq: &mut Request, bio: BioId, nsegs: 
 }
 
 /// Account and trace a bio merged into `rq` (`blk_account_io_merge_bio`).
+/// Inline: each caller's action is a constant, so the match on it folds
+/// away, with the call, on the path every merge of a stream takes.
+#[inline(always)]
 fn bio_merged(core: &mut BlockCore, rq: &Request, bio: BioId, action: Option<Action>) {
     core.bio_mut(bio).in_request = true;
     core.stats[rq.dev as usize].account_merge(rq.op);

@@ -5,8 +5,6 @@
 //! write may be submitted as the O_DIRECT write(2) that stands for it would
 //! be ([`WritePlug`]).
 
-use std::collections::VecDeque;
-
 use super::dio::{dio_simple_wait_flags, DIO_WRITE_FLAGS};
 use super::BioSpec;
 use super::{IoUnit, Source};
@@ -14,8 +12,10 @@ use crate::bio::{req, Op, PAGE_SIZE, SECTOR_SIZE};
 use crate::profile::Behaviour;
 
 pub struct BioList {
-    /// (bio, times left, stride in sectors).
-    pending: VecDeque<(BioSpec, u64, u64)>,
+    /// (bio, times left, stride in sectors), last entry first: the entry
+    /// under way is the vector's last, one load away where a ring's front
+    /// costs its wrap-around arithmetic on every unit.
+    pending: Vec<(BioSpec, u64, u64)>,
     plug: bool,
     /// Submissions in all (for progress).
     total: u64,
@@ -66,9 +66,10 @@ pub fn syscall_flags(op: Op, flags: u32, size: u32, iodepth: u32, beh: &Behaviou
 
 impl BioList {
     /// `plug`: each submission runs inside a plug.
-    pub fn new(bios: Vec<(BioSpec, u64, u64)>, plug: bool) -> Self {
+    pub fn new(mut bios: Vec<(BioSpec, u64, u64)>, plug: bool) -> Self {
         let total = bios.iter().map(|b| b.1).sum();
-        BioList { pending: bios.into(), plug, total, done: 0, spare: Vec::new(), write_plug: WritePlug::None }
+        bios.reverse();
+        BioList { pending: bios, plug, total, done: 0, spare: Vec::new(), write_plug: WritePlug::None }
     }
 
     /// Data writes go in a plug of their own as `write_plug` says.
@@ -80,7 +81,7 @@ impl BioList {
 
 impl Source for BioList {
     fn next_unit(&mut self) -> Option<IoUnit> {
-        let (spec, left, stride) = self.pending.front_mut()?;
+        let (spec, left, stride) = self.pending.last_mut()?;
         let mut bios = self.spare.pop().unwrap_or_default();
         bios.truncate(1);
         match bios.first_mut() {
@@ -90,7 +91,7 @@ impl Source for BioList {
         *left -= 1;
         self.done += 1;
         if *left == 0 {
-            self.pending.pop_front();
+            self.pending.pop();
         } else {
             spec.sector += *stride;
             let step = *stride * SECTOR_SIZE;
