@@ -6,9 +6,9 @@ whose analysis thread is then the only listener of the engine's events),
 or compare two such directories file by file: a change meant to leave
 every figure alone (the analysis, the engine's speed) shows that it does.
 What differs from run to run is left out of the comparison: the run's wall
-time and speed (in the JSON, and on the printed summary's line), the dates
-fio's and iostat's reports print. Scenarios are named relative to the
-checkout, so two checkouts' outputs compare.
+and processor time and speed (in the JSON, and on the printed summary's
+line), the dates fio's and iostat's reports print. Scenarios are named
+relative to the checkout, so two checkouts' outputs compare.
 
   bench/same_outputs.py run OUT [--python PY]    # one blkstack, every case
   bench/same_outputs.py compare DIR_A DIR_B      # counts of identical files
@@ -92,13 +92,14 @@ IOSTAT_DATE = re.compile(rb"\(blkstack\) \t\d\d/\d\d/\d\d \t")
 
 
 def without_timing(path: Path) -> bytes:
-    """A file without what differs from run to run: the run's wall time
-    and speed (the JSON summary's keys, the printed summary's line) and
+    """A file without what differs from run to run: the run's wall and
+    processor time and speed (the JSON summary's keys, the printed
+    summary's line) and
     fio's wall-clock date."""
     data = path.read_bytes()
     if path.suffix == ".json":
         doc = json.loads(data)
-        for key in ("wall_time_s", "bios_per_s"):
+        for key in ("wall_time_s", "engine_cpu_s", "bios_per_s"):
             doc.pop(key, None)
         data = json.dumps(doc, sort_keys=True).encode()
     else:

@@ -4,19 +4,19 @@
     python bench/seeds_bound.py                 # every seed, full size
     python bench/seeds_bound.py --repeat 3
 
-Runs `blkstack seeds` one run at a time (--jobs 1) and times each run's two
-threads: the engine, which runs on the calling thread while the extension
-has released the GIL (`time.thread_time`), and the analysis thread beside
-it (the process's processor time less the engine's). No run can finish
-before its engine thread has run, so with two cores the whole cannot take
-less than the longest engine thread, nor less than half of all the work:
+Runs `blkstack seeds` one run at a time (--jobs 1) and times each run's
+threads: the engine, on a thread of its own (the summary's `engine_cpu_s`),
+and the analysis and check threads beside it (the process's processor time
+less the engine's). No run can finish before its engine thread has run, so
+with two cores the whole cannot take less than the longest engine thread,
+nor less than half of all the work:
 
     bound = total / max(longest engine thread, total / 2)
 
-is the two-core speed-up with perfect packing. Measured speed-ups (bench/cli.py
-seeds-cores) stay below it, by however much the operating system's fair
-sharing of two cores among a run's threads and its neighbours' slows the
-longest engine thread. Processor seconds drift less than wall time on a
+is the two-core speed-up with perfect packing. Measured speed-ups
+(bench/cli.py seeds-cores) stay below it by however much the longest
+engine thread waits for a core behind its neighbours' threads (runs with
+far less processor time yield to it: the engine's critical_path.rs). Processor seconds drift less than wall time on a
 loaded machine, and the bound is a ratio of figures taken in one run.
 """
 
@@ -37,9 +37,9 @@ def timed_runs() -> List[Tuple[str, float, float]]:
     run_traced = cli_seeds._run_traced
 
     def timed(what: str, *args: Any, **kwargs: Any) -> Dict[str, Any]:
-        thread0, process0 = time.thread_time(), time.process_time()
+        process0 = time.process_time()
         out = run_traced(what, *args, **kwargs)
-        engine = time.thread_time() - thread0
+        engine = out["engine_cpu_s"]
         runs.append((what, engine, time.process_time() - process0 - engine))
         return out
 

@@ -164,7 +164,7 @@ fn lower_priority() {}
 
 /// The calling thread's processor time in seconds.
 #[cfg(target_os = "linux")]
-fn thread_cpu_s() -> Option<f64> {
+pub fn thread_cpu_s() -> Option<f64> {
     use std::os::raw::{c_int, c_long};
     #[repr(C)]
     struct Timespec {
@@ -182,7 +182,7 @@ fn thread_cpu_s() -> Option<f64> {
 }
 
 #[cfg(not(target_os = "linux"))]
-fn thread_cpu_s() -> Option<f64> {
+pub fn thread_cpu_s() -> Option<f64> {
     None
 }
 

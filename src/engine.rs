@@ -429,6 +429,9 @@ pub struct Progress {
 pub struct RunStats {
     pub sim_time_ns: u64,
     pub wall_time_s: f64,
+    /// The engine thread's processor time (its analysis and check threads
+    /// not counted), where the host tells it.
+    pub engine_cpu_s: Option<f64>,
     pub bios: u64,
     pub peak_live_bios: usize,
     pub units: u64,
@@ -1120,6 +1123,7 @@ impl Engine {
     /// false stops the run (Ctrl-C) and `None` is returned.
     pub fn run_with(&mut self, tick: &mut dyn FnMut(&Progress) -> bool) -> Option<RunStats> {
         let wall = Instant::now();
+        let cpu = crate::critical_path::thread_cpu_s();
         // A long run's checks may go to a thread of their own meanwhile;
         // they are back, every hook taken, however the run ends.
         self.core.allow_check_thread(true);
@@ -1136,6 +1140,7 @@ impl Engine {
         Some(RunStats {
             sim_time_ns: self.core.now,
             wall_time_s: wall.elapsed().as_secs_f64(),
+            engine_cpu_s: cpu.zip(crate::critical_path::thread_cpu_s()).map(|(start, end)| end - start),
             bios: self.core.bios_allocated,
             peak_live_bios: self.core.bios_live_peak,
             units: self.jobs.iter().map(|j| j.units_done).sum(),

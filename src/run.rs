@@ -420,6 +420,7 @@ pub fn summary(sc: &Scenario, engine: &Engine, st: &RunStats) -> Value {
         "devices": devices,
         "sim_time_ns": st.sim_time_ns,
         "wall_time_s": st.wall_time_s,
+        "engine_cpu_s": st.engine_cpu_s,
         "bios": st.bios,
         "bios_per_s": if st.wall_time_s > 0.0 { st.bios as f64 / st.wall_time_s } else { 0.0 },
         "peak_live_bios": st.peak_live_bios,
@@ -464,10 +465,10 @@ fn run_warnings(sc: &Scenario, engine: &Engine) -> Vec<String> {
 pub fn check_file(path: &str, opts: &RunOptions) -> Result<Value, RunError> {
     let sc = load_file(path, opts)?;
     let engine = sc.build();
-    let idle = RunStats { sim_time_ns: 0, wall_time_s: 0.0, bios: 0, peak_live_bios: 0, units: 0, errors: 0 };
+    let idle = RunStats { sim_time_ns: 0, wall_time_s: 0.0, engine_cpu_s: None, bios: 0, peak_live_bios: 0, units: 0, errors: 0 };
     let mut v = summary(&sc, &engine, &idle);
     if let Value::Object(m) = &mut v {
-        for k in ["sim_time_ns", "wall_time_s", "bios", "bios_per_s", "peak_live_bios", "io_units", "errors", "iostat_intervals", "reports"] {
+        for k in ["sim_time_ns", "wall_time_s", "engine_cpu_s", "bios", "bios_per_s", "peak_live_bios", "io_units", "errors", "iostat_intervals", "reports"] {
             m.remove(k);
         }
     }

@@ -61,8 +61,9 @@ def run(
         "limits": {sysfs name: value}, "diskstats": [17 fields],
         "iostat": {column: value}, "btt": {stage: {"min_s", "avg_s",
         "max_s", "n"}}, "merge_info", "seek_histogram", "size_histogram",
-        "plug"}``), ``sim_time_ns``, ``wall_time_s``, ``bios``,
-        ``bios_per_s``, ``iostat_intervals`` and ``reports`` (text blocks
+        "plug"}``), ``sim_time_ns``, ``wall_time_s``, ``engine_cpu_s``
+        (the engine thread's processor seconds), ``bios``, ``bios_per_s``,
+        ``iostat_intervals`` and ``reports`` (text blocks
         ``iostat``, ``btt``, ``histograms``).
     :raises ScenarioError: on any bad input.
     :raises OSError: an output file cannot be written (or the input read).

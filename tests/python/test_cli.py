@@ -15,7 +15,7 @@ import blkstack
 
 from conftest import TINY, assert_one_error_line, replace_once, run_cli
 
-VOLATILE = ("wall_time_s", "bios_per_s")
+VOLATILE = ("wall_time_s", "engine_cpu_s", "bios_per_s")
 
 
 def _stable(summary: dict) -> dict:
