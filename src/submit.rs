@@ -832,9 +832,18 @@ impl BlockCore {
     }
 
     /// [`Self::check_leaf`] of checks that may move (as [`Self::check_hook_root`]).
+    /// Once the checks are on their thread, the copy of the bio goes
+    /// straight into the batch: through [`Self::check_hook`] it was copied
+    /// twice, into the hook and the hook into the batch, for every piece a
+    /// disk queues.
     #[inline(never)]
     fn check_hook_leaf(&mut self, id: BioId) {
-        self.check_hook(Hook::Leaf { root: self.root_of(id), bio: self.bios[id as usize].clone() });
+        let root = self.root_of(id);
+        let BlockCore { check_thread, bios, .. } = self;
+        if let Some(t) = check_thread {
+            return t.push(Hook::Leaf { root, bio: bios[id as usize].clone() });
+        }
+        self.check_hook(Hook::Leaf { root, bio: self.bios[id as usize].clone() });
     }
 
     /// A hook of checks that may move to a thread of their own: on their
