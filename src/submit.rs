@@ -607,8 +607,14 @@ impl BlockCore {
     /// it came from `from_sector` on `from_dev`.
     #[inline(always)]
     pub fn trace_bio_remap(&mut self, id: BioId, from_dev: DevId, from_sector: u64) {
-        let dev = self.topo.dev(self.bio(id).dev).whole;
-        self.stats[dev as usize].remaps += 1;
+        let disk = self.topo.dev(self.bio(id).dev).whole;
+        self.trace_bio_remap_to(id, disk, from_dev, from_sector);
+    }
+
+    /// [`Self::trace_bio_remap`] of a bio whose disk the caller knows.
+    #[inline(always)]
+    pub fn trace_bio_remap_to(&mut self, id: BioId, disk: DevId, from_dev: DevId, from_sector: u64) {
+        self.stats[disk as usize].remaps += 1;
         if self.tracer.hears(Action::Remap) {
             self.trace_bio_event(Action::Remap, id, from_sector, from_dev, 0);
         }
@@ -955,6 +961,21 @@ impl BlockCore {
             self.bio_put(id);
             id = p;
         }
+    }
+
+    /// `bio_remaining_done`: drop one of `id`'s references unless it is the
+    /// last; true when it is, and [`Self::bio_endio`] must end the bio. For
+    /// a driver that ends its own bio after chaining clones to it, nearly
+    /// always while they are in flight: inline, where the call of
+    /// `bio_endio` for the count alone cost its register saves.
+    #[inline(always)]
+    pub fn bio_remaining_done(&mut self, id: BioId) -> bool {
+        let b = self.bio_mut(id);
+        if b.remaining > 1 {
+            b.remaining -= 1;
+            return false;
+        }
+        true
     }
 
     /// A bio whose end its driver decides: handed over, unmarked, so that
