@@ -721,11 +721,38 @@ impl BlockCore {
         self.stats[dev as usize].splits += 1;
         self.trace_bio(Action::Split, front, rest, 0);
         let looped = match self.beh.split_remainder {
-            SplitRemainder::Tail => self.submit_bio_noacct(id),
+            SplitRemainder::Tail => self.submit_bio_noacct_remainder(id),
             SplitRemainder::Head => self.submit_split_remainder(id),
         };
         debug_assert!(looped.is_none(), "split outside a submission loop");
         front
+    }
+
+    /// `submit_bio_noacct` of a split's remainder, as the splits up to 6.17
+    /// resubmit it (`bio_split_to_limits`, md's open-coded splits). Its
+    /// checks cannot fail now: the bio passed them when it came to this
+    /// queue, and a remainder keeps its disk (a whole one, as every bio
+    /// on a list), its op, its end and its flags (the cache flags already
+    /// stripped). So only the CPU's charge, the throttle and the list are
+    /// left of it; the checks' lookups cost every piece of a bio split
+    /// many times over (md's chunk-by-chunk discards). Out of line, as
+    /// `submit_bio_noacct`.
+    #[inline(never)]
+    pub fn submit_bio_noacct_remainder(&mut self, id: BioId) -> Option<BioId> {
+        self.cpu_charge(|c| c.submit_bio as u64);
+        debug_assert!(
+            {
+                let b = self.bio(id);
+                let q = self.topo.whole_queue(b.dev);
+                let cache_flags = !q.attrs.write_cache && b.flags & (req::PREFLUSH | req::FUA) != 0;
+                b.iter.size != 0 && b.end_sector() <= self.topo.dev(b.dev).nr_sectors && !op_unsupported(&q.limits, b.op) && !cache_flags
+            },
+            "a split remainder fails submit_bio_noacct's checks"
+        );
+        if self.throtl.is_some() && crate::rq_qos::throttle::blk_throtl_bio(self, id) {
+            return None;
+        }
+        self.submit_bio_noacct_nocheck(id, false)
     }
 
     /// `bio_submit_split_bioset` under head insertion: the remainder goes

@@ -338,7 +338,7 @@ pub(crate) fn md_account_bio(core: &mut BlockCore, bio: BioId) {
 pub(crate) fn md_split(core: &mut BlockCore, bio: BioId, sectors: u32) -> BioId {
     let front = md_split_front(core, bio, sectors);
     match core.beh.split_remainder {
-        SplitRemainder::Tail => core.submit_bio_noacct(bio),
+        SplitRemainder::Tail => core.submit_bio_noacct_remainder(bio),
         SplitRemainder::Head => core.submit_bio_noacct_nocheck(bio, true),
     };
     front

@@ -173,7 +173,7 @@ impl Mddev {
         if d.tail.is_some() {
             // "Resend the second split part": the tail goes back, the middle stays.
             let middle = md_split_front(core, bio, d.middle.sectors as u32);
-            core.submit_bio_noacct(bio);
+            core.submit_bio_noacct_remainder(bio);
             bio = middle;
         }
         md_account_bio(core, bio);
