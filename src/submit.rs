@@ -548,25 +548,39 @@ impl BlockCore {
     }
 
     /// Inline: its call (five arguments, register saves) cost about a quarter of
-    /// the event, on every bio's 'Q' and more.
+    /// the event, on every bio's 'Q' and more. It builds the event in each
+    /// of [`Self::emit`]'s two ways itself ([`Self::bio_event`], always
+    /// inline): through `emit`'s closure, LLVM called the building out of
+    /// line from `blk_mq_submit_bio` (its 'G'), a call per request.
     #[inline(always)]
     fn trace_bio_event(&mut self, action: Action, id: BioId, arg: u64, from_dev: DevId, error: i32) {
-        self.emit(|core| {
-            let b = core.bio(id);
-            Event {
-                time: core.clock(),
-                dev: core.topo.dev(b.dev).whole,
-                action,
-                op: b.op,
-                flags: b.flags,
-                sector: b.iter.sector,
-                bytes: b.iter.size,
-                task: core.current,
-                error,
-                arg,
-                from_dev,
-            }
-        });
+        if self.tracer.thread_only() {
+            let ev = self.bio_event(action, id, arg, from_dev, error);
+            self.tracer.to_thread(&ev);
+        } else {
+            let ev = self.bio_event(action, id, arg, from_dev, error);
+            let ctx = TraceCtx { topo: &self.topo, tasks: &self.tasks };
+            self.tracer.emit(ev, &ctx);
+        }
+    }
+
+    /// The event of bio `id` now.
+    #[inline(always)]
+    fn bio_event(&self, action: Action, id: BioId, arg: u64, from_dev: DevId, error: i32) -> Event {
+        let b = self.bio(id);
+        Event {
+            time: self.clock(),
+            dev: self.topo.dev(b.dev).whole,
+            action,
+            op: b.op,
+            flags: b.flags,
+            sector: b.iter.sector,
+            bytes: b.iter.size,
+            task: self.current,
+            error,
+            arg,
+            from_dev,
+        }
     }
 
     /// The time the running code has reached: now, plus the CPU time it
