@@ -548,25 +548,39 @@ impl BlockCore {
     }
 
     /// Inline: its call (five arguments, register saves) cost about a quarter of
-    /// the event, on every bio's 'Q' and more.
+    /// the event, on every bio's 'Q' and more. It builds the event in each
+    /// of [`Self::emit`]'s two ways itself ([`Self::bio_event`], always
+    /// inline): through `emit`'s closure, LLVM called the building out of
+    /// line from `blk_mq_submit_bio` (its 'G'), a call per request.
     #[inline(always)]
     fn trace_bio_event(&mut self, action: Action, id: BioId, arg: u64, from_dev: DevId, error: i32) {
-        self.emit(|core| {
-            let b = core.bio(id);
-            Event {
-                time: core.clock(),
-                dev: core.topo.dev(b.dev).whole,
-                action,
-                op: b.op,
-                flags: b.flags,
-                sector: b.iter.sector,
-                bytes: b.iter.size,
-                task: core.current,
-                error,
-                arg,
-                from_dev,
-            }
-        });
+        if self.tracer.thread_only() {
+            let ev = self.bio_event(action, id, arg, from_dev, error);
+            self.tracer.to_thread(&ev);
+        } else {
+            let ev = self.bio_event(action, id, arg, from_dev, error);
+            let ctx = TraceCtx { topo: &self.topo, tasks: &self.tasks };
+            self.tracer.emit(ev, &ctx);
+        }
+    }
+
+    /// The event of bio `id` now.
+    #[inline(always)]
+    fn bio_event(&self, action: Action, id: BioId, arg: u64, from_dev: DevId, error: i32) -> Event {
+        let b = self.bio(id);
+        Event {
+            time: self.clock(),
+            dev: self.topo.dev(b.dev).whole,
+            action,
+            op: b.op,
+            flags: b.flags,
+            sector: b.iter.sector,
+            bytes: b.iter.size,
+            task: self.current,
+            error,
+            arg,
+            from_dev,
+        }
     }
 
     /// The time the running code has reached: now, plus the CPU time it
@@ -607,8 +621,14 @@ impl BlockCore {
     /// it came from `from_sector` on `from_dev`.
     #[inline(always)]
     pub fn trace_bio_remap(&mut self, id: BioId, from_dev: DevId, from_sector: u64) {
-        let dev = self.topo.dev(self.bio(id).dev).whole;
-        self.stats[dev as usize].remaps += 1;
+        let disk = self.topo.dev(self.bio(id).dev).whole;
+        self.trace_bio_remap_to(id, disk, from_dev, from_sector);
+    }
+
+    /// [`Self::trace_bio_remap`] of a bio whose disk the caller knows.
+    #[inline(always)]
+    pub fn trace_bio_remap_to(&mut self, id: BioId, disk: DevId, from_dev: DevId, from_sector: u64) {
+        self.stats[disk as usize].remaps += 1;
         if self.tracer.hears(Action::Remap) {
             self.trace_bio_event(Action::Remap, id, from_sector, from_dev, 0);
         }
@@ -715,11 +735,38 @@ impl BlockCore {
         self.stats[dev as usize].splits += 1;
         self.trace_bio(Action::Split, front, rest, 0);
         let looped = match self.beh.split_remainder {
-            SplitRemainder::Tail => self.submit_bio_noacct(id),
+            SplitRemainder::Tail => self.submit_bio_noacct_remainder(id),
             SplitRemainder::Head => self.submit_split_remainder(id),
         };
         debug_assert!(looped.is_none(), "split outside a submission loop");
         front
+    }
+
+    /// `submit_bio_noacct` of a split's remainder, as the splits up to 6.17
+    /// resubmit it (`bio_split_to_limits`, md's open-coded splits). Its
+    /// checks cannot fail now: the bio passed them when it came to this
+    /// queue, and a remainder keeps its disk (a whole one, as every bio
+    /// on a list), its op, its end and its flags (the cache flags already
+    /// stripped). So only the CPU's charge, the throttle and the list are
+    /// left of it; the checks' lookups cost every piece of a bio split
+    /// many times over (md's chunk-by-chunk discards). Out of line, as
+    /// `submit_bio_noacct`.
+    #[inline(never)]
+    pub fn submit_bio_noacct_remainder(&mut self, id: BioId) -> Option<BioId> {
+        self.cpu_charge(|c| c.submit_bio as u64);
+        debug_assert!(
+            {
+                let b = self.bio(id);
+                let q = self.topo.whole_queue(b.dev);
+                let cache_flags = !q.attrs.write_cache && b.flags & (req::PREFLUSH | req::FUA) != 0;
+                b.iter.size != 0 && b.end_sector() <= self.topo.dev(b.dev).nr_sectors && !op_unsupported(&q.limits, b.op) && !cache_flags
+            },
+            "a split remainder fails submit_bio_noacct's checks"
+        );
+        if self.throtl.is_some() && crate::rq_qos::throttle::blk_throtl_bio(self, id) {
+            return None;
+        }
+        self.submit_bio_noacct_nocheck(id, false)
     }
 
     /// `bio_submit_split_bioset` under head insertion: the remainder goes
@@ -832,9 +879,18 @@ impl BlockCore {
     }
 
     /// [`Self::check_leaf`] of checks that may move (as [`Self::check_hook_root`]).
+    /// Once the checks are on their thread, the copy of the bio goes
+    /// straight into the batch: through [`Self::check_hook`] it was copied
+    /// twice, into the hook and the hook into the batch, for every piece a
+    /// disk queues.
     #[inline(never)]
     fn check_hook_leaf(&mut self, id: BioId) {
-        self.check_hook(Hook::Leaf { root: self.root_of(id), bio: self.bios[id as usize].clone() });
+        let root = self.root_of(id);
+        let BlockCore { check_thread, bios, .. } = self;
+        if let Some(t) = check_thread {
+            return t.push(Hook::Leaf { root, bio: bios[id as usize].clone() });
+        }
+        self.check_hook(Hook::Leaf { root, bio: self.bios[id as usize].clone() });
     }
 
     /// A hook of checks that may move to a thread of their own: on their
@@ -946,6 +1002,21 @@ impl BlockCore {
             self.bio_put(id);
             id = p;
         }
+    }
+
+    /// `bio_remaining_done`: drop one of `id`'s references unless it is the
+    /// last; true when it is, and [`Self::bio_endio`] must end the bio. For
+    /// a driver that ends its own bio after chaining clones to it, nearly
+    /// always while they are in flight: inline, where the call of
+    /// `bio_endio` for the count alone cost its register saves.
+    #[inline(always)]
+    pub fn bio_remaining_done(&mut self, id: BioId) -> bool {
+        let b = self.bio_mut(id);
+        if b.remaining > 1 {
+            b.remaining -= 1;
+            return false;
+        }
+        true
     }
 
     /// A bio whose end its driver decides: handed over, unmarked, so that

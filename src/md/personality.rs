@@ -103,13 +103,18 @@ pub struct Mddev {
     /// in `rdev->nr_pending`), and which member each array bio went to.
     pub(crate) reads_pending: Vec<u64>,
     pub(crate) read_member: Vec<(BioId, u32)>,
+    /// Each member's disk (`bdev_whole(rdev->bdev)`), in slot order: what
+    /// a member bio's queue, its 'A' and the member's I/O in flight are
+    /// found under. Set at the array's first bio (the topology is not known
+    /// before); every member copy used to look it up again, three times.
+    pub(crate) disks: Vec<DevId>,
 }
 
 impl Mddev {
     pub fn new(pers: Personality, members: Vec<MdMember>) -> Mddev {
         let mirrors = vec![Mirror::default(); members.len()];
         let reads_pending = vec![0; members.len()];
-        Mddev { pers, members, mirrors, copies: Vec::new(), discard_ranges: Vec::new(), raid5d: Default::default(), plug_writes: false, stripes: Default::default(), reads_pending, read_member: Vec::new() }
+        Mddev { pers, members, mirrors, copies: Vec::new(), discard_ranges: Vec::new(), raid5d: Default::default(), plug_writes: false, stripes: Default::default(), reads_pending, read_member: Vec::new(), disks: Vec::new() }
     }
 
     /// With `md_plug_writes`: raid1/raid10 have a thread that submits their writes.
@@ -127,10 +132,14 @@ impl Mddev {
     /// the switch the clone is submitted at once. Inline: every member
     /// write of raid1/raid10 passes here, and the call cost about as much
     /// as the test.
+    /// `md` is the array (`parent`'s device) and `disk` the clone's member
+    /// disk, both known to the caller.
     #[inline(always)]
-    pub(crate) fn md_submit_write(&mut self, core: &mut BlockCore, parent: BioId, clone: BioId, from_sector: u64) {
+    pub(crate) fn md_submit_write(&mut self, core: &mut BlockCore, md: DevId, parent: BioId, clone: BioId, disk: DevId, from_sector: u64) {
         if !self.plug_writes {
-            submit_remapped(core, parent, clone, from_sector);
+            core.bio_chain(clone, parent);
+            core.trace_bio_remap_to(clone, disk, md, from_sector);
+            core.submit_bio_noacct(clone);
             return;
         }
         self.md_plug_write(core, parent, clone, from_sector);
@@ -181,8 +190,7 @@ impl Mddev {
     /// flight on the member's disk.
     #[inline(always)]
     pub(crate) fn pending(&self, core: &BlockCore, disk: u32) -> u64 {
-        let dev = self.members[disk as usize].dev;
-        self.reads_pending[disk as usize] + core.stats[core.topo.dev(dev).whole as usize].disk.in_flight[1]
+        self.reads_pending[disk as usize] + core.stats[self.disks[disk as usize] as usize].disk.in_flight[1]
     }
 
     /// `read_balance` chose member `disk` for the array read `bio`: it holds
@@ -237,6 +245,9 @@ impl BioDriver for Mddev {
     /// could be mergeable after passing to underlayer"), account per the
     /// version, and hand the bio to the personality.
     fn submit_bio(&mut self, core: &mut BlockCore, bio: BioId) {
+        if self.disks.len() != self.members.len() {
+            self.disks = self.members.iter().map(|m| core.topo.dev(m.dev).whole).collect();
+        }
         let Some((bio, _)) = core.bio_split_to_limits(bio) else { return };
         let b = core.bio_mut(bio);
         b.flags &= !req::NOMERGE;
@@ -327,7 +338,7 @@ pub(crate) fn md_account_bio(core: &mut BlockCore, bio: BioId) {
 pub(crate) fn md_split(core: &mut BlockCore, bio: BioId, sectors: u32) -> BioId {
     let front = md_split_front(core, bio, sectors);
     match core.beh.split_remainder {
-        SplitRemainder::Tail => core.submit_bio_noacct(bio),
+        SplitRemainder::Tail => core.submit_bio_noacct_remainder(bio),
         SplitRemainder::Head => core.submit_bio_noacct_nocheck(bio, true),
     };
     front
@@ -411,6 +422,12 @@ pub(crate) fn alloc_bio_at(core: &mut BlockCore, like: BioId, dev: DevId, op: Op
 /// Does the member's queue take discards (`bdev_max_discard_sectors`)?
 pub(crate) fn member_discards(core: &BlockCore, dev: DevId) -> bool {
     core.topo.limits(dev).max_discard_sectors != 0
+}
+
+/// [`member_discards`] of a member whose disk is known.
+#[inline(always)]
+pub(crate) fn disk_discards(core: &BlockCore, disk: DevId) -> bool {
+    core.topo.whole_queue(disk).limits.max_discard_sectors != 0
 }
 
 /// `md_submit_discard_bio` (5.13+): `__blkdev_issue_discard` on the

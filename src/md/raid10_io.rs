@@ -7,7 +7,7 @@ use crate::bio::{req, BioId, Op};
 use crate::profile::Raid10Discard;
 use crate::submit::BlockCore;
 
-use super::personality::{md_account_bio, md_clone, md_remap, md_split, md_split_front, md_submit_discard_bio, member_discards, Mddev, Personality};
+use super::personality::{disk_discards, md_account_bio, md_clone, md_remap, md_split, md_split_front, md_submit_discard_bio, Mddev, Personality};
 use super::raid10::{R10Conf, R10Copy, Raid10DiscardVersion};
 use super::MemberRange;
 
@@ -102,7 +102,10 @@ impl Mddev {
         } else {
             self.raid10_write_request(core, bio);
         }
-        core.bio_endio(bio, 0);
+        // md's own reference: its clones nearly always still hold theirs.
+        if core.bio_remaining_done(bio) {
+            core.bio_endio(bio, 0);
+        }
     }
 
     /// `raid10_read_request`: one clone to the copy `read_balance` picks,
@@ -124,19 +127,19 @@ impl Mddev {
     /// without discard.
     fn raid10_write_request(&mut self, core: &mut BlockCore, bio: BioId) {
         let b = core.bio(bio);
-        let (sector, op, flags, sectors) = (b.iter.sector, b.op, b.flags & (req::SYNC | req::FUA), b.sectors() as u64);
+        let (md, sector, op, flags, sectors) = (b.dev, b.iter.sector, b.op, b.flags & (req::SYNC | req::FUA), b.sectors() as u64);
         self.raid10_copies(sector);
         // The copies are few (near × far) and stay put while the clones are
         // sent: walked by index, each copy's member and sector found once.
         for i in 0..self.copies.len() {
             let c = self.copies[i];
-            let (dev, at) = (self.members[c.devnum as usize].dev, self.copy_sector(&c));
-            if op == Op::Discard && !member_discards(core, dev) {
+            let (dev, disk, at) = (self.members[c.devnum as usize].dev, self.disks[c.devnum as usize], self.copy_sector(&c));
+            if op == Op::Discard && !disk_discards(core, disk) {
                 continue;
             }
             self.sent(core, c.devnum, c.addr + sectors);
             let clone = md_clone(core, bio, dev, at, flags);
-            self.md_submit_write(core, bio, clone, sector);
+            self.md_submit_write(core, md, bio, clone, disk, sector);
         }
     }
 
@@ -170,7 +173,7 @@ impl Mddev {
         if d.tail.is_some() {
             // "Resend the second split part": the tail goes back, the middle stays.
             let middle = md_split_front(core, bio, d.middle.sectors as u32);
-            core.submit_bio_noacct(bio);
+            core.submit_bio_noacct_remainder(bio);
             bio = middle;
         }
         md_account_bio(core, bio);

@@ -6,7 +6,7 @@ use crate::bio::{req, BioId, Op};
 use crate::limits::{blk_set_stacking_limits, blk_stack_limits, blk_validate_limits, LimitError, LimitsModel, StackMember, StackedLimits, StackingBehaviour};
 use crate::submit::BlockCore;
 
-use super::personality::{md_account_bio, md_clone, md_remap, md_split, member_discards, Mddev};
+use super::personality::{disk_discards, md_account_bio, md_clone, md_remap, md_split, Mddev};
 
 /// `BARRIER_UNIT_SECTOR_SIZE`: raid1's barrier buckets are 64 MiB.
 const BARRIER_UNIT_SECTOR_SIZE: u64 = 1 << 17;
@@ -129,15 +129,15 @@ impl Mddev {
     /// discard (`raid1_submit_write`: "Just ignore it").
     fn raid1_write_request(&mut self, core: &mut BlockCore, bio: BioId) {
         let b = core.bio(bio);
-        let (sector, sectors, op, flags) = (b.iter.sector, b.sectors() as u64, b.op, b.flags & (req::SYNC | req::FUA));
+        let (md, sector, sectors, op, flags) = (b.dev, b.iter.sector, b.sectors() as u64, b.op, b.flags & (req::SYNC | req::FUA));
         for d in 0..self.members.len() as u32 {
-            let m = self.members[d as usize];
-            if op == Op::Discard && !member_discards(core, m.dev) {
+            let (m, disk) = (self.members[d as usize], self.disks[d as usize]);
+            if op == Op::Discard && !disk_discards(core, disk) {
                 continue;
             }
             self.sent(core, d, sector + sectors);
             let clone = md_clone(core, bio, m.dev, sector + m.data_offset, flags);
-            self.md_submit_write(core, bio, clone, sector);
+            self.md_submit_write(core, md, bio, clone, disk, sector);
         }
     }
 }
