@@ -35,8 +35,10 @@ pub struct Job {
     free_slots: Vec<u32>,
     in_flight: u32,
     finished: bool,
-    /// What remains of the submission under way.
-    current: VecDeque<Submitting>,
+    /// What remains of the submission under way, the unit under way last:
+    /// taking the next unit is a `Vec::pop`, cheaper than a ring's front
+    /// (`start_submission` gathers in order, then reverses).
+    current: Vec<Submitting>,
     /// The submission installed a plug it must finish.
     plugged: bool,
     /// The task sleeps for the submission's I/O before it finishes that
@@ -121,7 +123,7 @@ impl Job {
         if unit.sync {
             self.sync_slot = Some(slot);
         }
-        self.current.push_back(Submitting { bios, next: 0, slot });
+        self.current.push(Submitting { bios, next: 0, slot });
     }
 }
 
@@ -198,7 +200,9 @@ fn next_from_source(job: &mut Job, now: u64) -> Option<IoUnit> {
 /// on are still to be submitted.
 struct Submitting {
     bios: Vec<BioSpec>,
-    next: usize,
+    /// A `u32`, so the entry is 32 bytes: `start_submission`'s reverse
+    /// and each pop move less.
+    next: u32,
     slot: u32,
 }
 
@@ -477,7 +481,7 @@ impl Engine {
             free_slots: Vec::new(),
             in_flight: 0,
             finished: false,
-            current: VecDeque::new(),
+            current: Vec::new(),
             plugged: false,
             plug_sleeps: false,
             units_done: 0,
@@ -624,8 +628,8 @@ impl Engine {
             if self.tasks[task as usize].blocked {
                 return;
             }
-            while let Some(mut u) = self.jobs[j].current.pop_front() {
-                while let Some(spec) = u.bios.get(u.next) {
+            while let Some(mut u) = self.jobs[j].current.pop() {
+                while let Some(spec) = u.bios.get(u.next as usize) {
                     // bio_alloc_bioset and bio_iov_iter_get_pages: the bio
                     // and its user pages pinned.
                     self.core.cpu_charge(|c| c.bio_alloc as u64 + c.page as u64 * (spec.size as u64).div_ceil(PAGE_SIZE));
@@ -634,7 +638,7 @@ impl Engine {
                     if !awake {
                         // Asleep inside this bio's submission: the rest waits,
                         // and the driver threads it woke run.
-                        self.jobs[j].current.push_front(u);
+                        self.jobs[j].current.push(u);
                         self.run_threads();
                         return;
                     }
@@ -730,6 +734,10 @@ impl Engine {
         if n > 0 {
             // The submission's first unit was taken in flight now.
             job.stats.first_submit_ns.get_or_insert(now);
+            // The units were gathered first to last; the first goes last,
+            // where run_job_here pops it (the list was empty: a submission
+            // starts once the last one is done).
+            job.current.reverse();
         }
         if n == 0 {
             // A unit due while the job still has I/O in flight waits until
