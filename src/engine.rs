@@ -35,9 +35,8 @@ pub struct Job {
     free_slots: Vec<u32>,
     in_flight: u32,
     finished: bool,
-    /// What remains of the submission under way, the unit under way last:
-    /// taking the next unit is a `Vec::pop`, cheaper than a ring's front
-    /// (`start_submission` gathers in order, then reverses).
+    /// What remains of the submission under way, in order (a `Vec`:
+    /// `run_job_here` walks it, the ring's pops cost more).
     current: Vec<Submitting>,
     /// The submission installed a plug it must finish.
     plugged: bool,
@@ -200,8 +199,7 @@ fn next_from_source(job: &mut Job, now: u64) -> Option<IoUnit> {
 /// on are still to be submitted.
 struct Submitting {
     bios: Vec<BioSpec>,
-    /// A `u32`, so the entry is 32 bytes: `start_submission`'s reverse
-    /// and each pop move less.
+    /// A `u32`, so the entry is 32 bytes: each step moves less.
     next: u32,
     slot: u32,
 }
@@ -628,7 +626,12 @@ impl Engine {
             if self.tasks[task as usize].blocked {
                 return;
             }
-            while let Some(mut u) = self.jobs[j].current.pop() {
+            // The submission's units are walked out of the job, so the next
+            // one is a step of an iterator, not a lookup of the job and a
+            // pop (nothing called from here runs this job again).
+            let mut units = std::mem::take(&mut self.jobs[j].current);
+            let mut rest = units.drain(..);
+            while let Some(mut u) = rest.next() {
                 while let Some(spec) = u.bios.get(u.next as usize) {
                     // bio_alloc_bioset and bio_iov_iter_get_pages: the bio
                     // and its user pages pinned.
@@ -638,7 +641,7 @@ impl Engine {
                     if !awake {
                         // Asleep inside this bio's submission: the rest waits,
                         // and the driver threads it woke run.
-                        self.jobs[j].current.push(u);
+                        self.jobs[j].current = std::iter::once(u).chain(rest).collect();
                         self.run_threads();
                         return;
                     }
@@ -653,6 +656,10 @@ impl Engine {
                 job.unit_bio_done(u.slot, now);
                 job.source.unit_done(u.bios);
             }
+            // The emptied list goes back, its buffer kept for the next
+            // submission.
+            drop(rest);
+            self.jobs[j].current = units;
             if std::mem::take(&mut self.jobs[j].plugged) {
                 if std::mem::take(&mut self.jobs[j].plug_sleeps) {
                     mq::blk_flush_plug(&mut self.queues, &mut self.core, task, true);
@@ -734,10 +741,6 @@ impl Engine {
         if n > 0 {
             // The submission's first unit was taken in flight now.
             job.stats.first_submit_ns.get_or_insert(now);
-            // The units were gathered first to last; the first goes last,
-            // where run_job_here pops it (the list was empty: a submission
-            // starts once the last one is done).
-            job.current.reverse();
         }
         if n == 0 {
             // A unit due while the job still has I/O in flight waits until
