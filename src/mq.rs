@@ -438,7 +438,7 @@ fn blk_attempt_plug_merge_walk(qs: &mut [RequestQueue], core: &mut BlockCore, qi
     let dev = qs[qi].dev as usize;
     let task = core.current as usize;
     let ids: Vec<u32> = match core.plugs[task].as_ref() {
-        Some(plug) => plug.list.iter().rev().filter(|r| r.0 as usize == qi).map(|r| r.1).collect(),
+        Some(plug) => plug.list().iter().rev().filter(|r| r.0 as usize == qi).map(|r| r.1).collect(),
         None => return false,
     };
     let q = &mut qs[qi];
@@ -530,7 +530,7 @@ fn blk_add_rq_to_plug(qs: &mut [RequestQueue], core: &mut BlockCore, task: u32, 
     let (count, max) = (plug.rq_count, plug.max_rq_count(core.beh.plug_max_requests));
     let reference = match core.beh.plug_size_rq {
         PlugSizeRq::Head => plug.peek(),
-        PlugSizeRq::Tail => plug.list.back().copied(),
+        PlugSizeRq::Tail => plug.tail(),
     };
     let reference_bytes = reference.map(|(q, id)| qs[q as usize].rqs.get(id).bytes() as u64).unwrap_or(0);
     let q = &qs[rq.0 as usize];
@@ -554,7 +554,7 @@ pub fn blk_start_plug(core: &mut BlockCore, task: u32) -> bool {
     if slot.is_some() {
         return false;
     }
-    *slot = Some(Plug { list: std::mem::take(&mut core.spare_plug_list), ..Plug::default() });
+    *slot = Some(Plug::with_list(std::mem::take(&mut core.spare_plug_list)));
     true
 }
 
@@ -562,7 +562,7 @@ pub fn blk_start_plug(core: &mut BlockCore, task: u32) -> bool {
 pub fn blk_finish_plug(qs: &mut [RequestQueue], core: &mut BlockCore, task: u32) {
     blk_mq_flush_plug_list(qs, core, task, false);
     if let Some(plug) = core.plugs[task as usize].take() {
-        core.spare_plug_list = plug.list;
+        core.spare_plug_list = plug.into_list();
     }
 }
 
@@ -586,10 +586,10 @@ pub fn blk_mq_flush_plug_list(qs: &mut [RequestQueue], core: &mut BlockCore, tas
     if plug.rq_count == 0 {
         return;
     }
-    if plug.rq_count == 1 && plug.list.len() == 1 && !plug.multiple_queues && !plug.has_elevator && !from_schedule {
+    if plug.rq_count == 1 && plug.list().len() == 1 && !plug.multiple_queues && !plug.has_elevator && !from_schedule {
         // The list stays in the plug.
         plug.rq_count = 0;
-        let rq = plug.list.pop_front().expect("a plugged request");
+        let rq = plug.pop_only().expect("a plugged request");
         return flush_plug_one(qs, core, rq, task);
     }
     flush_plug_batch(qs, core, task, from_schedule);
@@ -603,7 +603,7 @@ fn flush_plug_batch(qs: &mut [RequestQueue], core: &mut BlockCore, task: u32, fr
     let depth = plug.rq_count as u64;
     plug.rq_count = 0;
     let (multi, elevator) = (plug.multiple_queues, plug.has_elevator);
-    let mut list = std::mem::take(&mut plug.list);
+    let mut list = plug.take_list();
     if core.beh.plug_sort && multi && depth > 2 {
         plug_rq_cmp_sort(qs, &mut list);
     }
@@ -628,9 +628,7 @@ fn flush_plug_batch(qs: &mut [RequestQueue], core: &mut BlockCore, task: u32, fr
     }
     // The emptied list goes back to the plug, for the requests to come.
     if let Some(plug) = core.plugs[task as usize].as_mut() {
-        if plug.list.is_empty() {
-            plug.list = list;
-        }
+        plug.restore_list(list);
     }
 }
 
