@@ -109,10 +109,9 @@ impl Job {
             self.slots.push(UnitSlot::default());
             (self.slots.len() - 1) as u32
         });
-        let bios = std::mem::take(&mut unit.bios);
         let s = &mut self.slots[slot as usize];
         // One reference per bio, and one for the submission itself.
-        s.left = bios.len() as u32 + 1;
+        s.left = unit.bios.len() as u32 + 1;
         (s.kind, s.start, s.bytes, s.issued) = (unit.kind, unit.started_ns.unwrap_or(now).min(now), unit.bytes, now);
         s.requeue = unit.requeue.take();
         if let Some(k) = unit.kind.index() {
@@ -122,7 +121,7 @@ impl Job {
         if unit.sync {
             self.sync_slot = Some(slot);
         }
-        self.current.push(Submitting { bios, next: 0, slot });
+        self.current.push(Submitting { bios: std::mem::take(&mut unit.bios), next: 0, slot });
     }
 }
 
@@ -136,6 +135,18 @@ impl Job {
         let left = &mut self.slots[slot as usize].left;
         *left -= 1;
         if *left == 0 {
+            self.unit_complete(slot, now);
+        }
+    }
+
+    /// The submission of the unit in `slot` returned at `now` (fio's issue
+    /// time) and drops its own reference: one lookup of the slot for both.
+    #[inline(always)]
+    fn unit_issued(&mut self, slot: u32, now: u64) {
+        let s = &mut self.slots[slot as usize];
+        s.issued = now;
+        s.left -= 1;
+        if s.left == 0 {
             self.unit_complete(slot, now);
         }
     }
@@ -652,8 +663,7 @@ impl Engine {
                 // of the job and the slot for the three.
                 let now = self.core.now;
                 let job = &mut self.jobs[j];
-                job.slots[u.slot as usize].issued = now;
-                job.unit_bio_done(u.slot, now);
+                job.unit_issued(u.slot, now);
                 job.source.unit_done(u.bios);
             }
             // The emptied list goes back, its buffer kept for the next
