@@ -320,7 +320,9 @@ fn trace_plug_event(core: &mut BlockCore, dev: DevId, action: Action, depth: u64
 
 // ---- submission ------------------------------------------------------------
 
-/// `blk_mq_submit_bio` for a bio of request queue `qi`.
+/// `blk_mq_submit_bio` for a bio of request queue `qi`. Inline in its one
+/// caller, `__submit_bio`: the call cost each bio a second prologue.
+#[inline(always)]
 pub fn blk_mq_submit_bio(qs: &mut [RequestQueue], core: &mut BlockCore, qi: usize, bio: BioId) -> Submit {
     let Some((bio, nsegs)) = core.bio_split_to_limits(bio) else { return Submit::Done };
     // A host-managed zoned disk ([`crate::zoned`]): the submission order
