@@ -972,8 +972,9 @@ impl Engine {
                 self.resume_task(qi, w, tags);
             }
             self.reaped.woken.clear();
-            for i in 0..self.reaped.done.len() {
-                let d = self.reaped.done[i];
+            // Walked out of `self`, as a slice: no bounds check per root.
+            let mut done = std::mem::take(&mut self.reaped.done);
+            for &d in &done {
                 let j = d.owner as usize;
                 if j >= self.jobs.len() {
                     self.lo_rw_aio_complete(d);
@@ -988,7 +989,8 @@ impl Engine {
                     self.reaped.ready.push(j);
                 }
             }
-            self.reaped.done.clear();
+            done.clear();
+            self.reaped.done = done;
             for i in 0..self.reaped.ready.len() {
                 let j = self.reaped.ready[i];
                 self.run_job(j);
