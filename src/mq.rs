@@ -417,7 +417,19 @@ fn blk_mq_attempt_bio_merge(qs: &mut [RequestQueue], core: &mut BlockCore, qi: u
 #[inline(always)]
 fn blk_attempt_plug_merge(qs: &mut [RequestQueue], core: &mut BlockCore, qi: usize, bio: BioId, nsegs: u32) -> bool {
     let dev = qs[qi].dev as usize;
-    core.stats[dev].plug_merge_attempts += 1;
+    let ok = plug_merge_one(qs, core, qi, bio, nsegs);
+    // Both counts through one lookup of the disk's stats, once the merge
+    // is done (nothing in it reads them).
+    let s = &mut core.stats[dev];
+    s.plug_merge_attempts += 1;
+    s.plug_merges += ok as u64;
+    ok
+}
+
+/// The merge [`blk_attempt_plug_merge`] tries: true if a request of the
+/// task's plug took the bio.
+#[inline(always)]
+fn plug_merge_one(qs: &mut [RequestQueue], core: &mut BlockCore, qi: usize, bio: BioId, nsegs: u32) -> bool {
     let task = core.current as usize;
     let Some(plug) = core.plugs.get(task).and_then(|p| p.as_ref()) else { return false };
     if core.beh.plug_merge == PlugMerge::EveryFromTail {
@@ -426,9 +438,7 @@ fn blk_attempt_plug_merge(qs: &mut [RequestQueue], core: &mut BlockCore, qi: usi
     let Some((cq, cid)) = plug.merge_candidate(qi as u32, core.beh.plug_merge) else { return false };
     core.cpu_charge(|c| c.merge_attempt as u64);
     let q = &mut qs[cq as usize];
-    let ok = blk_attempt_bio_merge(core, q.rqs.get_mut(cid), bio, nsegs, &q.lim) == BioMerge::Ok;
-    core.stats[dev].plug_merges += ok as u64;
-    ok
+    blk_attempt_bio_merge(core, q.rqs.get_mut(cid), bio, nsegs, &q.lim) == BioMerge::Ok
 }
 
 /// Up to 5.15 `blk_attempt_plug_merge` walks the plug list from its tail
@@ -437,7 +447,6 @@ fn blk_attempt_plug_merge(qs: &mut [RequestQueue], core: &mut BlockCore, qi: usi
 #[cold]
 #[inline(never)]
 fn blk_attempt_plug_merge_walk(qs: &mut [RequestQueue], core: &mut BlockCore, qi: usize, bio: BioId, nsegs: u32) -> bool {
-    let dev = qs[qi].dev as usize;
     let task = core.current as usize;
     let ids: Vec<u32> = match core.plugs[task].as_ref() {
         Some(plug) => plug.list().iter().rev().filter(|r| r.0 as usize == qi).map(|r| r.1).collect(),
@@ -446,7 +455,6 @@ fn blk_attempt_plug_merge_walk(qs: &mut [RequestQueue], core: &mut BlockCore, qi
     let q = &mut qs[qi];
     for id in ids {
         if blk_attempt_bio_merge(core, q.rqs.get_mut(id), bio, nsegs, &q.lim) == BioMerge::Ok {
-            core.stats[dev].plug_merges += 1;
             return true;
         }
     }
