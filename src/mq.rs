@@ -320,7 +320,9 @@ fn trace_plug_event(core: &mut BlockCore, dev: DevId, action: Action, depth: u64
 
 // ---- submission ------------------------------------------------------------
 
-/// `blk_mq_submit_bio` for a bio of request queue `qi`.
+/// `blk_mq_submit_bio` for a bio of request queue `qi`. Inline in its one
+/// caller, `__submit_bio`: the call cost each bio a second prologue.
+#[inline(always)]
 pub fn blk_mq_submit_bio(qs: &mut [RequestQueue], core: &mut BlockCore, qi: usize, bio: BioId) -> Submit {
     let Some((bio, nsegs)) = core.bio_split_to_limits(bio) else { return Submit::Done };
     // A host-managed zoned disk ([`crate::zoned`]): the submission order
@@ -415,7 +417,19 @@ fn blk_mq_attempt_bio_merge(qs: &mut [RequestQueue], core: &mut BlockCore, qi: u
 #[inline(always)]
 fn blk_attempt_plug_merge(qs: &mut [RequestQueue], core: &mut BlockCore, qi: usize, bio: BioId, nsegs: u32) -> bool {
     let dev = qs[qi].dev as usize;
-    core.stats[dev].plug_merge_attempts += 1;
+    let ok = plug_merge_one(qs, core, qi, bio, nsegs);
+    // Both counts through one lookup of the disk's stats, once the merge
+    // is done (nothing in it reads them).
+    let s = &mut core.stats[dev];
+    s.plug_merge_attempts += 1;
+    s.plug_merges += ok as u64;
+    ok
+}
+
+/// The merge [`blk_attempt_plug_merge`] tries: true if a request of the
+/// task's plug took the bio.
+#[inline(always)]
+fn plug_merge_one(qs: &mut [RequestQueue], core: &mut BlockCore, qi: usize, bio: BioId, nsegs: u32) -> bool {
     let task = core.current as usize;
     let Some(plug) = core.plugs.get(task).and_then(|p| p.as_ref()) else { return false };
     if core.beh.plug_merge == PlugMerge::EveryFromTail {
@@ -424,9 +438,7 @@ fn blk_attempt_plug_merge(qs: &mut [RequestQueue], core: &mut BlockCore, qi: usi
     let Some((cq, cid)) = plug.merge_candidate(qi as u32, core.beh.plug_merge) else { return false };
     core.cpu_charge(|c| c.merge_attempt as u64);
     let q = &mut qs[cq as usize];
-    let ok = blk_attempt_bio_merge(core, q.rqs.get_mut(cid), bio, nsegs, &q.lim) == BioMerge::Ok;
-    core.stats[dev].plug_merges += ok as u64;
-    ok
+    blk_attempt_bio_merge(core, q.rqs.get_mut(cid), bio, nsegs, &q.lim) == BioMerge::Ok
 }
 
 /// Up to 5.15 `blk_attempt_plug_merge` walks the plug list from its tail
@@ -435,16 +447,14 @@ fn blk_attempt_plug_merge(qs: &mut [RequestQueue], core: &mut BlockCore, qi: usi
 #[cold]
 #[inline(never)]
 fn blk_attempt_plug_merge_walk(qs: &mut [RequestQueue], core: &mut BlockCore, qi: usize, bio: BioId, nsegs: u32) -> bool {
-    let dev = qs[qi].dev as usize;
     let task = core.current as usize;
     let ids: Vec<u32> = match core.plugs[task].as_ref() {
-        Some(plug) => plug.list.iter().rev().filter(|r| r.0 as usize == qi).map(|r| r.1).collect(),
+        Some(plug) => plug.list().iter().rev().filter(|r| r.0 as usize == qi).map(|r| r.1).collect(),
         None => return false,
     };
     let q = &mut qs[qi];
     for id in ids {
         if blk_attempt_bio_merge(core, q.rqs.get_mut(id), bio, nsegs, &q.lim) == BioMerge::Ok {
-            core.stats[dev].plug_merges += 1;
             return true;
         }
     }
@@ -530,7 +540,7 @@ fn blk_add_rq_to_plug(qs: &mut [RequestQueue], core: &mut BlockCore, task: u32, 
     let (count, max) = (plug.rq_count, plug.max_rq_count(core.beh.plug_max_requests));
     let reference = match core.beh.plug_size_rq {
         PlugSizeRq::Head => plug.peek(),
-        PlugSizeRq::Tail => plug.list.back().copied(),
+        PlugSizeRq::Tail => plug.tail(),
     };
     let reference_bytes = reference.map(|(q, id)| qs[q as usize].rqs.get(id).bytes() as u64).unwrap_or(0);
     let q = &qs[rq.0 as usize];
@@ -554,7 +564,7 @@ pub fn blk_start_plug(core: &mut BlockCore, task: u32) -> bool {
     if slot.is_some() {
         return false;
     }
-    *slot = Some(Plug { list: std::mem::take(&mut core.spare_plug_list), ..Plug::default() });
+    *slot = Some(Plug::with_list(std::mem::take(&mut core.spare_plug_list)));
     true
 }
 
@@ -562,7 +572,7 @@ pub fn blk_start_plug(core: &mut BlockCore, task: u32) -> bool {
 pub fn blk_finish_plug(qs: &mut [RequestQueue], core: &mut BlockCore, task: u32) {
     blk_mq_flush_plug_list(qs, core, task, false);
     if let Some(plug) = core.plugs[task as usize].take() {
-        core.spare_plug_list = plug.list;
+        core.spare_plug_list = plug.into_list();
     }
 }
 
@@ -586,10 +596,10 @@ pub fn blk_mq_flush_plug_list(qs: &mut [RequestQueue], core: &mut BlockCore, tas
     if plug.rq_count == 0 {
         return;
     }
-    if plug.rq_count == 1 && plug.list.len() == 1 && !plug.multiple_queues && !plug.has_elevator && !from_schedule {
+    if plug.rq_count == 1 && plug.list().len() == 1 && !plug.multiple_queues && !plug.has_elevator && !from_schedule {
         // The list stays in the plug.
         plug.rq_count = 0;
-        let rq = plug.list.pop_front().expect("a plugged request");
+        let rq = plug.pop_only().expect("a plugged request");
         return flush_plug_one(qs, core, rq, task);
     }
     flush_plug_batch(qs, core, task, from_schedule);
@@ -603,7 +613,7 @@ fn flush_plug_batch(qs: &mut [RequestQueue], core: &mut BlockCore, task: u32, fr
     let depth = plug.rq_count as u64;
     plug.rq_count = 0;
     let (multi, elevator) = (plug.multiple_queues, plug.has_elevator);
-    let mut list = std::mem::take(&mut plug.list);
+    let mut list = plug.take_list();
     if core.beh.plug_sort && multi && depth > 2 {
         plug_rq_cmp_sort(qs, &mut list);
     }
@@ -628,9 +638,7 @@ fn flush_plug_batch(qs: &mut [RequestQueue], core: &mut BlockCore, task: u32, fr
     }
     // The emptied list goes back to the plug, for the requests to come.
     if let Some(plug) = core.plugs[task as usize].as_mut() {
-        if plug.list.is_empty() {
-            plug.list = list;
-        }
+        plug.restore_list(list);
     }
 }
 

@@ -15,8 +15,14 @@ pub type RqRef = (u32, u32);
 
 #[derive(Clone, Debug, Default)]
 pub struct Plug {
-    /// `mq_list`: front = list head.
-    pub list: VecDeque<RqRef>,
+    /// `mq_list`: front = list head. Changed only through the methods
+    /// below, which keep `tail` with it.
+    list: VecDeque<RqRef>,
+    /// `mq_list.tail` (`struct rq_list` keeps a tail pointer): the request
+    /// `blk_attempt_plug_merge` tries first (961296e89dc3, 6.16 and
+    /// 6.12.35), read once per bio, where a ring's back is an index
+    /// computed each time.
+    tail: Option<RqRef>,
     /// `rq_count` (reset at the start of a flush, before the list empties).
     pub rq_count: u32,
     /// Never reset by a flush: they stay until the plug ends.
@@ -25,10 +31,54 @@ pub struct Plug {
 }
 
 impl Plug {
+    /// A plug started with `list`, an empty list whose buffer is reused.
+    pub fn with_list(list: VecDeque<RqRef>) -> Plug {
+        debug_assert!(list.is_empty());
+        Plug { list, ..Plug::default() }
+    }
+
     /// `rq_list_peek`: the list head, the reference request of
     /// `blk_add_rq_to_plug` (newest under head-add, oldest under tail-add).
     pub fn peek(&self) -> Option<RqRef> {
         self.list.front().copied()
+    }
+
+    /// The list's tail: the newest request under tail-add, the oldest
+    /// under head-add.
+    #[inline(always)]
+    pub fn tail(&self) -> Option<RqRef> {
+        self.tail
+    }
+
+    /// The requests, head first.
+    pub fn list(&self) -> &VecDeque<RqRef> {
+        &self.list
+    }
+
+    /// The whole list, taken for a flush (`rq_list` moved out of the plug).
+    pub fn take_list(&mut self) -> VecDeque<RqRef> {
+        self.tail = None;
+        std::mem::take(&mut self.list)
+    }
+
+    /// An emptied list's buffer back into a plug whose list is empty.
+    pub fn restore_list(&mut self, list: VecDeque<RqRef>) {
+        debug_assert!(list.is_empty());
+        if self.list.is_empty() {
+            self.list = list;
+        }
+    }
+
+    /// The list's buffer, for the next plug.
+    pub fn into_list(self) -> VecDeque<RqRef> {
+        self.list
+    }
+
+    /// The list's only request, taken (`rq_list_pop` of a list of one).
+    pub fn pop_only(&mut self) -> Option<RqRef> {
+        debug_assert!(self.list.len() <= 1);
+        self.tail = None;
+        self.list.pop_front()
     }
 
     /// `blk_plug_max_rq_count`.
@@ -49,8 +99,17 @@ impl Plug {
         }
         self.has_elevator |= has_elevator;
         match how {
-            PlugAdd::Head => self.list.push_front(rq),
-            PlugAdd::Tail => self.list.push_back(rq),
+            PlugAdd::Head => {
+                // The first request added stays the tail.
+                if self.list.is_empty() {
+                    self.tail = Some(rq);
+                }
+                self.list.push_front(rq)
+            }
+            PlugAdd::Tail => {
+                self.tail = Some(rq);
+                self.list.push_back(rq)
+            }
         }
         self.rq_count += 1;
     }
@@ -68,8 +127,8 @@ impl Plug {
                 }
                 self.first_of_queue(q)
             }
-            PlugMerge::TailThenFirstFromHead => match self.list.back() {
-                Some(&t) if t.0 == q => Some(t),
+            PlugMerge::TailThenFirstFromHead => match self.tail {
+                Some(t) if t.0 == q => Some(t),
                 Some(_) if self.multiple_queues => self.first_of_queue(q),
                 _ => None,
             },
