@@ -534,7 +534,10 @@ impl Checker {
             // What `check_root` passes at once: no error, the streak over
             // the whole root (of an op the disk takes: see `StreakHome`).
             if status == 0 && errors == s.root.errors_at_start && s.complete() {
-                (s.live, s.bvecs) = (false, BioVecs::None);
+                // Its pages stay until the slot's next root replaces them:
+                // a test and a store less on every root, and a table kept a
+                // little longer is all the difference.
+                s.live = false;
                 self.roots_checked += 1;
                 return;
             }
