@@ -23,7 +23,7 @@ pub mod oracle;
 mod streak;
 pub mod thread;
 
-use crate::bio::{Bio, BioId, BioVecs, Bvec, BvecIter, Op, SECTOR_SHIFT};
+use crate::bio::{Bio, BioId, BioVecs, BvecIter, Op, SECTOR_SHIFT};
 use crate::genhd::{DevId, Topology};
 
 use conservation::{Issued, Miscount};
@@ -185,9 +185,10 @@ struct StreakHome {
     offset: u64,
 }
 
-/// Byte offset of `iter` in a bvec table.
+/// Byte offset of `iter` in a bvec table. The table is looked at (its
+/// variant matched) only past the first bvec: every root and piece asks.
 #[inline(always)]
-fn data_offset(bvecs: &[Bvec], iter: &BvecIter) -> u64 {
+fn data_offset(bvecs: &BioVecs, iter: &BvecIter) -> u64 {
     if iter.idx == 0 {
         // In the first bvec (every single-page bio): no sum to take.
         return iter.bvec_done as u64;
@@ -668,6 +669,7 @@ impl Checker {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::bio::Bvec;
     use crate::genhd::{DiskKind, Driver, Queue};
     use crate::limits::{resolve, LimitsModel, SysfsWrites};
     use crate::md::personality::{MdMember, Personality};
