@@ -362,7 +362,8 @@ impl Checker {
         let s = &mut self.streaks[i];
         s.live = true;
         s.root = Root::of(bio, self.next_seq, errors);
-        (s.disk, s.offset, s.cursor) = (disk, offset, bio.iter.sector + offset);
+        let first = bio.iter.sector + offset;
+        (s.disk, s.offset, s.cursor, s.end) = (disk, offset, first, first + s.root.sectors);
         s.bvecs = bio.bvecs.clone();
         s.base = data_offset(&bio.bvecs, &bio.iter);
     }

@@ -20,6 +20,9 @@ pub(super) struct Streak {
     pub offset: u64,
     /// The whole-disk sector the next piece of the streak starts at.
     pub cursor: u64,
+    /// Where the cursor stands once the streak covers the root (set with
+    /// it: one compare at completion, not two sums).
+    pub end: u64,
     /// The submitter's pages, and where the root starts in them (bytes).
     pub bvecs: BioVecs,
     pub base: u64,
@@ -72,7 +75,7 @@ impl Streak {
 
     /// Did the streak reach the root's end?
     pub fn complete(&self) -> bool {
-        self.cursor == self.root.start + self.offset + self.root.sectors
+        self.cursor == self.end
     }
 
 }
