@@ -173,6 +173,45 @@ impl Ord for Entry {
     }
 }
 
+/// A FIFO stream of events whose keys only grow (a device's completions),
+/// kept in a vector read from `head` and emptied when read to its end:
+/// `VecDeque`'s ring wrapped its index on every push, look at the back, pop
+/// and look at the front, one of each per event.
+#[derive(Default)]
+struct Stream {
+    /// Those from `head` on are pending; the last is the stream's back.
+    events: Vec<(u128, SimEvent)>,
+    head: usize,
+}
+
+impl Stream {
+    fn push_back(&mut self, e: (u128, SimEvent)) {
+        // A stream that never runs dry reclaims what it has read (when that
+        // is at least half) rather than grow: each event is moved at most
+        // once more for every time the vector fills.
+        if self.events.len() == self.events.capacity() && self.head > 0 && self.head >= self.events.len() / 2 {
+            self.events.drain(..self.head);
+            self.head = 0;
+        }
+        self.events.push(e);
+    }
+
+    /// The head's event, and the next one's key if there is one.
+    #[inline(always)]
+    fn pop_front(&mut self) -> (SimEvent, Option<u128>) {
+        let (_, ev) = self.events[self.head];
+        self.head += 1;
+        match self.events.get(self.head) {
+            Some(&(next, _)) => (ev, Some(next)),
+            None => {
+                self.events.clear();
+                self.head = 0;
+                (ev, None)
+            }
+        }
+    }
+}
+
 /// A root bio (one a job submitted) finished.
 #[derive(Clone, Copy, Debug)]
 pub struct RootDone {
@@ -283,7 +322,7 @@ pub struct BlockCore {
     events: BinaryHeap<Entry>,
     /// FIFO streams of events whose times never decrease (a device's
     /// completions): only each stream's head sits in `events`.
-    streams: Vec<VecDeque<(u128, SimEvent)>>,
+    streams: Vec<Stream>,
     /// Events other than samples still pending.
     real_events: usize,
     /// Time of the last event that was not a sample.
@@ -1065,10 +1104,10 @@ impl BlockCore {
     pub fn schedule_stream(&mut self, stream: usize, at: u64, ev: SimEvent) {
         let key = self.event_key(at, ev);
         if self.streams.len() <= stream {
-            self.streams.resize_with(stream + 1, VecDeque::new);
+            self.streams.resize_with(stream + 1, Stream::default);
         }
         let s = &mut self.streams[stream];
-        match s.back() {
+        match s.events.last() {
             Some(&(last, _)) if last > key => self.events.push(Entry { key, slot: Slot::Event(ev) }),
             Some(_) => s.push_back((key, ev)),
             None => {
@@ -1078,6 +1117,9 @@ impl BlockCore {
         }
     }
 
+    /// Inline: the engine's loop takes one event at a time, and the call
+    /// cost its register saves and a return through memory.
+    #[inline]
     pub fn pop_event(&mut self) -> Option<SimEvent> {
         let mut top = self.events.peek_mut()?;
         let Entry { key, slot } = *top;
@@ -1087,13 +1129,12 @@ impl BlockCore {
                 ev
             }
             Slot::Stream(i) => {
-                let s = &mut self.streams[i as usize];
-                let (_, ev) = s.pop_front().expect("a stream in the heap has a head");
-                match s.front() {
+                let (ev, next) = self.streams[i as usize].pop_front();
+                match next {
                     // The stream's next event takes the head's place: one
                     // sift instead of a pop and a push (keys are unique, so
                     // the order is the same).
-                    Some(&(next, _)) => top.key = next,
+                    Some(next) => top.key = next,
                     None => drop(PeekMut::pop(top)),
                 }
                 ev

@@ -23,7 +23,7 @@ pub mod oracle;
 mod streak;
 pub mod thread;
 
-use crate::bio::{Bio, BioId, BioVecs, Bvec, BvecIter, Op, SECTOR_SHIFT};
+use crate::bio::{Bio, BioId, BioVecs, BvecIter, Op, SECTOR_SHIFT};
 use crate::genhd::{DevId, Topology};
 
 use conservation::{Issued, Miscount};
@@ -142,6 +142,9 @@ pub struct Checker {
     /// Per device, resolved with `layouts`: the plain disk and partition
     /// start its sectors live at ([`plain_disk`]), looked up once per root.
     plain: Vec<Option<(DevId, u64)>>,
+    /// Per device, resolved with `layouts`: where its roots keep a
+    /// [`Streak`], and of which ops (one lookup and a bit test per root).
+    homes: Vec<StreakHome>,
     /// Boxed, so taking one in and out of its slot moves a pointer.
     roots: Vec<Option<Box<RootState>>>,
     /// Finished root states, their buffers kept for reuse (boxed, as above).
@@ -166,9 +169,26 @@ pub struct Checker {
     compare_scratch: conservation::Scratch,
 }
 
-/// Byte offset of `iter` in a bvec table.
+/// A device whose roots keep a [`Streak`]: a plain disk or a partition of
+/// one, with the oracle off.
+#[derive(Clone, Copy, Default)]
+struct StreakHome {
+    /// The ops whose roots keep one, a bit (`1 << op`) each: those the disk
+    /// takes (none for a device that is not plain, or with the oracle on).
+    /// A root of an op its disk does not take never passes as a streak at
+    /// completion; it gets a full [`RootState`] at once, which counts its
+    /// pieces just as a promoted streak would, and the streak's completion
+    /// need not ask the disk's layout again for every root.
+    ops: u32,
+    /// The disk, and the partition's start (0 on a whole disk).
+    disk: DevId,
+    offset: u64,
+}
+
+/// Byte offset of `iter` in a bvec table. The table is looked at (its
+/// variant matched) only past the first bvec: every root and piece asks.
 #[inline(always)]
-fn data_offset(bvecs: &[Bvec], iter: &BvecIter) -> u64 {
+fn data_offset(bvecs: &BioVecs, iter: &BvecIter) -> u64 {
     if iter.idx == 0 {
         // In the first bvec (every single-page bio): no sum to take.
         return iter.bvec_done as u64;
@@ -195,6 +215,8 @@ impl Checker {
     /// Turn the integrity oracle on.
     pub fn enable_oracle(&mut self) {
         self.oracle = Some(Oracle::new());
+        // Resolved again: with the oracle on no root keeps a streak.
+        self.layouts.clear();
     }
 
     pub fn oracle_enabled(&self) -> bool {
@@ -228,6 +250,19 @@ impl Checker {
             }
         }
         self.plain = (0..self.layouts.len() as DevId).map(|d| plain_disk(&self.layouts, d)).collect();
+        let oracle = self.oracle.is_some();
+        let all = [Op::Read, Op::Write, Op::Flush, Op::Discard, Op::SecureErase, Op::ZoneAppend, Op::WriteZeroes];
+        self.homes = self
+            .plain
+            .iter()
+            .map(|p| match *p {
+                Some((disk, offset)) if !oracle => {
+                    let ops = all.iter().filter(|&&op| op == Op::Read || self.mapper(op).leaf_takes_op(disk)).fold(0, |m, &op| m | 1 << op as u32);
+                    StreakHome { ops, disk, offset }
+                }
+                _ => StreakHome::default(),
+            })
+            .collect();
         self.tiles = raid10_tiles(&self.layouts);
     }
 
@@ -261,13 +296,13 @@ impl Checker {
     // ---- hooks ---------------------------------------------------------
 
     /// A submitter's bio enters the stack (before `submit_bio_noacct`).
-    /// A plain root (no oracle) starts its streak here, inline: what
-    /// nearly every root does.
+    /// A plain root (no oracle) of an op its disk takes starts its streak
+    /// here, inline: what nearly every root does.
     #[inline(always)]
     pub fn root_submitted(&mut self, topo: &Topology, bio: &Bio, id: BioId, errors: u64) {
         self.resolve(topo);
         self.next_seq += 1;
-        if let (Some(&Some((disk, offset))), None) = (self.plain.get(bio.dev as usize), &self.oracle) {
+        if let Some(&StreakHome { disk, offset, .. }) = self.homes.get(bio.dev as usize).filter(|h| h.ops & (1 << bio.op as u32) != 0) {
             return self.begin_streak(bio, id, errors, disk, offset);
         }
         self.root_submitted_full(bio, id, errors)
@@ -327,7 +362,8 @@ impl Checker {
         let s = &mut self.streaks[i];
         s.live = true;
         s.root = Root::of(bio, self.next_seq, errors);
-        (s.disk, s.offset, s.cursor) = (disk, offset, bio.iter.sector + offset);
+        let first = bio.iter.sector + offset;
+        (s.disk, s.offset, s.cursor, s.end) = (disk, offset, first, first + s.root.sectors);
         s.bvecs = bio.bvecs.clone();
         s.base = data_offset(&bio.bvecs, &bio.iter);
     }
@@ -498,11 +534,12 @@ impl Checker {
     pub fn root_done(&mut self, topo: &Topology, root: BioId, status: i32, errors: u64) {
         if let Some(s) = self.streaks.get_mut(root as usize).filter(|s| s.live) {
             // What `check_root` passes at once: no error, the streak over
-            // the whole root, an op the disk takes.
-            let op = s.root.op;
-            let takes = op == Op::Read || (Mapper { layouts: &self.layouts, tiles: &self.tiles, op }).leaf_takes_op(s.disk);
-            if status == 0 && errors == s.root.errors_at_start && s.complete() && takes {
-                (s.live, s.bvecs) = (false, BioVecs::None);
+            // the whole root (of an op the disk takes: see `StreakHome`).
+            if status == 0 && errors == s.root.errors_at_start && s.complete() {
+                // Its pages stay until the slot's next root replaces them:
+                // a test and a store less on every root, and a table kept a
+                // little longer is all the difference.
+                s.live = false;
                 self.roots_checked += 1;
                 return;
             }
@@ -633,6 +670,7 @@ impl Checker {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::bio::Bvec;
     use crate::genhd::{DiskKind, Driver, Queue};
     use crate::limits::{resolve, LimitsModel, SysfsWrites};
     use crate::md::personality::{MdMember, Personality};
