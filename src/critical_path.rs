@@ -9,14 +9,17 @@
 //! and the host then gives the other run the processors first. No
 //! simulated figure changes: priority only orders the host's threads.
 //!
-//! Processor time so far stands for the work left. A run's share done
-//! ([`crate::engine::Progress::done`]) would say more, but it counts what
-//! the sources handed out, and a discard tool hands out a whole call at
-//! once: seed 002's fstrim is a quarter done after 1% of its work. Run
-//! lengths are far apart (seed 002's runs take seconds, most others
-//! milliseconds), and a run that has already run long is the likely long
-//! one; `blkstack seeds` also starts its slow seeds first. Runs that start
-//! together keep sharing fairly until one pulls well ahead.
+//! Two measures stand for the work a run has left. The first is the
+//! processor time it has had: run lengths are far apart (seed 002's runs
+//! take seconds, most others milliseconds), a run that has already run
+//! long is the likely long one, and `blkstack seeds` starts its slow seeds
+//! first. Runs that start together keep sharing until one pulls well
+//! ahead. The second tells apart long runs that started together: the
+//! processor time so far scaled by the share of the workload its sources
+//! still have to hand out ([`crate::engine::Progress::done`]). It counts
+//! only after half a second, as that share can be coarse: a discard tool
+//! hands out a whole call at once, and seed 002's fstrim reads a quarter
+//! done after 1% of its work.
 //!
 //! Raising one's nice value needs no privilege, but lowering it back does.
 //! A run yields for good, then, and its threads end with it: each run's
@@ -32,8 +35,12 @@ use std::time::Duration;
 /// processor time ...
 pub const LONGER: f64 = 2.0;
 /// ... and at least this many seconds more: runs that start together,
-/// whose first ticks come at slightly different times, do not yield.
+/// whose first ticks come at slightly different times, do not yield. The
+/// same holds for the estimates of work left.
 pub const LEAD_S: f64 = 0.5;
+/// Processor seconds an engine runs before its estimate of work left
+/// counts (see the module's comment).
+pub const ESTIMATE_AFTER_S: f64 = 0.5;
 /// The nice value of a run that yielded: the host's scheduler weighs a
 /// nice-10 thread at about a tenth of a nice-0 one (sched_prio_to_weight).
 const YIELD_NICE: i32 = 10;
@@ -41,8 +48,8 @@ const YIELD_NICE: i32 = 10;
 /// where the engine used to run, rather than a spawned thread's 2 MiB.
 const ENGINE_STACK: usize = 8 << 20;
 
-/// Every run in progress: (run, its engine's processor seconds so far).
-static BOARD: Mutex<Vec<(u64, f64)>> = Mutex::new(Vec::new());
+/// Every run in progress: (run, where it stands).
+static BOARD: Mutex<Vec<(u64, Standing)>> = Mutex::new(Vec::new());
 static NEXT_RUN: AtomicU64 = AtomicU64::new(0);
 
 thread_local! {
@@ -51,10 +58,28 @@ thread_local! {
     static RUN_YIELDED: std::cell::RefCell<Option<Arc<AtomicBool>>> = const { std::cell::RefCell::new(None) };
 }
 
-/// True when a run whose engine has had `mine` processor seconds should
-/// yield to one of the `others`.
-pub fn should_yield(mine: f64, others: impl IntoIterator<Item = f64>) -> bool {
-    others.into_iter().any(|theirs| theirs > LONGER * mine && theirs - mine >= LEAD_S)
+/// Where a run stands: its engine's processor seconds so far, and its
+/// estimate of those still to come ([`work_left`]).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Standing {
+    pub cpu_s: f64,
+    pub left_s: Option<f64>,
+}
+
+/// True when a run standing at `mine` should yield to one of the `others`:
+/// one that has had far more processor time, or has far more work left.
+pub fn should_yield(mine: Standing, others: impl IntoIterator<Item = Standing>) -> bool {
+    let far_more = |theirs: f64, mine: f64| theirs > LONGER * mine && theirs - mine >= LEAD_S;
+    others.into_iter().any(|theirs| {
+        far_more(theirs.cpu_s, mine.cpu_s) || matches!((theirs.left_s, mine.left_s), (Some(t), Some(m)) if far_more(t, m))
+    })
+}
+
+/// Processor seconds still to come for an engine that had `cpu_s` to hand
+/// out the share `done` of its workload; None before the estimate counts.
+pub fn work_left(cpu_s: f64, done: Option<f64>) -> Option<f64> {
+    let done = done?;
+    (cpu_s >= ESTIMATE_AFTER_S && done > 0.0).then(|| cpu_s * (1.0 - done.min(1.0)) / done)
 }
 
 /// A run's place on the board, held by its engine thread.
@@ -70,16 +95,17 @@ impl Seat {
         Seat { run: NEXT_RUN.fetch_add(1, Ordering::Relaxed), yielded }
     }
 
-    /// At the engine's tick: publish this run's processor time and yield
-    /// if another run has had much more.
-    pub fn tick(&self) {
-        let Some(mine) = thread_cpu_s() else { return };
+    /// At the engine's tick, with the share of the workload handed out:
+    /// publish where this run stands and yield if another is far ahead.
+    pub fn tick(&self, done: Option<f64>) {
+        let Some(cpu_s) = thread_cpu_s() else { return };
+        let mine = Standing { cpu_s, left_s: work_left(cpu_s, done) };
         let mut board = BOARD.lock().unwrap_or_else(|e| e.into_inner());
         match board.iter_mut().find(|(run, _)| *run == self.run) {
             Some(entry) => entry.1 = mine,
             None => board.push((self.run, mine)),
         }
-        let others = board.iter().filter(|(run, _)| *run != self.run).map(|&(_, cpu)| cpu);
+        let others = board.iter().filter(|(run, _)| *run != self.run).map(|&(_, s)| s);
         if !self.yielded.load(Ordering::Relaxed) && should_yield(mine, others) {
             self.yielded.store(true, Ordering::Relaxed);
             lower_priority();
@@ -190,17 +216,44 @@ pub fn thread_cpu_s() -> Option<f64> {
 mod tests {
     use super::*;
 
+    fn at(cpu_s: f64, left_s: Option<f64>) -> Standing {
+        Standing { cpu_s, left_s }
+    }
+
     #[test]
     fn a_run_yields_to_one_with_twice_its_time_and_half_a_second_more() {
-        assert!(should_yield(0.0, [0.5]));
-        assert!(should_yield(1.0, [2.5]));
+        assert!(should_yield(at(0.0, None), [at(0.5, None)]));
+        assert!(should_yield(at(1.0, None), [at(2.5, None)]));
         // Twice as much but not half a second more: runs that started
         // together, seen at slightly different moments.
-        assert!(!should_yield(0.01, [0.3]));
+        assert!(!should_yield(at(0.01, None), [at(0.3, None)]));
         // Half a second more but not twice as much.
-        assert!(!should_yield(1.0, [1.9]));
-        assert!(!should_yield(1.0, [0.5, 1.9]));
-        assert!(!should_yield(1.0, []));
+        assert!(!should_yield(at(1.0, None), [at(1.9, None)]));
+        assert!(!should_yield(at(1.0, None), [at(0.5, None), at(1.9, None)]));
+        assert!(!should_yield(at(1.0, None), []));
+    }
+
+    #[test]
+    fn a_run_yields_to_one_with_far_more_work_left_when_both_estimate() {
+        // Seed 002 on 5.8: mkfs and fstrim start together; at 1.2 s each,
+        // mkfs is 44% done (1.5 s left), fstrim a quarter (3.6 s left).
+        assert!(should_yield(at(1.2, Some(1.5)), [at(1.2, Some(3.6))]));
+        assert!(!should_yield(at(1.2, Some(3.6)), [at(1.2, Some(1.5))]));
+        // Not when either has no estimate, or by less than twice.
+        assert!(!should_yield(at(1.2, None), [at(1.2, Some(3.6))]));
+        assert!(!should_yield(at(1.2, Some(1.5)), [at(1.2, None)]));
+        assert!(!should_yield(at(1.2, Some(1.5)), [at(1.2, Some(2.9))]));
+    }
+
+    #[test]
+    fn work_left_scales_the_time_spent_by_the_share_still_to_come() {
+        // A quarter handed out in 1 s: three quarters take 3 s more.
+        assert_eq!(work_left(1.0, Some(0.25)), Some(3.0));
+        assert_eq!(work_left(2.0, Some(1.0)), Some(0.0));
+        // No share known, nothing handed out yet, or too short a sample.
+        assert_eq!(work_left(1.0, None), None);
+        assert_eq!(work_left(1.0, Some(0.0)), None);
+        assert_eq!(work_left(0.4, Some(0.5)), None);
     }
 
     #[test]

@@ -68,7 +68,7 @@ fn run_checked(py: Python<'_>, path: &str, opts: &RunOptions, progress: bool) ->
                 return false;
             }
             if let Some(seat) = seat {
-                seat.tick();
+                seat.tick(p.done);
             }
             if show && p.wall_s >= after && p.wall_s - drawn >= DRAW_EVERY_S {
                 drawn = p.wall_s;
