@@ -282,6 +282,9 @@ pub fn trace_rq(core: &mut BlockCore, action: Action, rq: &Request, task: u32) {
     }
 }
 
+/// Inline in [`trace_rq`]: out of line, its call and register saves cost
+/// about a third of the event, on every request's 'D' and 'C'.
+#[inline(always)]
 fn trace_rq_event(core: &mut BlockCore, action: Action, rq: &Request, task: u32) {
     core.emit(|core| Event {
         time: core.clock(),
