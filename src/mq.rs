@@ -236,21 +236,29 @@ impl RequestQueue {
 
     /// `blk_mq_get_tag` at allocation: a scheduler tag (as many as the
     /// elevator's `limit_depth` allows this op), or without a scheduler a
-    /// driver tag out of `nr_requests`.
+    /// driver tag out of `nr_requests`. Inline down to the driver tag of a queue without a scheduler (a
+    /// count and a compare, where the call cost more), the scheduler's
+    /// tag out of line.
+    #[inline(always)]
     fn try_get_tag(&mut self, core: &BlockCore, task: u32, bio: BioId) -> Option<(bool, bool)> {
-        let nr = self.attrs.nr_requests;
-        if let Some(e) = &self.sched {
-            let limit = e.limit_depth(core, task, bio, nr);
-            (self.sched_tags < limit).then(|| {
-                self.sched_tags += 1;
-                (true, false)
-            })
-        } else {
-            (self.driver_tags < nr).then(|| {
-                self.driver_tags += 1;
-                (false, true)
-            })
+        if self.sched.is_some() {
+            return self.try_get_sched_tag(core, task, bio);
         }
+        (self.driver_tags < self.attrs.nr_requests).then(|| {
+            self.driver_tags += 1;
+            (false, true)
+        })
+    }
+
+    /// [`Self::try_get_tag`] of a queue with a scheduler.
+    #[inline(never)]
+    fn try_get_sched_tag(&mut self, core: &BlockCore, task: u32, bio: BioId) -> Option<(bool, bool)> {
+        let e = self.sched.as_ref().expect("a scheduler");
+        let limit = e.limit_depth(core, task, bio, self.attrs.nr_requests);
+        (self.sched_tags < limit).then(|| {
+            self.sched_tags += 1;
+            (true, false)
+        })
     }
 
     /// `blk_mq_get_driver_tag` at dispatch.
