@@ -180,7 +180,10 @@ impl DiskModel {
     }
 
     /// A request issued at `now`: when it completes. `fua`: the write
-    /// must reach the media before it completes.
+    /// must reach the media before it completes. Inline in its one
+    /// caller, `device_submit`: the call and its register saves cost each
+    /// request about a third of a discard's service.
+    #[inline(always)]
     pub fn service(&mut self, now: u64, op: Op, sector: u64, bytes: u32, fua: bool) -> u64 {
         self.batch_arrival(now);
         let mut admit = now.max(self.next_admit);
