@@ -668,10 +668,7 @@ fn flush_plug_one(qs: &mut [RequestQueue], core: &mut BlockCore, (qi, id): RqRef
     // every request here, and the call cost each a quarter of what it does.
     // (Inline in every caller of blk_mq_start_request, it cost the
     // scheduler's dispatch more than it saved.)
-    let q = &mut qs[qi];
-    core.cpu_charge(|c| c.queue_rq as u64);
-    blk_mq_issue(q, core, id, task);
-    device_submit_inline(q, core, id);
+    blk_mq_start_request_with(&mut qs[qi], core, id, task, device_submit_inline);
 }
 
 /// Up to 5.15 `blk_mq_flush_plug_list` sorts a plug of several queues
@@ -807,9 +804,17 @@ fn blk_mq_do_dispatch_sched(q: &mut RequestQueue, core: &mut BlockCore, task: u3
 /// the device.
 #[inline(always)]
 fn blk_mq_start_request(q: &mut RequestQueue, core: &mut BlockCore, id: u32, task: u32) {
+    blk_mq_start_request_with(q, core, id, task, device_submit);
+}
+
+/// `blk_mq_start_request` and the driver's `->queue_rq`, the device's
+/// part called as `queue_rq` (out of line, or inline where one caller
+/// issues most requests).
+#[inline(always)]
+fn blk_mq_start_request_with(q: &mut RequestQueue, core: &mut BlockCore, id: u32, task: u32, queue_rq: fn(&mut RequestQueue, &mut BlockCore, u32)) {
     core.cpu_charge(|c| c.queue_rq as u64);
     blk_mq_issue(q, core, id, task);
-    device_submit(q, core, id);
+    queue_rq(q, core, id);
 }
 
 #[inline(always)]
