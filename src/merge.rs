@@ -191,16 +191,18 @@ pub fn ll_front_merge_fn(core: &BlockCore, rq: &mut Request, bio: BioId, nsegs: 
 /// Account and trace a bio merged into `rq` (`blk_account_io_merge_bio`).
 /// Inline: each caller's action is a constant, so the match on it folds
 /// away, with the call, on the path every merge of a stream takes.
+/// The bio addresses the request's disk (a whole disk, whose queue the
+/// request is on), so its event's device is `rq.dev`, not looked up again.
 #[inline(always)]
 fn bio_merged(core: &mut BlockCore, rq: &Request, bio: BioId, action: Option<Action>) {
     core.bio_mut(bio).in_request = true;
     core.stats[rq.dev as usize].account_merge(rq.op);
     match action {
-        Some(a) => core.trace_bio(a, bio, 0, 0),
+        Some(a) => core.trace_bio_on(a, bio, rq.dev, 0, 0),
         None => {
-            let b = core.bio(bio);
-            let (dev, sector) = (core.topo.dev(b.dev).whole, b.iter.sector);
-            core.tracer.untraced_merge(dev, sector);
+            debug_assert_eq!(core.topo.dev(core.bio(bio).dev).whole, rq.dev, "a bio merges into a request of its disk");
+            let sector = core.bio(bio).iter.sector;
+            core.tracer.untraced_merge(rq.dev, sector);
         }
     }
 }

@@ -573,7 +573,20 @@ impl BlockCore {
     pub fn trace_bio(&mut self, action: Action, id: BioId, arg: u64, from_dev: DevId) {
         debug_assert!(crate::stats::analysis::READS & 1 << action as u16 != 0);
         if self.tracer.active() {
-            self.trace_bio_event(action, id, arg, from_dev, 0);
+            let disk = self.topo.dev(self.bio(id).dev).whole;
+            self.trace_bio_event(action, id, disk, arg, from_dev, 0);
+        }
+    }
+
+    /// [`Self::trace_bio`] of a bio the caller knows addresses whole disk
+    /// `disk` (a bio being queued, or merged into a request of `disk`):
+    /// the event's device is not looked up again.
+    #[inline(always)]
+    pub fn trace_bio_on(&mut self, action: Action, id: BioId, disk: DevId, arg: u64, from_dev: DevId) {
+        debug_assert!(crate::stats::analysis::READS & 1 << action as u16 != 0);
+        debug_assert_eq!(self.topo.dev(self.bio(id).dev).whole, disk, "the bio addresses disk {disk}");
+        if self.tracer.active() {
+            self.trace_bio_event(action, id, disk, arg, from_dev, 0);
         }
     }
 
@@ -582,7 +595,8 @@ impl BlockCore {
     #[inline]
     fn trace_bio_complete(&mut self, id: BioId, status: i32) {
         if self.tracer.active() {
-            self.trace_bio_event(Action::Complete, id, 0, 0, status);
+            let disk = self.topo.dev(self.bio(id).dev).whole;
+            self.trace_bio_event(Action::Complete, id, disk, 0, 0, status);
         }
     }
 
@@ -592,24 +606,24 @@ impl BlockCore {
     /// inline): through `emit`'s closure, LLVM called the building out of
     /// line from `blk_mq_submit_bio` (its 'G'), a call per request.
     #[inline(always)]
-    fn trace_bio_event(&mut self, action: Action, id: BioId, arg: u64, from_dev: DevId, error: i32) {
+    fn trace_bio_event(&mut self, action: Action, id: BioId, disk: DevId, arg: u64, from_dev: DevId, error: i32) {
         if self.tracer.thread_only() {
-            let ev = self.bio_event(action, id, arg, from_dev, error);
+            let ev = self.bio_event(action, id, disk, arg, from_dev, error);
             self.tracer.to_thread(&ev);
         } else {
-            let ev = self.bio_event(action, id, arg, from_dev, error);
+            let ev = self.bio_event(action, id, disk, arg, from_dev, error);
             let ctx = TraceCtx { topo: &self.topo, tasks: &self.tasks };
             self.tracer.emit(ev, &ctx);
         }
     }
 
-    /// The event of bio `id` now.
+    /// The event of bio `id` now, on its whole disk `disk`.
     #[inline(always)]
-    fn bio_event(&self, action: Action, id: BioId, arg: u64, from_dev: DevId, error: i32) -> Event {
+    fn bio_event(&self, action: Action, id: BioId, disk: DevId, arg: u64, from_dev: DevId, error: i32) -> Event {
         let b = self.bio(id);
         Event {
             time: self.clock(),
-            dev: self.topo.dev(b.dev).whole,
+            dev: disk,
             action,
             op: b.op,
             flags: b.flags,
@@ -669,7 +683,8 @@ impl BlockCore {
     pub fn trace_bio_remap_to(&mut self, id: BioId, disk: DevId, from_dev: DevId, from_sector: u64) {
         self.stats[disk as usize].remaps += 1;
         if self.tracer.hears(Action::Remap) {
-            self.trace_bio_event(Action::Remap, id, from_sector, from_dev, 0);
+            let whole = self.topo.dev(self.bio(id).dev).whole;
+            self.trace_bio_event(Action::Remap, id, whole, from_sector, from_dev, 0);
         }
     }
 
@@ -727,21 +742,24 @@ impl BlockCore {
     /// remainder under head insertion).
     #[inline(always)]
     pub fn submit_bio_noacct_nocheck(&mut self, id: BioId, split: bool) -> Option<BioId> {
-        let b = self.bio_mut(id);
+        let BlockCore { bios, stats, topo, .. } = self;
+        let b = &mut bios[id as usize];
         // Its disk, which nothing below changes, read once for the 'Q'
         // and the list.
         let disk = b.dev;
         if !b.traced {
             b.traced = true;
-            let (dev, op, sectors) = (disk, b.op, b.sectors() as u64);
-            let s = &mut self.stats[dev as usize];
+            // What the 'Q' and the checks need of the bio and its disk,
+            // read before the 'Q': after it, the arena and the disk were
+            // looked up (and bounds checked) again.
+            let (op, sectors) = (b.op, b.sectors() as u64);
+            let leaf = matches!(topo.dev(disk).driver, Driver::Mq(_)) && b.flags & req::BOUNCE == 0;
+            let s = &mut stats[disk as usize];
             s.queued += 1;
             s.sectors_queued[op as usize] += sectors;
-            self.trace_bio(Action::Queue, id, 0, 0);
-            if let Driver::Mq(_) = self.topo.dev(dev).driver {
-                if self.bio(id).flags & req::BOUNCE == 0 {
-                    self.check_leaf(id);
-                }
+            self.trace_bio_on(Action::Queue, id, disk, 0, 0);
+            if leaf {
+                self.check_leaf(id);
             }
         }
         let head = split && self.beh.split_remainder == SplitRemainder::Head;
