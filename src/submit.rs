@@ -543,13 +543,20 @@ impl BlockCore {
     /// `BIO_TRACE_COMPLETION`, so it gets no second 'Q'.
     #[inline(always)]
     pub fn bio_split(&mut self, id: BioId, sectors: u32) -> BioId {
+        self.bio_split_with(id, sectors, |_| {})
+    }
+
+    /// [`Self::bio_split`] with the caller's changes to the front made as
+    /// it is set up (see [`Self::bio_copy`]).
+    #[inline(always)]
+    fn bio_split_with(&mut self, id: BioId, sectors: u32, adjust: impl FnOnce(&mut Bio)) -> BioId {
         let bytes = sectors << SECTOR_SHIFT;
         let b = self.bio(id);
         assert!(sectors > 0 && bytes < b.iter.size, "bio_split of {sectors} sectors out of range");
         // The size is not set in bio_copy's `adjust`: that saved a lookup
         // per split but, inlined into blk_mq_submit_bio, cost every bio
         // there more (merge4k: 4.5 M more instructions, without a split).
-        let front = self.bio_copy(id, |_| {});
+        let front = self.bio_copy(id, adjust);
         self.bio_mut(front).iter.size = bytes;
         let b = self.bio_mut(id);
         bvec_iter_advance(&b.bvecs, &mut b.iter, bytes);
@@ -784,10 +791,16 @@ impl BlockCore {
     #[inline(always)]
     pub fn bio_submit_split(&mut self, id: BioId, sectors: u32) -> BioId {
         self.cpu_charge(|c| c.split as u64);
-        let front = self.bio_split(id, sectors);
-        self.bio_mut(front).flags |= req::NOMERGE;
-        self.bio_chain(front, id);
-        let b = self.bio(id);
+        // The front's flag and its half of bio_chain(front, id) are set as
+        // it is copied, and the remainder's half with what is read of it:
+        // each lookup again cost a bounds check (md's chunk-by-chunk
+        // discards split every piece).
+        let front = self.bio_split_with(id, sectors, |f| {
+            f.flags |= req::NOMERGE;
+            f.parent = Some(id);
+        });
+        let b = self.bio_mut(id);
+        b.remaining += 1;
         let (dev, rest) = (b.dev, b.iter.sector);
         self.stats[dev as usize].splits += 1;
         self.trace_bio(Action::Split, front, rest, 0);
