@@ -70,14 +70,16 @@ pub fn blk_try_merge(rq: &Request, bio: &Bio, lim: &QueueLimits) -> ElvMerge {
 
 /// `blk_rq_get_max_sectors`: the op's size limit, and for data requests no
 /// crossing of a `chunk_sectors` boundary from `offset`.
+/// The discards return from the match (no chunk rule for them), so the op
+/// is tested once, not again after it.
 pub fn blk_rq_get_max_sectors(rq: &Request, offset: u64, lim: &QueueLimits) -> u32 {
     let max = match rq.op {
-        Op::Discard => lim.max_discard_sectors.min(u32::MAX >> 9),
-        Op::SecureErase => lim.max_secure_erase_sectors,
+        Op::Discard => return lim.max_discard_sectors.min(u32::MAX >> 9),
+        Op::SecureErase => return lim.max_secure_erase_sectors,
         Op::WriteZeroes => lim.max_write_zeroes_sectors,
         _ => lim.max_sectors,
     };
-    if lim.chunk_sectors == 0 || rq.op.is_discard() {
+    if lim.chunk_sectors == 0 {
         return max;
     }
     max.min(chunk_sectors_left(offset, lim.chunk_sectors))
