@@ -453,11 +453,19 @@ impl BlockCore {
     }
 
     /// Count a new bio object; a free slot for it, if there is one.
+    /// Every slot holds a live bio or is free, so while a free slot is
+    /// left the live bios are fewer than the arena's slots, which the peak
+    /// reached when the arena last grew: only a bio that grows the arena
+    /// can set a new peak, and the others need not compare.
     fn take_free_slot(&mut self) -> Option<BioId> {
         self.bios_allocated += 1;
         self.bios_live += 1;
-        self.bios_live_peak = self.bios_live_peak.max(self.bios_live);
-        self.free.pop()
+        let slot = self.free.pop();
+        if slot.is_none() {
+            self.bios_live_peak = self.bios_live_peak.max(self.bios_live);
+        }
+        debug_assert!(self.bios_live_peak >= self.bios_live, "the live bios' peak");
+        slot
     }
 
     fn bio_put(&mut self, id: BioId) {
