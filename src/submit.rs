@@ -301,7 +301,6 @@ pub struct BlockCore {
     /// Bio objects ever allocated (the throughput figure counts these).
     pub bios_allocated: u64,
     pub bios_live_peak: usize,
-    bios_live: usize,
     /// `current->bio_list`, per task: a sleeping task's lists stay put
     /// (in the kernel, on its stack) until it resumes.
     bio_lists: Vec<Option<BioLists>>,
@@ -375,7 +374,6 @@ impl BlockCore {
             free: Vec::new(),
             bios_allocated: 0,
             bios_live_peak: 0,
-            bios_live: 0,
             bio_lists: vec![None, None],
             done_roots: Vec::new(),
             plugs: vec![None, None],
@@ -453,23 +451,22 @@ impl BlockCore {
     }
 
     /// Count a new bio object; a free slot for it, if there is one.
-    /// Every slot holds a live bio or is free, so while a free slot is
-    /// left the live bios are fewer than the arena's slots, which the peak
-    /// reached when the arena last grew: only a bio that grows the arena
-    /// can set a new peak, and the others need not compare.
+    /// Every slot holds a live bio or is free, so the live bios are the
+    /// slots less the free ones ([`Self::live_bios`]), not a count kept per
+    /// bio; while a free slot is left they are fewer than the arena's
+    /// slots, which the peak reached when the arena last grew: only a bio
+    /// that grows the arena (all its slots live, and one more) can set a
+    /// new peak, and the others need not compare.
     fn take_free_slot(&mut self) -> Option<BioId> {
         self.bios_allocated += 1;
-        self.bios_live += 1;
         let slot = self.free.pop();
         if slot.is_none() {
-            self.bios_live_peak = self.bios_live_peak.max(self.bios_live);
+            self.bios_live_peak = self.bios_live_peak.max(self.bios.len() + 1);
         }
-        debug_assert!(self.bios_live_peak >= self.bios_live, "the live bios' peak");
         slot
     }
 
     fn bio_put(&mut self, id: BioId) {
-        self.bios_live -= 1;
         self.free.push(id);
     }
 
@@ -1189,7 +1186,7 @@ impl BlockCore {
     }
 
     pub fn live_bios(&self) -> usize {
-        self.bios_live
+        self.bios.len() - self.free.len()
     }
 
     /// Timed events still pending, samples not counted.
