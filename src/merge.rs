@@ -70,14 +70,16 @@ pub fn blk_try_merge(rq: &Request, bio: &Bio, lim: &QueueLimits) -> ElvMerge {
 
 /// `blk_rq_get_max_sectors`: the op's size limit, and for data requests no
 /// crossing of a `chunk_sectors` boundary from `offset`.
+/// The discards return from the match (no chunk rule for them), so the op
+/// is tested once, not again after it.
 pub fn blk_rq_get_max_sectors(rq: &Request, offset: u64, lim: &QueueLimits) -> u32 {
     let max = match rq.op {
-        Op::Discard => lim.max_discard_sectors.min(u32::MAX >> 9),
-        Op::SecureErase => lim.max_secure_erase_sectors,
+        Op::Discard => return lim.max_discard_sectors.min(u32::MAX >> 9),
+        Op::SecureErase => return lim.max_secure_erase_sectors,
         Op::WriteZeroes => lim.max_write_zeroes_sectors,
         _ => lim.max_sectors,
     };
-    if lim.chunk_sectors == 0 || rq.op.is_discard() {
+    if lim.chunk_sectors == 0 {
         return max;
     }
     max.min(chunk_sectors_left(offset, lim.chunk_sectors))
@@ -191,16 +193,18 @@ pub fn ll_front_merge_fn(core: &BlockCore, rq: &mut Request, bio: BioId, nsegs: 
 /// Account and trace a bio merged into `rq` (`blk_account_io_merge_bio`).
 /// Inline: each caller's action is a constant, so the match on it folds
 /// away, with the call, on the path every merge of a stream takes.
+/// The bio addresses the request's disk (a whole disk, whose queue the
+/// request is on), so its event's device is `rq.dev`, not looked up again.
 #[inline(always)]
 fn bio_merged(core: &mut BlockCore, rq: &Request, bio: BioId, action: Option<Action>) {
     core.bio_mut(bio).in_request = true;
     core.stats[rq.dev as usize].account_merge(rq.op);
     match action {
-        Some(a) => core.trace_bio(a, bio, 0, 0),
+        Some(a) => core.trace_bio_on(a, bio, rq.dev, 0, 0),
         None => {
-            let b = core.bio(bio);
-            let (dev, sector) = (core.topo.dev(b.dev).whole, b.iter.sector);
-            core.tracer.untraced_merge(dev, sector);
+            debug_assert_eq!(core.topo.dev(core.bio(bio).dev).whole, rq.dev, "a bio merges into a request of its disk");
+            let sector = core.bio(bio).iter.sector;
+            core.tracer.untraced_merge(rq.dev, sector);
         }
     }
 }

@@ -169,6 +169,19 @@ fn one_page_fits(lim: &QueueLimits, bio: &Bio, max_bytes: u64) -> bool {
     bio.iter.idx == 0 && size != 0 && done + size <= bv.len as u64 && (bv.phys + done) % PAGE_SIZE + size <= PAGE_SIZE && size <= max_bytes && lim.max_segments != 0
 }
 
+/// A read or write of at most a page fits whatever its start, so
+/// [`one_page_fits`] needs no [`get_max_io_size`] (the kernel's
+/// `bio_may_need_split` is the same shortcut on validated limits): with no
+/// chunk boundary the cap is `max_sectors`, and the physical block
+/// alignment takes less than a block off it (`end` is at least
+/// `start + max - (pbs - 1)`, above `start`): with at least two pages of
+/// `max_sectors` and blocks of at most a page, at least 9 sectors are left.
+/// A decision per queue, in three compares of its limits.
+#[inline(always)]
+fn page_fits_anywhere(lim: &QueueLimits) -> bool {
+    lim.chunk_sectors == 0 && lim.physical_block_size as u64 <= PAGE_SIZE && lim.max_sectors as u64 >= 2 * PAGE_SIZE >> SECTOR_SHIFT
+}
+
 /// `bio_split_discard`: cap at `max_discard_sectors` (a multiple of the
 /// granularity) and pull the end back so the next piece starts aligned.
 pub fn bio_split_discard(lim: &QueueLimits, bio: &Bio, beh: &Behaviour) -> SplitDecision {
@@ -210,10 +223,14 @@ pub fn bio_split_write_zeroes(lim: &QueueLimits, bio: &Bio, beh: &Behaviour) -> 
 pub fn split_decision(lim: &QueueLimits, bio: &Bio, beh: &Behaviour) -> SplitDecision {
     match bio.op {
         Op::Read | Op::Write => {
-            let max_bytes = (get_max_io_size(lim, bio, beh) as u64) << SECTOR_SHIFT;
             if !bio.op.has_data() || bio.bvecs.is_empty() {
                 return SplitDecision::Fits { nsegs: 0 };
             }
+            // What nearly every bio of a disk is needs no get_max_io_size.
+            if page_fits_anywhere(lim) && one_page_fits(lim, bio, PAGE_SIZE) {
+                return SplitDecision::Fits { nsegs: 1 };
+            }
+            let max_bytes = (get_max_io_size(lim, bio, beh) as u64) << SECTOR_SHIFT;
             if one_page_fits(lim, bio, max_bytes) {
                 return SplitDecision::Fits { nsegs: 1 };
             }
@@ -273,6 +290,26 @@ mod tests {
         let seg = QueueLimits { max_segment_size: 65536, ..lim.clone() };
         let big = Bio::new(0, Op::Write, 0, 0, 131072, BioVecs::new(&[Bvec { phys: 0x10_0000, len: 131072 }]));
         assert_eq!(bio_split_rw_at(&seg, &big, 1 << 20), SplitDecision::Fits { nsegs: 2 });
+    }
+
+    #[test]
+    fn page_fits_anywhere_only_where_get_max_io_size_leaves_a_page() {
+        let beh = crate::profile::profile("6.12").expect("profile").behaviour;
+        for pbs in [512, 1024, 2048, 4096, 8192] {
+            for max_sectors in [8, 15, 16, 17, 24, 255, 256, u32::MAX >> 1] {
+                for chunk_sectors in [0, 8, 128] {
+                    let lim = QueueLimits { physical_block_size: pbs, max_sectors, chunk_sectors, ..QueueLimits::stacking() };
+                    let anywhere = (0..64).all(|sector| {
+                        let bio = Bio::new(0, Op::Write, 0, sector, 4096, BioVecs::new(&[Bvec { phys: 0x10_0000, len: 4096 }]));
+                        get_max_io_size(&lim, &bio, &beh) as u64 >= PAGE_SIZE >> SECTOR_SHIFT
+                    });
+                    // The shortcut is taken only where every start leaves a page.
+                    assert!(!page_fits_anywhere(&lim) || anywhere, "pbs {pbs} max {max_sectors} chunk {chunk_sectors}");
+                }
+            }
+        }
+        assert!(page_fits_anywhere(&QueueLimits { physical_block_size: 4096, max_sectors: 16, ..QueueLimits::stacking() }));
+        assert!(!page_fits_anywhere(&QueueLimits { max_sectors: 8, ..QueueLimits::stacking() }));
     }
 
     #[test]

@@ -301,7 +301,6 @@ pub struct BlockCore {
     /// Bio objects ever allocated (the throughput figure counts these).
     pub bios_allocated: u64,
     pub bios_live_peak: usize,
-    bios_live: usize,
     /// `current->bio_list`, per task: a sleeping task's lists stay put
     /// (in the kernel, on its stack) until it resumes.
     bio_lists: Vec<Option<BioLists>>,
@@ -375,7 +374,6 @@ impl BlockCore {
             free: Vec::new(),
             bios_allocated: 0,
             bios_live_peak: 0,
-            bios_live: 0,
             bio_lists: vec![None, None],
             done_roots: Vec::new(),
             plugs: vec![None, None],
@@ -453,15 +451,22 @@ impl BlockCore {
     }
 
     /// Count a new bio object; a free slot for it, if there is one.
+    /// Every slot holds a live bio or is free, so the live bios are the
+    /// slots less the free ones ([`Self::live_bios`]), not a count kept per
+    /// bio; while a free slot is left they are fewer than the arena's
+    /// slots, which the peak reached when the arena last grew: only a bio
+    /// that grows the arena (all its slots live, and one more) can set a
+    /// new peak, and the others need not compare.
     fn take_free_slot(&mut self) -> Option<BioId> {
         self.bios_allocated += 1;
-        self.bios_live += 1;
-        self.bios_live_peak = self.bios_live_peak.max(self.bios_live);
-        self.free.pop()
+        let slot = self.free.pop();
+        if slot.is_none() {
+            self.bios_live_peak = self.bios_live_peak.max(self.bios.len() + 1);
+        }
+        slot
     }
 
     fn bio_put(&mut self, id: BioId) {
-        self.bios_live -= 1;
         self.free.push(id);
     }
 
@@ -543,13 +548,20 @@ impl BlockCore {
     /// `BIO_TRACE_COMPLETION`, so it gets no second 'Q'.
     #[inline(always)]
     pub fn bio_split(&mut self, id: BioId, sectors: u32) -> BioId {
+        self.bio_split_with(id, sectors, |_| {})
+    }
+
+    /// [`Self::bio_split`] with the caller's changes to the front made as
+    /// it is set up (see [`Self::bio_copy`]).
+    #[inline(always)]
+    fn bio_split_with(&mut self, id: BioId, sectors: u32, adjust: impl FnOnce(&mut Bio)) -> BioId {
         let bytes = sectors << SECTOR_SHIFT;
         let b = self.bio(id);
         assert!(sectors > 0 && bytes < b.iter.size, "bio_split of {sectors} sectors out of range");
         // The size is not set in bio_copy's `adjust`: that saved a lookup
         // per split but, inlined into blk_mq_submit_bio, cost every bio
         // there more (merge4k: 4.5 M more instructions, without a split).
-        let front = self.bio_copy(id, |_| {});
+        let front = self.bio_copy(id, adjust);
         self.bio_mut(front).iter.size = bytes;
         let b = self.bio_mut(id);
         bvec_iter_advance(&b.bvecs, &mut b.iter, bytes);
@@ -573,7 +585,20 @@ impl BlockCore {
     pub fn trace_bio(&mut self, action: Action, id: BioId, arg: u64, from_dev: DevId) {
         debug_assert!(crate::stats::analysis::READS & 1 << action as u16 != 0);
         if self.tracer.active() {
-            self.trace_bio_event(action, id, arg, from_dev, 0);
+            let disk = self.topo.dev(self.bio(id).dev).whole;
+            self.trace_bio_event(action, id, disk, arg, from_dev, 0);
+        }
+    }
+
+    /// [`Self::trace_bio`] of a bio the caller knows addresses whole disk
+    /// `disk` (a bio being queued, or merged into a request of `disk`):
+    /// the event's device is not looked up again.
+    #[inline(always)]
+    pub fn trace_bio_on(&mut self, action: Action, id: BioId, disk: DevId, arg: u64, from_dev: DevId) {
+        debug_assert!(crate::stats::analysis::READS & 1 << action as u16 != 0);
+        debug_assert_eq!(self.topo.dev(self.bio(id).dev).whole, disk, "the bio addresses disk {disk}");
+        if self.tracer.active() {
+            self.trace_bio_event(action, id, disk, arg, from_dev, 0);
         }
     }
 
@@ -582,7 +607,8 @@ impl BlockCore {
     #[inline]
     fn trace_bio_complete(&mut self, id: BioId, status: i32) {
         if self.tracer.active() {
-            self.trace_bio_event(Action::Complete, id, 0, 0, status);
+            let disk = self.topo.dev(self.bio(id).dev).whole;
+            self.trace_bio_event(Action::Complete, id, disk, 0, 0, status);
         }
     }
 
@@ -592,24 +618,24 @@ impl BlockCore {
     /// inline): through `emit`'s closure, LLVM called the building out of
     /// line from `blk_mq_submit_bio` (its 'G'), a call per request.
     #[inline(always)]
-    fn trace_bio_event(&mut self, action: Action, id: BioId, arg: u64, from_dev: DevId, error: i32) {
+    fn trace_bio_event(&mut self, action: Action, id: BioId, disk: DevId, arg: u64, from_dev: DevId, error: i32) {
         if self.tracer.thread_only() {
-            let ev = self.bio_event(action, id, arg, from_dev, error);
+            let ev = self.bio_event(action, id, disk, arg, from_dev, error);
             self.tracer.to_thread(&ev);
         } else {
-            let ev = self.bio_event(action, id, arg, from_dev, error);
+            let ev = self.bio_event(action, id, disk, arg, from_dev, error);
             let ctx = TraceCtx { topo: &self.topo, tasks: &self.tasks };
             self.tracer.emit(ev, &ctx);
         }
     }
 
-    /// The event of bio `id` now.
+    /// The event of bio `id` now, on its whole disk `disk`.
     #[inline(always)]
-    fn bio_event(&self, action: Action, id: BioId, arg: u64, from_dev: DevId, error: i32) -> Event {
+    fn bio_event(&self, action: Action, id: BioId, disk: DevId, arg: u64, from_dev: DevId, error: i32) -> Event {
         let b = self.bio(id);
         Event {
             time: self.clock(),
-            dev: self.topo.dev(b.dev).whole,
+            dev: disk,
             action,
             op: b.op,
             flags: b.flags,
@@ -669,7 +695,8 @@ impl BlockCore {
     pub fn trace_bio_remap_to(&mut self, id: BioId, disk: DevId, from_dev: DevId, from_sector: u64) {
         self.stats[disk as usize].remaps += 1;
         if self.tracer.hears(Action::Remap) {
-            self.trace_bio_event(Action::Remap, id, from_sector, from_dev, 0);
+            let whole = self.topo.dev(self.bio(id).dev).whole;
+            self.trace_bio_event(Action::Remap, id, whole, from_sector, from_dev, 0);
         }
     }
 
@@ -727,21 +754,24 @@ impl BlockCore {
     /// remainder under head insertion).
     #[inline(always)]
     pub fn submit_bio_noacct_nocheck(&mut self, id: BioId, split: bool) -> Option<BioId> {
-        let b = self.bio_mut(id);
+        let BlockCore { bios, stats, topo, .. } = self;
+        let b = &mut bios[id as usize];
         // Its disk, which nothing below changes, read once for the 'Q'
         // and the list.
         let disk = b.dev;
         if !b.traced {
             b.traced = true;
-            let (dev, op, sectors) = (disk, b.op, b.sectors() as u64);
-            let s = &mut self.stats[dev as usize];
+            // What the 'Q' and the checks need of the bio and its disk,
+            // read before the 'Q': after it, the arena and the disk were
+            // looked up (and bounds checked) again.
+            let (op, sectors) = (b.op, b.sectors() as u64);
+            let leaf = matches!(topo.dev(disk).driver, Driver::Mq(_)) && b.flags & req::BOUNCE == 0;
+            let s = &mut stats[disk as usize];
             s.queued += 1;
             s.sectors_queued[op as usize] += sectors;
-            self.trace_bio(Action::Queue, id, 0, 0);
-            if let Driver::Mq(_) = self.topo.dev(dev).driver {
-                if self.bio(id).flags & req::BOUNCE == 0 {
-                    self.check_leaf(id);
-                }
+            self.trace_bio_on(Action::Queue, id, disk, 0, 0);
+            if leaf {
+                self.check_leaf(id);
             }
         }
         let head = split && self.beh.split_remainder == SplitRemainder::Head;
@@ -766,10 +796,16 @@ impl BlockCore {
     #[inline(always)]
     pub fn bio_submit_split(&mut self, id: BioId, sectors: u32) -> BioId {
         self.cpu_charge(|c| c.split as u64);
-        let front = self.bio_split(id, sectors);
-        self.bio_mut(front).flags |= req::NOMERGE;
-        self.bio_chain(front, id);
-        let b = self.bio(id);
+        // The front's flag and its half of bio_chain(front, id) are set as
+        // it is copied, and the remainder's half with what is read of it:
+        // each lookup again cost a bounds check (md's chunk-by-chunk
+        // discards split every piece).
+        let front = self.bio_split_with(id, sectors, |f| {
+            f.flags |= req::NOMERGE;
+            f.parent = Some(id);
+        });
+        let b = self.bio_mut(id);
+        b.remaining += 1;
         let (dev, rest) = (b.dev, b.iter.sector);
         self.stats[dev as usize].splits += 1;
         self.trace_bio(Action::Split, front, rest, 0);
@@ -1150,7 +1186,7 @@ impl BlockCore {
     }
 
     pub fn live_bios(&self) -> usize {
-        self.bios_live
+        self.bios.len() - self.free.len()
     }
 
     /// Timed events still pending, samples not counted.
