@@ -35,9 +35,14 @@ pub struct Job {
     free_slots: Vec<u32>,
     in_flight: u32,
     finished: bool,
-    /// What remains of the submission under way, in order (a `Vec`:
-    /// `run_job_here` walks it, the ring's pops cost more).
+    /// The submission under way, in order: its `queued` units first, of
+    /// which `walked` are submitted (a `Vec`: `run_job_here` walks it, the
+    /// ring's pops cost more). The entries stay when the walk is done, their
+    /// bio lists refilled in place by the next submissions' units
+    /// ([`Source::next_unit_into`]).
     current: Vec<Submitting>,
+    queued: u32,
+    walked: u32,
     /// The submission installed a plug it must finish.
     plugged: bool,
     /// The task sleeps for the submission's I/O before it finishes that
@@ -100,18 +105,20 @@ struct UnitSlot {
 }
 
 impl Job {
-    /// Take a unit in flight: a slot, and a place in the submission under
-    /// way. The unit is read in place and its bio list taken out, not the
-    /// whole unit moved in (one per unit, a copy as costly as the rest).
+    /// Take a unit in flight: a slot, and place `n` of the submission under
+    /// way, whose bio list holds the unit's bios. The unit is read in
+    /// place, not moved in (one per unit, a copy as costly as the rest).
     #[inline(always)]
-    fn queue_unit(&mut self, unit: &mut IoUnit, now: u64) {
+    fn queue_unit(&mut self, n: usize, unit: &mut IoUnit, now: u64) {
         let slot = self.free_slots.pop().unwrap_or_else(|| {
             self.slots.push(UnitSlot::default());
             (self.slots.len() - 1) as u32
         });
         let s = &mut self.slots[slot as usize];
         // One reference per bio, and one for the submission itself.
-        s.left = unit.bios.len() as u32 + 1;
+        let entry = &mut self.current[n];
+        (entry.next, entry.slot) = (0, slot);
+        s.left = entry.bios.len() as u32 + 1;
         (s.kind, s.start, s.bytes, s.issued) = (unit.kind, unit.started_ns.unwrap_or(now).min(now), unit.bytes, now);
         s.requeue = unit.requeue.take();
         if let Some(k) = unit.kind.index() {
@@ -121,7 +128,6 @@ impl Job {
         if unit.sync {
             self.sync_slot = Some(slot);
         }
-        self.current.push(Submitting { bios: std::mem::take(&mut unit.bios), next: 0, slot });
     }
 }
 
@@ -196,18 +202,20 @@ impl Job {
     }
 }
 
-/// The source's next unit; marks the job finished when there is none.
-fn next_from_source(job: &mut Job, now: u64) -> Option<IoUnit> {
+/// The source's next unit, its bios built in place `n` of the submission;
+/// marks the job finished when there is none.
+fn next_from_source(job: &mut Job, n: usize, now: u64) -> Option<IoUnit> {
     if job.finished {
         return None;
     }
-    let u = job.source.next_unit_at(now);
+    let u = job.source.next_unit_into(now, &mut job.current[n].bios);
     job.finished = u.is_none();
     u
 }
 
 /// A unit of the submission under way, in its slot: its bios from `next`
 /// on are still to be submitted.
+#[derive(Default)]
 struct Submitting {
     bios: Vec<BioSpec>,
     /// A `u32`, so the entry is 32 bytes: each step moves less.
@@ -494,6 +502,8 @@ impl Engine {
             in_flight: 0,
             finished: false,
             current: Vec::new(),
+            queued: 0,
+            walked: 0,
             plugged: false,
             plug_sleeps: false,
             units_done: 0,
@@ -641,11 +651,14 @@ impl Engine {
                 return;
             }
             // The submission's units are walked out of the job, so the next
-            // one is a step of an iterator, not a lookup of the job and a
-            // pop (nothing called from here runs this job again).
-            let mut units = std::mem::take(&mut self.jobs[j].current);
-            let mut rest = units.drain(..);
-            while let Some(mut u) = rest.next() {
+            // one is a step of an iterator, not a lookup of the job (nothing
+            // called from here runs this job again). They stay in the list,
+            // their bio lists kept for the next submissions' units.
+            let job = &mut self.jobs[j];
+            let mut units = std::mem::take(&mut job.current);
+            let (walked, queued) = (job.walked as usize, job.queued as usize);
+            let mut asleep = None;
+            'walk: for (i, u) in units[walked..queued].iter_mut().enumerate() {
                 while let Some(spec) = u.bios.get(u.next as usize) {
                     // bio_alloc_bioset and bio_iov_iter_get_pages: the bio
                     // and its user pages pinned.
@@ -653,26 +666,26 @@ impl Engine {
                     let awake = self.submit_root(task, spec, j as u32, u.slot);
                     u.next += 1;
                     if !awake {
-                        // Asleep inside this bio's submission: the rest waits,
-                        // and the driver threads it woke run.
-                        self.jobs[j].current = std::iter::once(u).chain(rest).collect();
-                        self.run_threads();
-                        return;
+                        // Asleep inside this bio's submission: the rest waits.
+                        asleep = Some(walked + i);
+                        break 'walk;
                     }
                 }
                 // All bios of the unit were submitted: drop the submission's
-                // own reference, so the unit completes with its last bio,
-                // and hand the bios' buffers back to the source. One lookup
-                // of the job and the slot for the three.
+                // own reference, so the unit completes with its last bio.
+                // One lookup of the job and the slot for both.
                 let now = self.core.now;
-                let job = &mut self.jobs[j];
-                job.unit_issued(u.slot, now);
-                job.source.unit_done(u.bios);
+                self.jobs[j].unit_issued(u.slot, now);
             }
-            // The emptied list goes back, its buffer kept for the next
-            // submission.
-            drop(rest);
-            self.jobs[j].current = units;
+            let job = &mut self.jobs[j];
+            job.current = units;
+            if let Some(at) = asleep {
+                // The driver threads the sleeping submission woke run.
+                job.walked = at as u32;
+                self.run_threads();
+                return;
+            }
+            job.walked = queued as u32;
             if std::mem::take(&mut self.jobs[j].plugged) {
                 if std::mem::take(&mut self.jobs[j].plug_sleeps) {
                     mq::blk_flush_plug(&mut self.queues, &mut self.core, task, true);
@@ -732,12 +745,24 @@ impl Engine {
         // drain unit is held by `n > 0`), so it sees no unit of this batch.
         let (mut n, mut plug, mut plug_sleeps, mut counted) = (0u32, false, false, 0u32);
         while n < room {
-            let mut next = if job.requeued.is_empty() && job.pending.is_none() { next_from_source(job, now) } else { job.requeued.pop_front().or_else(|| job.pending.take()) };
+            let i = n as usize;
+            if job.current.len() <= i {
+                job.current.push(Submitting::default());
+            }
+            // A new unit's bios are built in place `i`; a requeued or held
+            // one brings its own, swapped in (its list goes back with it if
+            // it is held again).
+            let fresh = job.requeued.is_empty() && job.pending.is_none();
+            let mut next = if fresh { next_from_source(job, i, now) } else { job.requeued.pop_front().or_else(|| job.pending.take()) };
             // The unit is read where the source left it: moved out of its
             // Option, all of it was copied once more for every unit.
             let Some(u) = next.as_mut() else { break };
+            if !fresh {
+                std::mem::swap(&mut job.current[i].bios, &mut u.bios);
+            }
             let held = u.not_before > now || (u.drain && job.in_flight > 0) || ((u.sync || u.drain) && n > 0);
             if held {
+                std::mem::swap(&mut job.current[i].bios, &mut u.bios);
                 job.pending = next;
                 break;
             }
@@ -745,12 +770,13 @@ impl Engine {
             plug |= u.plug;
             plug_sleeps |= u.sleeps_in_plug;
             counted += u.kind.index().is_some() as u32;
-            job.queue_unit(u, now);
+            job.queue_unit(i, u, now);
             n += 1;
             if alone {
                 break;
             }
         }
+        (job.queued, job.walked) = (n, 0);
         if n > 0 {
             // The submission's first unit was taken in flight now.
             job.stats.first_submit_ns.get_or_insert(now);

@@ -20,8 +20,9 @@ pub struct BioList {
     /// Submissions in all (for progress).
     total: u64,
     done: u64,
-    /// The bio lists of units the engine is done with, refilled for the
-    /// next units so a long repeat allocates nothing.
+    /// The bio lists of units handed back ([`Source::unit_done`]), refilled
+    /// for the next units [`Source::next_unit`] builds (the engine has its
+    /// lists refilled in place instead, [`Source::next_unit_into`]).
     spare: Vec<Vec<BioSpec>>,
     write_plug: WritePlug,
 }
@@ -81,13 +82,22 @@ impl BioList {
 
 impl Source for BioList {
     fn next_unit(&mut self) -> Option<IoUnit> {
-        let (spec, left, stride) = self.pending.last_mut()?;
         let mut bios = self.spare.pop().unwrap_or_default();
+        let unit = self.next_unit_into(0, &mut bios)?;
+        Some(IoUnit { bios, ..unit })
+    }
+
+    /// The unit's one bio written over the first of `bios` (a repeated
+    /// entry's bios all have as many bvecs), so a long repeat allocates
+    /// nothing and no list changes hands.
+    fn next_unit_into(&mut self, _now: u64, bios: &mut Vec<BioSpec>) -> Option<IoUnit> {
+        let (spec, left, stride) = self.pending.last_mut()?;
         bios.truncate(1);
         match bios.first_mut() {
             Some(b) => b.clone_from(spec),
             None => bios.push(spec.clone()),
         }
+        let write_plug = if spec.op == Op::Write && spec.size > 0 { self.write_plug } else { WritePlug::None };
         *left -= 1;
         self.done += 1;
         if *left == 0 {
@@ -100,10 +110,8 @@ impl Source for BioList {
                 bvecs => bvecs.iter_mut().for_each(|bv| bv.phys += step),
             }
         }
-        let bio = &bios[0];
-        let write_plug = if bio.op == Op::Write && bio.size > 0 { self.write_plug } else { WritePlug::None };
         let plug = self.plug || write_plug != WritePlug::None;
-        Some(IoUnit { bios, plug, sleeps_in_plug: write_plug == WritePlug::Sleeps, ..IoUnit::default() })
+        Some(IoUnit { plug, sleeps_in_plug: write_plug == WritePlug::Sleeps, ..IoUnit::default() })
     }
 
     fn unit_done(&mut self, bios: Vec<BioSpec>) {

@@ -134,6 +134,22 @@ pub trait Source {
         self.next_unit()
     }
 
+    /// [`Self::next_unit_at`] with the unit's bios built in `bios` rather
+    /// than in a list of the unit's own (the one returned is empty). The
+    /// engine keeps the lists of the units it submitted and passes one the
+    /// block layer is done with (all its bios submitted; empty at first),
+    /// so a source that refills it in place allocates nothing per unit and
+    /// hands no list back. The default gives the old list to
+    /// [`Self::unit_done`] and moves the unit's own in.
+    fn next_unit_into(&mut self, now: u64, bios: &mut Vec<BioSpec>) -> Option<IoUnit> {
+        if bios.capacity() > 0 {
+            self.unit_done(std::mem::take(bios));
+        }
+        let mut u = self.next_unit_at(now)?;
+        *bios = std::mem::take(&mut u.bios);
+        Some(u)
+    }
+
     /// How much of its work the source has handed out, from 0 to 1, when it
     /// knows (for progress displays); `now` is the simulated time in ns.
     fn progress(&self, now: u64) -> Option<f64> {
