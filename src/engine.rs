@@ -37,10 +37,12 @@ pub struct Job {
     finished: bool,
     /// The submission under way, in order: its `queued` units first, of
     /// which `walked` are submitted (a `Vec`: `run_job_here` walks it, the
-    /// ring's pops cost more). The entries stay when the walk is done, their
-    /// bio lists refilled in place by the next submissions' units
-    /// ([`Source::next_unit_into`]).
+    /// ring's pops cost more), and beside them their bio lists. The lists
+    /// stay when the walk is done, refilled in place by the next
+    /// submissions' units ([`Source::next_unit_into`],
+    /// [`Source::next_units_like`]).
     current: Vec<Submitting>,
+    lists: Vec<Vec<BioSpec>>,
     queued: u32,
     walked: u32,
     /// The submission installed a plug it must finish.
@@ -116,9 +118,8 @@ impl Job {
         });
         let s = &mut self.slots[slot as usize];
         // One reference per bio, and one for the submission itself.
-        let entry = &mut self.current[n];
-        (entry.next, entry.slot) = (0, slot);
-        s.left = entry.bios.len() as u32 + 1;
+        self.current[n] = Submitting { next: 0, slot };
+        s.left = self.lists[n].len() as u32 + 1;
         (s.kind, s.start, s.bytes, s.issued) = (unit.kind, unit.started_ns.unwrap_or(now).min(now), unit.bytes, now);
         s.requeue = unit.requeue.take();
         if let Some(k) = unit.kind.index() {
@@ -208,17 +209,15 @@ fn next_from_source(job: &mut Job, n: usize, now: u64) -> Option<IoUnit> {
     if job.finished {
         return None;
     }
-    let u = job.source.next_unit_into(now, &mut job.current[n].bios);
+    let u = job.source.next_unit_into(now, &mut job.lists[n]);
     job.finished = u.is_none();
     u
 }
 
 /// A unit of the submission under way, in its slot: its bios from `next`
 /// on are still to be submitted.
-#[derive(Default)]
+#[derive(Clone, Copy, Default)]
 struct Submitting {
-    bios: Vec<BioSpec>,
-    /// A `u32`, so the entry is 32 bytes: each step moves less.
     next: u32,
     slot: u32,
 }
@@ -502,6 +501,7 @@ impl Engine {
             in_flight: 0,
             finished: false,
             current: Vec::new(),
+            lists: Vec::new(),
             queued: 0,
             walked: 0,
             plugged: false,
@@ -655,11 +655,11 @@ impl Engine {
             // called from here runs this job again). They stay in the list,
             // their bio lists kept for the next submissions' units.
             let job = &mut self.jobs[j];
-            let mut units = std::mem::take(&mut job.current);
+            let (mut units, lists) = (std::mem::take(&mut job.current), std::mem::take(&mut job.lists));
             let (walked, queued) = (job.walked as usize, job.queued as usize);
             let mut asleep = None;
-            'walk: for (i, u) in units[walked..queued].iter_mut().enumerate() {
-                while let Some(spec) = u.bios.get(u.next as usize) {
+            'walk: for (i, (u, bios)) in units[walked..queued].iter_mut().zip(&lists[walked..queued]).enumerate() {
+                while let Some(spec) = bios.get(u.next as usize) {
                     // bio_alloc_bioset and bio_iov_iter_get_pages: the bio
                     // and its user pages pinned.
                     self.core.cpu_charge(|c| c.bio_alloc as u64 + c.page as u64 * (spec.size as u64).div_ceil(PAGE_SIZE));
@@ -678,7 +678,7 @@ impl Engine {
                 self.jobs[j].unit_issued(u.slot, now);
             }
             let job = &mut self.jobs[j];
-            job.current = units;
+            (job.current, job.lists) = (units, lists);
             if let Some(at) = asleep {
                 // The driver threads the sleeping submission woke run.
                 job.walked = at as u32;
@@ -744,11 +744,13 @@ impl Engine {
         // rule below only decides for the first unit (any later sync or
         // drain unit is held by `n > 0`), so it sees no unit of this batch.
         let (mut n, mut plug, mut plug_sleeps, mut counted) = (0u32, false, false, 0u32);
+        // A place for each unit the submission may take.
+        if job.current.len() < room as usize {
+            job.current.resize(room as usize, Submitting::default());
+            job.lists.resize_with(room as usize, Vec::new);
+        }
         while n < room {
             let i = n as usize;
-            if job.current.len() <= i {
-                job.current.push(Submitting::default());
-            }
             // A new unit's bios are built in place `i`; a requeued or held
             // one brings its own, swapped in (its list goes back with it if
             // it is held again).
@@ -758,22 +760,34 @@ impl Engine {
             // Option, all of it was copied once more for every unit.
             let Some(u) = next.as_mut() else { break };
             if !fresh {
-                std::mem::swap(&mut job.current[i].bios, &mut u.bios);
+                std::mem::swap(&mut job.lists[i], &mut u.bios);
             }
             let held = u.not_before > now || (u.drain && job.in_flight > 0) || ((u.sync || u.drain) && n > 0);
             if held {
-                std::mem::swap(&mut job.current[i].bios, &mut u.bios);
+                std::mem::swap(&mut job.lists[i], &mut u.bios);
                 job.pending = next;
                 break;
             }
             let alone = u.sync || u.drain;
             plug |= u.plug;
             plug_sleeps |= u.sleeps_in_plug;
-            counted += u.kind.index().is_some() as u32;
+            let c = u.kind.index().is_some() as u32;
+            counted += c;
+            let likable = fresh && u.requeue.is_none();
             job.queue_unit(i, u, now);
             n += 1;
             if alone {
                 break;
+            }
+            // The units that follow like this one: none is held or alone,
+            // and each is taken in flight as this one was (its bios in its
+            // list already).
+            if likable && n < room {
+                let like = job.source.next_units_like(now, &mut job.lists[n as usize..room as usize]) as u32;
+                for k in n..n + like {
+                    job.queue_unit(k as usize, u, now);
+                }
+                (n, counted) = (n + like, counted + c * like);
             }
         }
         (job.queued, job.walked) = (n, 0);

@@ -25,6 +25,8 @@ pub struct BioList {
     /// lists refilled in place instead, [`Source::next_unit_into`]).
     spare: Vec<Vec<BioSpec>>,
     write_plug: WritePlug,
+    /// The entry under way is the one the last unit came from.
+    like: bool,
 }
 
 /// Whether a data write is submitted as write(2) submits it on a kernel
@@ -70,13 +72,34 @@ impl BioList {
     pub fn new(mut bios: Vec<(BioSpec, u64, u64)>, plug: bool) -> Self {
         let total = bios.iter().map(|b| b.1).sum();
         bios.reverse();
-        BioList { pending: bios, plug, total, done: 0, spare: Vec::new(), write_plug: WritePlug::None }
+        BioList { pending: bios, plug, total, done: 0, spare: Vec::new(), write_plug: WritePlug::None, like: false }
     }
 
     /// Data writes go in a plug of their own as `write_plug` says.
     pub fn with_write_plug(mut self, write_plug: WritePlug) -> Self {
         self.write_plug = write_plug;
         self
+    }
+}
+
+/// `spec` written over the first of `bios`, as its only bio.
+#[inline(always)]
+fn refill(bios: &mut Vec<BioSpec>, spec: &BioSpec) {
+    bios.truncate(1);
+    match bios.first_mut() {
+        Some(b) => b.clone_from(spec),
+        None => bios.push(spec.clone()),
+    }
+}
+
+/// `spec` moved `stride` sectors on, and its buffer as far in memory.
+#[inline(always)]
+fn advance(spec: &mut BioSpec, stride: u64) {
+    spec.sector += stride;
+    let step = stride * SECTOR_SIZE;
+    match &mut spec.bvecs[..] {
+        [bv] => bv.phys += step,
+        bvecs => bvecs.iter_mut().for_each(|bv| bv.phys += step),
     }
 }
 
@@ -92,26 +115,40 @@ impl Source for BioList {
     /// nothing and no list changes hands.
     fn next_unit_into(&mut self, _now: u64, bios: &mut Vec<BioSpec>) -> Option<IoUnit> {
         let (spec, left, stride) = self.pending.last_mut()?;
-        bios.truncate(1);
-        match bios.first_mut() {
-            Some(b) => b.clone_from(spec),
-            None => bios.push(spec.clone()),
-        }
+        refill(bios, spec);
         let write_plug = if spec.op == Op::Write && spec.size > 0 { self.write_plug } else { WritePlug::None };
         *left -= 1;
         self.done += 1;
+        // The entry's next units are like this one.
+        self.like = *left > 0;
         if *left == 0 {
             self.pending.pop();
         } else {
-            spec.sector += *stride;
-            let step = *stride * SECTOR_SIZE;
-            match &mut spec.bvecs[..] {
-                [bv] => bv.phys += step,
-                bvecs => bvecs.iter_mut().for_each(|bv| bv.phys += step),
-            }
+            advance(spec, *stride);
         }
         let plug = self.plug || write_plug != WritePlug::None;
         Some(IoUnit { plug, sleeps_in_plug: write_plug == WritePlug::Sleeps, ..IoUnit::default() })
+    }
+
+    /// The rest of the entry the last unit came from (its units differ
+    /// only in their bios).
+    fn next_units_like(&mut self, _now: u64, lists: &mut [Vec<BioSpec>]) -> usize {
+        if !self.like {
+            return 0;
+        }
+        let Some((spec, left, stride)) = self.pending.last_mut() else { return 0 };
+        let n = (*left).min(lists.len() as u64);
+        for bios in &mut lists[..n as usize] {
+            refill(bios, spec);
+            advance(spec, *stride);
+        }
+        *left -= n;
+        self.done += n;
+        if *left == 0 {
+            self.pending.pop();
+            self.like = false;
+        }
+        n as usize
     }
 
     fn unit_done(&mut self, bios: Vec<BioSpec>) {
