@@ -112,23 +112,39 @@ impl Job {
     /// place, not moved in (one per unit, a copy as costly as the rest).
     #[inline(always)]
     fn queue_unit(&mut self, n: usize, unit: &mut IoUnit, now: u64) {
-        let slot = self.free_slots.pop().unwrap_or_else(|| {
-            self.slots.push(UnitSlot::default());
-            (self.slots.len() - 1) as u32
-        });
-        let s = &mut self.slots[slot as usize];
-        // One reference per bio, and one for the submission itself.
-        self.current[n] = Submitting { next: 0, slot };
-        s.left = self.lists[n].len() as u32 + 1;
-        (s.kind, s.start, s.bytes, s.issued) = (unit.kind, unit.started_ns.unwrap_or(now).min(now), unit.bytes, now);
-        s.requeue = unit.requeue.take();
-        if let Some(k) = unit.kind.index() {
-            self.stats.fio.issued(k);
+        let slot = self.queue_units_like(n..n + 1, unit, now);
+        // A free slot has no unit to requeue (`unit_complete` took it).
+        if unit.requeue.is_some() {
+            self.slots[slot as usize].requeue = unit.requeue.take();
         }
-        self.in_flight += 1;
         if unit.sync {
             self.sync_slot = Some(slot);
         }
+    }
+
+    /// Take units `places` of the submission in flight, each like `unit`
+    /// in all but its bios (already in their lists) and with no unit to
+    /// requeue: a slot each, what they share read once. The last slot.
+    #[inline(always)]
+    fn queue_units_like(&mut self, places: std::ops::Range<usize>, unit: &IoUnit, now: u64) -> u32 {
+        let (kind, start, bytes, counted) = (unit.kind, unit.started_ns.unwrap_or(now).min(now), unit.bytes, unit.kind.index());
+        self.in_flight += places.len() as u32;
+        let mut slot = 0;
+        for n in places {
+            slot = self.free_slots.pop().unwrap_or_else(|| {
+                self.slots.push(UnitSlot::default());
+                (self.slots.len() - 1) as u32
+            });
+            let s = &mut self.slots[slot as usize];
+            self.current[n] = Submitting { next: 0, slot };
+            // One reference per bio, and one for the submission itself.
+            s.left = self.lists[n].len() as u32 + 1;
+            (s.kind, s.start, s.bytes, s.issued) = (kind, start, bytes, now);
+            if let Some(k) = counted {
+                self.stats.fio.issued(k);
+            }
+        }
+        slot
     }
 }
 
@@ -784,9 +800,7 @@ impl Engine {
             // list already).
             if likable && n < room {
                 let like = job.source.next_units_like(now, &mut job.lists[n as usize..room as usize]) as u32;
-                for k in n..n + like {
-                    job.queue_unit(k as usize, u, now);
-                }
+                job.queue_units_like(n as usize..(n + like) as usize, u, now);
                 (n, counted) = (n + like, counted + c * like);
             }
         }
