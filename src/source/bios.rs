@@ -8,7 +8,7 @@
 use super::dio::{dio_simple_wait_flags, DIO_WRITE_FLAGS};
 use super::BioSpec;
 use super::{IoUnit, Source};
-use crate::bio::{req, Op, PAGE_SIZE, SECTOR_SIZE};
+use crate::bio::{req, Bvec, Op, PAGE_SIZE, SECTOR_SIZE};
 use crate::profile::Behaviour;
 
 pub struct BioList {
@@ -138,9 +138,35 @@ impl Source for BioList {
         }
         let Some((spec, left, stride)) = self.pending.last_mut() else { return 0 };
         let n = (*left).min(lists.len() as u64);
-        for bios in &mut lists[..n as usize] {
-            refill(bios, spec);
-            advance(spec, *stride);
+        match spec.bvecs[..] {
+            // One bvec (nearly every entry): the run's place kept in locals
+            // and each list that already holds a bio of one bvec (every list
+            // after its first unit) written over field by field, where the
+            // spec's fields were read and moved on in memory for every unit.
+            [bv] => {
+                let (dev, op, flags, size, step) = (spec.dev, spec.op, spec.flags, spec.size, *stride * SECTOR_SIZE);
+                let (mut sector, mut phys) = (spec.sector, bv.phys);
+                for bios in &mut lists[..n as usize] {
+                    match &mut bios[..] {
+                        [b] if b.bvecs.len() == 1 => {
+                            (b.dev, b.op, b.flags, b.sector, b.size) = (dev, op, flags, sector, size);
+                            b.bvecs[0] = Bvec { phys, ..bv };
+                        }
+                        _ => {
+                            (spec.sector, spec.bvecs[0].phys) = (sector, phys);
+                            refill(bios, spec);
+                        }
+                    }
+                    (sector, phys) = (sector + *stride, phys + step);
+                }
+                (spec.sector, spec.bvecs[0].phys) = (sector, phys);
+            }
+            _ => {
+                for bios in &mut lists[..n as usize] {
+                    refill(bios, spec);
+                    advance(spec, *stride);
+                }
+            }
         }
         *left -= n;
         self.done += n;
@@ -168,6 +194,36 @@ mod tests {
     fn spec(op: Op, size: u32) -> BioSpec {
         let bvecs = if size > 0 { vec![Bvec { phys: 1 << 32, len: size }] } else { Vec::new() };
         BioSpec { dev: 0, op, flags: 0, sector: 0, bvecs, size }
+    }
+
+    #[test]
+    fn runs_of_like_units_are_the_units_one_by_one() {
+        // Five 4 KiB writes 8 sectors (4 KiB) apart, then two reads: taken
+        // as the first unit of an entry and runs of up to three like it,
+        // into new lists (the first run) and lists written over (the
+        // second), they carry the bios handed out one at a time: sectors
+        // 0, 8, .., 32 with pages 4 KiB apart, then 0 and 8. A run ends
+        // with its entry.
+        let bios = vec![(spec(Op::Write, 4096), 5, 8), (spec(Op::Read, 4096), 2, 8)];
+        let mut one = BioList::new(bios.clone(), true);
+        let want: Vec<Vec<BioSpec>> = std::iter::from_fn(|| one.next_unit()).map(|u| u.bios).collect();
+        assert_eq!(want[4][0].sector, 32);
+        assert_eq!(want[4][0].bvecs[0].phys, (1 << 32) + 4 * 4096);
+        let mut l = BioList::new(bios, true);
+        let (mut first, mut lists, mut got, mut runs) = (Vec::new(), vec![Vec::new(); 3], Vec::new(), Vec::new());
+        while l.next_unit_into(0, &mut first).is_some() {
+            got.push(first.clone());
+            loop {
+                let k = l.next_units_like(0, &mut lists);
+                runs.push(k);
+                got.extend(lists[..k].iter().cloned());
+                if k < lists.len() {
+                    break;
+                }
+            }
+        }
+        assert_eq!(runs, [3, 1, 1]);
+        assert_eq!(got, want);
     }
 
     #[test]
