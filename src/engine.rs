@@ -687,13 +687,16 @@ impl Engine {
                         break 'walk;
                     }
                 }
-                // All bios of the unit were submitted: drop the submission's
-                // own reference, so the unit completes with its last bio.
-                // One lookup of the job and the slot for both.
-                let now = self.core.now;
-                self.jobs[j].unit_issued(u.slot, now);
             }
-            let job = &mut self.jobs[j];
+            // The units whose bios were all submitted drop the submission's
+            // own reference, so each completes with its last bio. Once the
+            // walk is over, in order, through one lookup of the job: nothing
+            // in the walk reads the job's units, nothing reaps their bios
+            // before it returns, and the clock stands still meanwhile.
+            let (now, job) = (self.core.now, &mut self.jobs[j]);
+            for u in &units[walked..asleep.unwrap_or(queued)] {
+                job.unit_issued(u.slot, now);
+            }
             (job.current, job.lists) = (units, lists);
             if let Some(at) = asleep {
                 // The driver threads the sleeping submission woke run.
