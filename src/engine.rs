@@ -112,7 +112,8 @@ impl Job {
     /// place, not moved in (one per unit, a copy as costly as the rest).
     #[inline(always)]
     fn queue_unit(&mut self, n: usize, unit: &mut IoUnit, now: u64) {
-        let slot = self.queue_units_like(n..n + 1, unit, now);
+        self.in_flight += 1;
+        let slot = self.take_slot(n, unit, now);
         // A free slot has no unit to requeue (`unit_complete` took it).
         if unit.requeue.is_some() {
             self.slots[slot as usize].requeue = unit.requeue.take();
@@ -123,26 +124,31 @@ impl Job {
     }
 
     /// Take units `places` of the submission in flight, each like `unit`
-    /// in all but its bios (already in their lists) and with no unit to
-    /// requeue: a slot each, what they share read once. The last slot.
+    /// (taken by [`Self::queue_unit`]) in all but its bios, which are in
+    /// their lists already, and with no unit to requeue.
     #[inline(always)]
-    fn queue_units_like(&mut self, places: std::ops::Range<usize>, unit: &IoUnit, now: u64) -> u32 {
-        let (kind, start, bytes, counted) = (unit.kind, unit.started_ns.unwrap_or(now).min(now), unit.bytes, unit.kind.index());
+    fn queue_units_like(&mut self, places: std::ops::Range<usize>, unit: &IoUnit, now: u64) {
         self.in_flight += places.len() as u32;
-        let mut slot = 0;
         for n in places {
-            slot = self.free_slots.pop().unwrap_or_else(|| {
-                self.slots.push(UnitSlot::default());
-                (self.slots.len() - 1) as u32
-            });
-            let s = &mut self.slots[slot as usize];
-            self.current[n] = Submitting { next: 0, slot };
-            // One reference per bio, and one for the submission itself.
-            s.left = self.lists[n].len() as u32 + 1;
-            (s.kind, s.start, s.bytes, s.issued) = (kind, start, bytes, now);
-            if let Some(k) = counted {
-                self.stats.fio.issued(k);
-            }
+            self.take_slot(n, unit, now);
+        }
+    }
+
+    /// A slot for the unit `unit` stands for, in place `n` of the
+    /// submission: its references and what its completion counts.
+    #[inline(always)]
+    fn take_slot(&mut self, n: usize, unit: &IoUnit, now: u64) -> u32 {
+        let slot = self.free_slots.pop().unwrap_or_else(|| {
+            self.slots.push(UnitSlot::default());
+            (self.slots.len() - 1) as u32
+        });
+        let s = &mut self.slots[slot as usize];
+        self.current[n] = Submitting { next: 0, slot };
+        // One reference per bio, and one for the submission itself.
+        s.left = self.lists[n].len() as u32 + 1;
+        (s.kind, s.start, s.bytes, s.issued) = (unit.kind, unit.started_ns.unwrap_or(now).min(now), unit.bytes, now);
+        if let Some(k) = unit.kind.index() {
+            self.stats.fio.issued(k);
         }
         slot
     }
