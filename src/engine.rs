@@ -35,9 +35,16 @@ pub struct Job {
     free_slots: Vec<u32>,
     in_flight: u32,
     finished: bool,
-    /// What remains of the submission under way, in order (a `Vec`:
-    /// `run_job_here` walks it, the ring's pops cost more).
+    /// The submission under way, in order: its `queued` units first, of
+    /// which `walked` are submitted (a `Vec`: `run_job_here` walks it, the
+    /// ring's pops cost more), and beside them their bio lists. The lists
+    /// stay when the walk is done, refilled in place by the next
+    /// submissions' units ([`Source::next_unit_into`],
+    /// [`Source::next_units_like`]).
     current: Vec<Submitting>,
+    lists: Vec<Vec<BioSpec>>,
+    queued: u32,
+    walked: u32,
     /// The submission installed a plug it must finish.
     plugged: bool,
     /// The task sleeps for the submission's I/O before it finishes that
@@ -100,28 +107,50 @@ struct UnitSlot {
 }
 
 impl Job {
-    /// Take a unit in flight: a slot, and a place in the submission under
-    /// way. The unit is read in place and its bio list taken out, not the
-    /// whole unit moved in (one per unit, a copy as costly as the rest).
+    /// Take a unit in flight: a slot, and place `n` of the submission under
+    /// way, whose bio list holds the unit's bios. The unit is read in
+    /// place, not moved in (one per unit, a copy as costly as the rest).
     #[inline(always)]
-    fn queue_unit(&mut self, unit: &mut IoUnit, now: u64) {
+    fn queue_unit(&mut self, n: usize, unit: &mut IoUnit, now: u64) {
+        self.in_flight += 1;
+        let slot = self.take_slot(n, unit, now);
+        // A free slot has no unit to requeue (`unit_complete` took it).
+        if unit.requeue.is_some() {
+            self.slots[slot as usize].requeue = unit.requeue.take();
+        }
+        if unit.sync {
+            self.sync_slot = Some(slot);
+        }
+    }
+
+    /// Take units `places` of the submission in flight, each like `unit`
+    /// (taken by [`Self::queue_unit`]) in all but its bios, which are in
+    /// their lists already, and with no unit to requeue.
+    #[inline(always)]
+    fn queue_units_like(&mut self, places: std::ops::Range<usize>, unit: &IoUnit, now: u64) {
+        self.in_flight += places.len() as u32;
+        for n in places {
+            self.take_slot(n, unit, now);
+        }
+    }
+
+    /// A slot for the unit `unit` stands for, in place `n` of the
+    /// submission: its references and what its completion counts.
+    #[inline(always)]
+    fn take_slot(&mut self, n: usize, unit: &IoUnit, now: u64) -> u32 {
         let slot = self.free_slots.pop().unwrap_or_else(|| {
             self.slots.push(UnitSlot::default());
             (self.slots.len() - 1) as u32
         });
         let s = &mut self.slots[slot as usize];
+        self.current[n] = Submitting { next: 0, slot };
         // One reference per bio, and one for the submission itself.
-        s.left = unit.bios.len() as u32 + 1;
+        s.left = self.lists[n].len() as u32 + 1;
         (s.kind, s.start, s.bytes, s.issued) = (unit.kind, unit.started_ns.unwrap_or(now).min(now), unit.bytes, now);
-        s.requeue = unit.requeue.take();
         if let Some(k) = unit.kind.index() {
             self.stats.fio.issued(k);
         }
-        self.in_flight += 1;
-        if unit.sync {
-            self.sync_slot = Some(slot);
-        }
-        self.current.push(Submitting { bios: std::mem::take(&mut unit.bios), next: 0, slot });
+        slot
     }
 }
 
@@ -196,21 +225,21 @@ impl Job {
     }
 }
 
-/// The source's next unit; marks the job finished when there is none.
-fn next_from_source(job: &mut Job, now: u64) -> Option<IoUnit> {
+/// The source's next unit, its bios built in place `n` of the submission;
+/// marks the job finished when there is none.
+fn next_from_source(job: &mut Job, n: usize, now: u64) -> Option<IoUnit> {
     if job.finished {
         return None;
     }
-    let u = job.source.next_unit_at(now);
+    let u = job.source.next_unit_into(now, &mut job.lists[n]);
     job.finished = u.is_none();
     u
 }
 
 /// A unit of the submission under way, in its slot: its bios from `next`
 /// on are still to be submitted.
+#[derive(Clone, Copy, Default)]
 struct Submitting {
-    bios: Vec<BioSpec>,
-    /// A `u32`, so the entry is 32 bytes: each step moves less.
     next: u32,
     slot: u32,
 }
@@ -494,6 +523,9 @@ impl Engine {
             in_flight: 0,
             finished: false,
             current: Vec::new(),
+            lists: Vec::new(),
+            queued: 0,
+            walked: 0,
             plugged: false,
             plug_sleeps: false,
             units_done: 0,
@@ -641,38 +673,44 @@ impl Engine {
                 return;
             }
             // The submission's units are walked out of the job, so the next
-            // one is a step of an iterator, not a lookup of the job and a
-            // pop (nothing called from here runs this job again).
-            let mut units = std::mem::take(&mut self.jobs[j].current);
-            let mut rest = units.drain(..);
-            while let Some(mut u) = rest.next() {
-                while let Some(spec) = u.bios.get(u.next as usize) {
+            // one is a step of an iterator, not a lookup of the job (nothing
+            // called from here runs this job again). They stay in the list,
+            // their bio lists kept for the next submissions' units.
+            let job = &mut self.jobs[j];
+            let (mut units, lists) = (std::mem::take(&mut job.current), std::mem::take(&mut job.lists));
+            let (walked, queued) = (job.walked as usize, job.queued as usize);
+            let mut asleep = None;
+            'walk: for (i, (u, bios)) in units[walked..queued].iter_mut().zip(&lists[walked..queued]).enumerate() {
+                while let Some(spec) = bios.get(u.next as usize) {
                     // bio_alloc_bioset and bio_iov_iter_get_pages: the bio
                     // and its user pages pinned.
                     self.core.cpu_charge(|c| c.bio_alloc as u64 + c.page as u64 * (spec.size as u64).div_ceil(PAGE_SIZE));
                     let awake = self.submit_root(task, spec, j as u32, u.slot);
                     u.next += 1;
                     if !awake {
-                        // Asleep inside this bio's submission: the rest waits,
-                        // and the driver threads it woke run.
-                        self.jobs[j].current = std::iter::once(u).chain(rest).collect();
-                        self.run_threads();
-                        return;
+                        // Asleep inside this bio's submission: the rest waits.
+                        asleep = Some(walked + i);
+                        break 'walk;
                     }
                 }
-                // All bios of the unit were submitted: drop the submission's
-                // own reference, so the unit completes with its last bio,
-                // and hand the bios' buffers back to the source. One lookup
-                // of the job and the slot for the three.
-                let now = self.core.now;
-                let job = &mut self.jobs[j];
-                job.unit_issued(u.slot, now);
-                job.source.unit_done(u.bios);
             }
-            // The emptied list goes back, its buffer kept for the next
-            // submission.
-            drop(rest);
-            self.jobs[j].current = units;
+            // The units whose bios were all submitted drop the submission's
+            // own reference, so each completes with its last bio. Once the
+            // walk is over, in order, through one lookup of the job: nothing
+            // in the walk reads the job's units, nothing reaps their bios
+            // before it returns, and the clock stands still meanwhile.
+            let (now, job) = (self.core.now, &mut self.jobs[j]);
+            for u in &units[walked..asleep.unwrap_or(queued)] {
+                job.unit_issued(u.slot, now);
+            }
+            (job.current, job.lists) = (units, lists);
+            if let Some(at) = asleep {
+                // The driver threads the sleeping submission woke run.
+                job.walked = at as u32;
+                self.run_threads();
+                return;
+            }
+            job.walked = queued as u32;
             if std::mem::take(&mut self.jobs[j].plugged) {
                 if std::mem::take(&mut self.jobs[j].plug_sleeps) {
                     mq::blk_flush_plug(&mut self.queues, &mut self.core, task, true);
@@ -731,26 +769,51 @@ impl Engine {
         // rule below only decides for the first unit (any later sync or
         // drain unit is held by `n > 0`), so it sees no unit of this batch.
         let (mut n, mut plug, mut plug_sleeps, mut counted) = (0u32, false, false, 0u32);
+        // A place for each unit the submission may take.
+        if job.current.len() < room as usize {
+            job.current.resize(room as usize, Submitting::default());
+            job.lists.resize_with(room as usize, Vec::new);
+        }
         while n < room {
-            let mut next = if job.requeued.is_empty() && job.pending.is_none() { next_from_source(job, now) } else { job.requeued.pop_front().or_else(|| job.pending.take()) };
+            let i = n as usize;
+            // A new unit's bios are built in place `i`; a requeued or held
+            // one brings its own, swapped in (its list goes back with it if
+            // it is held again).
+            let fresh = job.requeued.is_empty() && job.pending.is_none();
+            let mut next = if fresh { next_from_source(job, i, now) } else { job.requeued.pop_front().or_else(|| job.pending.take()) };
             // The unit is read where the source left it: moved out of its
             // Option, all of it was copied once more for every unit.
             let Some(u) = next.as_mut() else { break };
+            if !fresh {
+                std::mem::swap(&mut job.lists[i], &mut u.bios);
+            }
             let held = u.not_before > now || (u.drain && job.in_flight > 0) || ((u.sync || u.drain) && n > 0);
             if held {
+                std::mem::swap(&mut job.lists[i], &mut u.bios);
                 job.pending = next;
                 break;
             }
             let alone = u.sync || u.drain;
             plug |= u.plug;
             plug_sleeps |= u.sleeps_in_plug;
-            counted += u.kind.index().is_some() as u32;
-            job.queue_unit(u, now);
+            let c = u.kind.index().is_some() as u32;
+            counted += c;
+            let likable = fresh && u.requeue.is_none();
+            job.queue_unit(i, u, now);
             n += 1;
             if alone {
                 break;
             }
+            // The units that follow like this one: none is held or alone,
+            // and each is taken in flight as this one was (its bios in its
+            // list already).
+            if likable && n < room {
+                let like = job.source.next_units_like(now, &mut job.lists[n as usize..room as usize]) as u32;
+                job.queue_units_like(n as usize..(n + like) as usize, u, now);
+                (n, counted) = (n + like, counted + c * like);
+            }
         }
+        (job.queued, job.walked) = (n, 0);
         if n > 0 {
             // The submission's first unit was taken in flight now.
             job.stats.first_submit_ns.get_or_insert(now);
