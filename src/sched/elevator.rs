@@ -6,17 +6,24 @@
 //! merges walk its per-context lists) never touches the hash.
 
 use std::collections::HashMap;
+use std::hash::BuildHasherDefault;
 
 use crate::bio::{req, BioId};
 use crate::merge::{self, BioMerge, ElvMerge};
 use crate::mq::{trace_rq, wake_tag_waiters, RequestQueue, Rqs};
 use crate::trace::Action;
+use crate::stats::analysis::SectorHasher;
 use crate::submit::BlockCore;
 
-/// `elv_rqhash`: mergeable requests by end sector, newest first.
+/// `elv_rqhash`: mergeable requests by end sector, newest first. Keyed
+/// through the multiplicative sector hash, not SipHash: every request a
+/// scheduler inserts, merges and dispatches is hashed by its end sector two
+/// or three times, and SipHash cost each several hundred instructions
+/// (the map is only ever looked up by key, so the order of its buckets is
+/// seen nowhere).
 #[derive(Default)]
 pub struct RqHash {
-    map: HashMap<u64, Vec<u32>>,
+    map: HashMap<u64, Vec<u32>, BuildHasherDefault<SectorHasher>>,
 }
 
 impl RqHash {
