@@ -921,11 +921,7 @@ pub(crate) fn blk_mq_end_request_done(q: &mut RequestQueue, core: &mut BlockCore
     if rq.error != 0 {
         end_bios_with_error(q, core, rq.bio, rq.error, rq.flags, rq.sector);
     } else {
-        let mut next = Some(rq.bio);
-        while let Some(bio) = next {
-            next = core.bio_mut(bio).bi_next.take();
-            core.bio_endio(bio, 0);
-        }
+        core.blk_update_request_bios(rq.bio);
     }
     if rq.flags & req::ZONE_WPLUG != 0 {
         // blk_mq_finish_request → blk_zone_finish_request.

@@ -5,45 +5,85 @@
 //! calls them from its own operations; one that does not (kyber, whose
 //! merges walk its per-context lists) never touches the hash.
 
+use std::collections::hash_map::Entry;
 use std::collections::HashMap;
+use std::hash::BuildHasherDefault;
 
 use crate::bio::{req, BioId};
 use crate::merge::{self, BioMerge, ElvMerge};
 use crate::mq::{trace_rq, wake_tag_waiters, RequestQueue, Rqs};
 use crate::trace::Action;
+use crate::stats::analysis::SectorHasher;
 use crate::submit::BlockCore;
 
-/// `elv_rqhash`: mergeable requests by end sector, newest first.
+/// `elv_rqhash`: mergeable requests by end sector, newest first. Keyed
+/// through the multiplicative sector hash, not SipHash: every request a
+/// scheduler inserts, merges and dispatches is hashed by its end sector two
+/// or three times, and SipHash cost each several hundred instructions
+/// (the map is only ever looked up by key, so the order of its buckets is
+/// seen nowhere).
 #[derive(Default)]
 pub struct RqHash {
-    map: HashMap<u64, Vec<u32>>,
+    map: HashMap<u64, Chain, BuildHasherDefault<SectorHasher>>,
+}
+
+/// One hash chain, newest first. A chain of one request (nearly every
+/// chain) is held in place: a vector per chain cost every request hashed
+/// an allocation and its free.
+enum Chain {
+    One(u32),
+    Many(Vec<u32>),
 }
 
 impl RqHash {
     /// `elv_rqhash_add`.
     pub fn add(&mut self, rqs: &Rqs, id: u32) {
         let r = rqs.get(id);
-        self.map.entry(r.end()).or_default().insert(0, id);
+        match self.map.entry(r.end()) {
+            Entry::Vacant(e) => {
+                e.insert(Chain::One(id));
+            }
+            Entry::Occupied(mut e) => {
+                let c = e.get_mut();
+                match c {
+                    Chain::One(old) => {
+                        let old = *old;
+                        *c = Chain::Many(vec![id, old]);
+                    }
+                    Chain::Many(v) => v.insert(0, id),
+                }
+            }
+        }
     }
 
     /// `elv_rqhash_del`, given the end sector the request was hashed at.
     pub fn del(&mut self, end: u64, id: u32) {
-        if let Some(v) = self.map.get_mut(&end) {
-            v.retain(|&x| x != id);
-            if v.is_empty() {
-                self.map.remove(&end);
+        let Entry::Occupied(mut e) = self.map.entry(end) else { return };
+        let empty = match e.get_mut() {
+            Chain::One(x) => *x == id,
+            Chain::Many(v) => {
+                v.retain(|&x| x != id);
+                v.is_empty()
             }
+        };
+        if empty {
+            e.remove();
         }
     }
 
     /// `elv_rqhash_find`: a request ending at `sector`; unmergeable ones met
     /// on the way are dropped from the hash.
     pub fn find(&mut self, rqs: &Rqs, sector: u64) -> Option<u32> {
-        let v = self.map.get_mut(&sector)?;
-        v.retain(|&id| merge::rq_mergeable(rqs.get(id)));
-        let found = v.first().copied();
-        if v.is_empty() {
-            self.map.remove(&sector);
+        let Entry::Occupied(mut e) = self.map.entry(sector) else { return None };
+        let found = match e.get_mut() {
+            Chain::One(x) => Some(*x).filter(|&id| merge::rq_mergeable(rqs.get(id))),
+            Chain::Many(v) => {
+                v.retain(|&id| merge::rq_mergeable(rqs.get(id)));
+                v.first().copied()
+            }
+        };
+        if found.is_none() {
+            e.remove();
         }
         found
     }
