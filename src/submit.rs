@@ -568,6 +568,12 @@ impl BlockCore {
         front
     }
 
+    /// The whole disk bio `id` addresses (a partition's bio, its disk).
+    #[inline(always)]
+    fn bio_disk(&self, id: BioId) -> DevId {
+        self.topo.dev(self.bio(id).dev).whole
+    }
+
     /// `bio_chain`: `parent` completes only after `child` does.
     pub fn bio_chain(&mut self, child: BioId, parent: BioId) {
         self.bio_mut(child).parent = Some(parent);
@@ -585,7 +591,7 @@ impl BlockCore {
     pub fn trace_bio(&mut self, action: Action, id: BioId, arg: u64, from_dev: DevId) {
         debug_assert!(crate::stats::analysis::READS & 1 << action as u16 != 0);
         if self.tracer.active() {
-            let disk = self.topo.dev(self.bio(id).dev).whole;
+            let disk = self.bio_disk(id);
             self.trace_bio_event(action, id, disk, arg, from_dev, 0);
         }
     }
@@ -596,7 +602,7 @@ impl BlockCore {
     #[inline(always)]
     pub fn trace_bio_on(&mut self, action: Action, id: BioId, disk: DevId, arg: u64, from_dev: DevId) {
         debug_assert!(crate::stats::analysis::READS & 1 << action as u16 != 0);
-        debug_assert_eq!(self.topo.dev(self.bio(id).dev).whole, disk, "the bio addresses disk {disk}");
+        debug_assert_eq!(self.bio_disk(id), disk, "the bio addresses disk {disk}");
         if self.tracer.active() {
             self.trace_bio_event(action, id, disk, arg, from_dev, 0);
         }
@@ -607,7 +613,7 @@ impl BlockCore {
     #[inline]
     fn trace_bio_complete(&mut self, id: BioId, status: i32) {
         if self.tracer.active() {
-            let disk = self.topo.dev(self.bio(id).dev).whole;
+            let disk = self.bio_disk(id);
             self.trace_bio_event(Action::Complete, id, disk, 0, 0, status);
         }
     }
@@ -686,7 +692,7 @@ impl BlockCore {
     /// it came from `from_sector` on `from_dev`.
     #[inline(always)]
     pub fn trace_bio_remap(&mut self, id: BioId, from_dev: DevId, from_sector: u64) {
-        let disk = self.topo.dev(self.bio(id).dev).whole;
+        let disk = self.bio_disk(id);
         self.trace_bio_remap_to(id, disk, from_dev, from_sector);
     }
 
@@ -695,7 +701,7 @@ impl BlockCore {
     pub fn trace_bio_remap_to(&mut self, id: BioId, disk: DevId, from_dev: DevId, from_sector: u64) {
         self.stats[disk as usize].remaps += 1;
         if self.tracer.hears(Action::Remap) {
-            let whole = self.topo.dev(self.bio(id).dev).whole;
+            let whole = self.bio_disk(id);
             self.trace_bio_event(Action::Remap, id, whole, from_sector, from_dev, 0);
         }
     }
@@ -775,7 +781,7 @@ impl BlockCore {
             }
         }
         let head = split && self.beh.split_remainder == SplitRemainder::Head;
-        debug_assert_eq!(self.topo.dev(self.bio(id).dev).whole, self.bio(id).dev, "a bio on a list addresses a whole disk");
+        debug_assert_eq!(self.bio_disk(id), self.bio(id).dev, "a bio on a list addresses a whole disk");
         let BlockCore { bio_lists, bios, current, .. } = self;
         let Some(lists) = &mut bio_lists[*current as usize] else { return Some(id) };
         // The bio addresses its whole disk (remapped by submit_bio_noacct,
